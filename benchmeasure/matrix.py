@@ -1,0 +1,143 @@
+"""The response matrix: models × items, each cell the number of correct trials.
+
+This is the input of every fit and analysis (paper, Figure 2). On disk it is a CSV whose
+first column is ``model`` and whose other columns are the item IDs, as
+``scripts/prepare_response_matrix.py`` writes it::
+
+    model,q0,q1
+    model-a,1,2
+    model-b,0,1
+
+IDs are kept as exact strings (``007`` stays ``007``), in file order.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import fail
+from .files import atomic_write
+
+
+@dataclass(frozen=True)
+class ResponseMatrix:
+    """Correct counts of each model on each item.
+
+    Attributes
+    ----------
+    models : list of str, length M
+    items : list of str, length N
+    counts : ndarray of int64, shape (M, N)
+        ``counts[j, i]`` is how many of the ``n_trials`` responses of model j to item i were correct.
+    n_trials : int
+        Responses collected per model–item pair (the binomial size K).
+    """
+
+    models: list
+    items: list
+    counts: np.ndarray
+    n_trials: int
+
+    @property
+    def shape(self) -> tuple:
+        return self.counts.shape
+
+    def accuracy(self) -> np.ndarray:
+        """Per-cell success rate counts / n_trials, shape (M, N)."""
+        return self.counts / self.n_trials
+
+    def drop_model(self, index: int) -> ResponseMatrix:
+        """The same matrix without model ``index`` (for leave-one-model-out refits)."""
+        keep = [j for j in range(len(self.models)) if j != index]
+        return ResponseMatrix([self.models[j] for j in keep], list(self.items), self.counts[keep], self.n_trials)
+
+    def constant_items(self) -> dict:
+        """Items solved by every model in every trial (``all_correct``) or by none (``all_wrong``)."""
+        total = self.counts.sum(axis=0)
+        full = len(self.models) * self.n_trials
+        return {
+            "all_correct": [item for item, t in zip(self.items, total) if t == full],
+            "all_wrong": [item for item, t in zip(self.items, total) if t == 0],
+        }
+
+
+def check_n_trials(n_trials: int) -> int:
+    if n_trials < 1:
+        fail(f"--n-trials must be a positive integer, got {n_trials}")
+    return n_trials
+
+
+def _duplicate(names: list) -> str | None:
+    seen = Counter(names)
+    return next((name for name in names if seen[name] > 1), None)
+
+
+def read_matrix(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
+    """Read and validate a count matrix CSV.
+
+    Rejected with :class:`~benchmeasure.errors.InputError` naming the cell or ID: a missing
+    or empty file; a first column not called ``model``; an empty cell; a value that is not
+    an integer in [0, n_trials]; duplicate model or item IDs; a blank ID; fewer than 2
+    models or 2 items; a row with too few or too many cells.
+    """
+    check_n_trials(n_trials)
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        fail(f"{path}: no such file")
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        fail(f"{path}: file is empty (expected a header 'model,<item>,…')")
+    header = rows[0]
+    if not header or header[0].strip() != "model":
+        fail(f"{path}: first header column must be 'model', found {header[0] if header else ''!r}")
+    items = header[1:]
+    for position, item in enumerate(items, start=2):
+        if not item.strip():
+            fail(f"{path}: header column {position} has a blank item ID")
+    if (dup := _duplicate(items)) is not None:
+        fail(f"{path}: item ID {dup!r} appears more than once in the header")
+    models, data = [], []
+    for line, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != len(header):
+            fail(f"{path}: line {line} has {len(row)} cells, the header has {len(header)}")
+        model = row[0]
+        if not model.strip():
+            fail(f"{path}: line {line} has a blank model ID")
+        values = []
+        for item, cell in zip(items, row[1:]):
+            text = cell.strip()
+            if not text:
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: empty cell")
+            try:
+                value = int(text)
+            except ValueError:
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: {text!r} is not an integer count")
+            if not 0 <= value <= n_trials:
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: count {value} is outside "
+                     f"[0, {n_trials}] (--n-trials {n_trials})")
+            values.append(value)
+        models.append(model)
+        data.append(values)
+    if (dup := _duplicate(models)) is not None:
+        fail(f"{path}: model ID {dup!r} appears on more than one row")
+    if len(models) < 2 or len(items) < 2:
+        fail(f"{path}: need at least 2 models and 2 items, found {len(models)} models and {len(items)} items")
+    counts = np.asarray(data, dtype=np.int64).reshape(len(models), len(items))
+    return ResponseMatrix(models, items, counts, n_trials)
+
+
+def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:
+    """Write ``matrix`` as CSV, atomically, creating missing parent folders."""
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["model", *matrix.items])
+        for model, row in zip(matrix.models, matrix.counts.tolist()):
+            writer.writerow([model, *row])
