@@ -1,0 +1,1 @@
+"""Bayesian 1PL item response theory, as the paper's Appendix C.3 specifies."""
