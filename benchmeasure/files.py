@@ -30,6 +30,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
         kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": newline}
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
@@ -40,6 +41,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
