@@ -1,0 +1,112 @@
+"""Tests of the pre-fit response-matrix checks (paper Table 5) and their command line."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmeasure.checks import check_matrix, inversion_rate, separation_reliability, warn_if_failing
+from benchmeasure.matrix import ResponseMatrix, write_matrix
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "check_response_matrix.py"
+WORKED = np.array([[2, 2, 1, 0], [2, 1, 0, 1], [1, 0, 1, 0]])
+
+
+def _matrix(counts, k):
+    counts = np.asarray(counts, dtype=np.int64)
+    m, n = counts.shape
+    return ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], counts, k)
+
+
+def _guttman(m=6, n=20, k=4):
+    theta = np.arange(m) + 0.5            # distinct abilities
+    b = np.linspace(-1, m + 1, n)          # distinct difficulties
+    return (theta[:, None] > b[None, :]).astype(np.int64) * k
+
+
+def test_worked_example_by_hand():
+    # hand computations in the checks module docstring
+    assert separation_reliability(WORKED, 2) == pytest.approx(0.232143, abs=1e-6)
+    assert separation_reliability(WORKED.T, 2) == pytest.approx(0.614286, abs=1e-6)
+    assert inversion_rate(WORKED) == pytest.approx(2 / 7)
+    assert inversion_rate(WORKED.T) == pytest.approx(2 / 9)
+
+
+def test_identical_rows_have_zero_model_information():
+    row = np.array([3, 1, 4, 0, 2, 4, 1])
+    result = check_matrix(_matrix(np.tile(row, (5, 1)), 4))
+    assert result.model_information == 0.0
+    assert result.model_inversion_rate is None      # no two models can be ordered
+    assert not result.passed
+    assert result.item_information > 0.9
+
+
+def test_perfect_guttman_pattern_has_no_inversions():
+    result = check_matrix(_matrix(_guttman(), 4))
+    assert result.model_inversion_rate == 0.0
+    assert result.item_inversion_rate == 0.0
+    assert result.passed
+
+
+def test_random_matrix_inversion_rates_near_half_and_little_information():
+    counts = np.random.default_rng(3).binomial(4, 0.5, size=(12, 300))
+    result = check_matrix(_matrix(counts, 4))
+    assert result.model_inversion_rate == pytest.approx(0.5, abs=0.03)
+    assert result.item_inversion_rate == pytest.approx(0.5, abs=0.03)
+    assert result.model_information < 0.3 and result.item_information < 0.3
+    assert not result.passed
+
+
+def test_information_is_in_unit_interval_and_grows_with_separation():
+    rng = np.random.default_rng(0)
+    theta = np.linspace(-2, 2, 8)
+    b = rng.normal(size=40)
+    p = 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))
+    weak = rng.binomial(1, p)
+    strong = rng.binomial(32, p)
+    assert 0 <= separation_reliability(weak, 1) < separation_reliability(strong, 32) <= 1
+
+
+def test_warning_goes_to_stderr_only_when_failing(capsys):
+    assert warn_if_failing(_matrix(_guttman(), 4)) is True
+    assert capsys.readouterr().err == ""
+    assert warn_if_failing(_matrix(np.tile([1, 2, 3], (3, 1)), 4)) is False
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning:") and "model_information" in err[0]
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def test_cli_json(tmp_path):
+    path = tmp_path / "m.csv"
+    write_matrix(_matrix(WORKED, 2), path)
+    out = _run(path, "--n-trials", 2, "--json")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert set(record) == {"model_information", "item_information", "model_inversion_rate",
+                           "item_inversion_rate", "passed"}
+    assert record["model_inversion_rate"] == pytest.approx(2 / 7)
+    assert record["passed"] is False
+    text = _run(path, "--n-trials", 2)
+    assert text.returncode == 0 and "| 0.232 | 0.614 | 0.286 | 0.222 | no |" in text.stdout
+
+
+@pytest.mark.parametrize("content, k, fragment", [
+    (None, 2, "no such file"),
+    ("model,q0,q1\na,1,3\nb,0,1\n", 2, "outside [0, 2]"),
+    ("item,q0\na,1\n", 2, "first header column"),
+])
+def test_cli_rejects_bad_input(tmp_path, content, k, fragment):
+    path = tmp_path / "bad.csv"
+    if content is not None:
+        path.write_text(content)
+    out = _run(path, "--n-trials", k)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
