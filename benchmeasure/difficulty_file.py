@@ -46,7 +46,7 @@ def read_difficulty_column(path: str | os.PathLike, column: str = "b_mean") -> D
         with open(path, encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(handle)
             header = next(reader, None)
-            if header is None:
+            if header is None or not any(name.strip() for name in header):
                 fail(f"{path}: file is empty (expected a header with column {column!r})")
             header = [name.strip() for name in header]
             if column not in header:

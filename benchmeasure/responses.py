@@ -138,50 +138,72 @@ def _read_header(path: str) -> list:
     return header
 
 
+class _Coder:
+    """Assigns stable integer codes to string IDs across chunks of a large file."""
+
+    def __init__(self) -> None:
+        self.index: dict = {}
+        self.names: list = []
+
+    def encode(self, values: pd.Series) -> np.ndarray:
+        local, uniques = pd.factorize(values, sort=False)
+        mapping = np.empty(len(uniques), dtype=np.int64)
+        for k, name in enumerate(uniques):
+            code = self.index.get(name)
+            if code is None:
+                code = self.index[name] = len(self.names)
+                self.names.append(name)
+            mapping[k] = code
+        return mapping[local]
+
+
+CHUNK_ROWS = 2_000_000
+
+
 def read_responses_csv(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
     """Read a ``model,item_id,trial,correct`` CSV (other columns ignored) into a count matrix.
 
-    Each physical line is one row, so errors cite line numbers (the header is line 1).
-    Blank lines are skipped. IDs are kept as exact strings.
+    The file is read in chunks of two million rows, each ID column encoded to integers as it
+    goes, so memory stays a few bytes per row. Each physical line is one row, so errors
+    cite line numbers (the header is line 1); blank lines are skipped. IDs are kept as
+    exact strings (``007`` stays ``007``).
     """
     path = os.fspath(path)
     check_n_trials(n_trials)
     _read_header(path)
+    coders = {name: _Coder() for name in ("model", "item_id", "trial")}
+    parts: dict = {name: [] for name in (*coders, "correct", "line")}
+    first_line = 2
     try:
-        frame = pd.read_csv(path, usecols=list(COLUMNS), dtype="category", keep_default_na=False,
-                            na_filter=False, skip_blank_lines=False, encoding="utf-8-sig", engine="c")
+        chunks = pd.read_csv(path, usecols=list(COLUMNS), dtype=str, keep_default_na=False, na_filter=False,
+                             skip_blank_lines=False, encoding="utf-8-sig", chunksize=CHUNK_ROWS)
+        for chunk in chunks:
+            lines = np.arange(first_line, first_line + len(chunk), dtype=np.int64)
+            first_line += len(chunk)
+            blank = np.logical_and.reduce([chunk[name].to_numpy() == "" for name in COLUMNS])
+            if blank.any():
+                chunk, lines = chunk[~blank], lines[~blank]
+            correct = chunk["correct"]
+            bad = ~correct.isin(("0", "1")).to_numpy()
+            if bad.any():
+                r = int(np.flatnonzero(bad)[0])
+                row = chunk.iloc[r]
+                fail(f"{path} line {lines[r]}: model {row['model']!r}, item {row['item_id']!r}: "
+                     f"correct is {row['correct']!r}, expected 0 or 1")
+            parts["correct"].append((correct.to_numpy() == "1").astype(np.int8))
+            parts["line"].append(lines)
+            for name, coder in coders.items():
+                parts[name].append(coder.encode(chunk[name]))
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         fail(f"{path}: malformed CSV ({' '.join(str(exc).split())})")
-    lines = np.arange(len(frame), dtype=np.int64) + 2
-    columns = {name: frame[name].cat for name in COLUMNS}
-    empty = np.ones(len(frame), dtype=bool)
-    for name in COLUMNS:
-        blank_codes = [k for k, c in enumerate(columns[name].categories) if str(c) == ""]
-        empty &= np.isin(columns[name].codes, blank_codes)
-    if empty.any():
-        keep = ~empty
-        lines = lines[keep]
-        columns = {name: frame[name][keep].cat for name in COLUMNS}
+    except pd.errors.EmptyDataError:
+        fail(f"{path}: file is empty (expected the header {','.join(COLUMNS)})")
+    joined = {name: (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
+              for name, arrays in parts.items()}
+    line_of = joined["line"]
 
     def locate(r: int) -> str:
-        return f"{path}" if r < 0 else f"{path} line {lines[r]}"
+        return path if r < 0 else f"{path} line {line_of[r]}"
 
-    correct_cat = columns["correct"]
-    names = [str(c) for c in correct_cat.categories]
-    bad = [k for k, name in enumerate(names) if name not in ("0", "1")]
-    codes = correct_cat.codes.to_numpy()
-    if bad:
-        r = int(np.flatnonzero(np.isin(codes, bad))[0])
-        m, it = frame["model"].iloc[lines[r] - 2], frame["item_id"].iloc[lines[r] - 2]
-        fail(f"{locate(r)}: model {m!r}, item {it!r}: correct is {names[codes[r]]!r}, expected 0 or 1")
-    one = names.index("1") if "1" in names else -1
-    correct = (codes == one).astype(np.int64)
-
-    def codes_and_names(name: str):
-        cat = columns[name]
-        return cat.codes.to_numpy().astype(np.int64), [str(c) for c in cat.categories]
-
-    mc, mn = codes_and_names("model")
-    ic, inames = codes_and_names("item_id")
-    tc, tn = codes_and_names("trial")
-    return assemble_matrix(mc, mn, ic, inames, tc, tn, correct, n_trials, locate)
+    return assemble_matrix(joined["model"], coders["model"].names, joined["item_id"], coders["item_id"].names,
+                           joined["trial"], coders["trial"].names, joined["correct"], n_trials, locate)
