@@ -31,8 +31,15 @@ except ModuleNotFoundError:  # pragma: no cover - exercised only on Python < 3.1
     tomllib = None
 
 _MODEL_KEYS = {
-    "name", "base_url", "base_url_env", "api_key_env", "temperature", "top_p", "max_tokens",
-    "supports_n", "serve",
+    "name",
+    "base_url",
+    "base_url_env",
+    "api_key_env",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "supports_n",
+    "serve",
 }
 _SERVE_KEYS = {"path", "tensor_parallel_size", "gpu_ids", "port", "host", "max_model_len", "extra_args", "env"}
 _TOP_KEYS = {"panel", "defaults", "rollouts", "model", "rewriter"}
