@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# End-to-end example on the bundled SIMULATED benchmark (data/example_simulated/):
+# responses -> count matrix -> matrix checks -> Bayesian 1PL fit -> DDM / Max Gap -> comparison
+# with the true difficulties the responses were drawn from -> ECDF figure.
+#
+#   bash scripts/demo.sh [OUTPUT_DIR]        (default: demo_output/)
+#
+# Creates .venv-irt first if needed (Python >= 3.12, found by itself).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-demo_output}
+EXAMPLE=data/example_simulated
+
+bash scripts/setup_env.sh irt
+PY=.venv-irt/bin/python
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "1. Count matrix from graded responses (12 simulated models x 60 items x 8 trials)"
+$PY scripts/prepare_response_matrix.py "$EXAMPLE/responses.csv" --n-trials 8 --output "$OUT/response_matrix.csv"
+
+if [ -f scripts/check_response_matrix.py ]; then
+  step "2. Response-matrix checks before fitting (paper Table 5 thresholds)"
+  $PY scripts/check_response_matrix.py "$OUT/response_matrix.csv" --n-trials 8
+fi
+
+step "3. Bayesian 1PL fit with NUTS (4 chains x 1,000 warm-up + 1,000 draws, as in the paper)"
+$PY scripts/fit_irt.py "$OUT/response_matrix.csv" --n-trials 8 --output-dir "$OUT" --seed 2026
+
+step "4. Difficulty diagnostics of the fitted benchmark"
+python3 scripts/diagnose_benchmark.py "$OUT/difficulty.csv"
+
+step "5. How close the fit comes to the truth (simulated data: the true difficulties are known)"
+python3 scripts/compare_difficulty.py "$OUT/difficulty.csv" "$EXAMPLE/true_difficulty.csv" --reference-column b_true
+
+if [ -f scripts/plot_difficulty.py ]; then
+  step "6. ECDF of normalized difficulties with the five largest gaps shaded"
+  $PY scripts/plot_difficulty.py "$OUT/difficulty.csv" --output "$OUT/difficulty_ecdf.png"
+fi
+
+printf '\nOutputs in %s/: response_matrix.csv, difficulty.csv, ability.csv, diagnostics.json%s\n' "$OUT" \
+  "$([ -f "$OUT/difficulty_ecdf.png" ] && echo ', difficulty_ecdf.png/.pdf')"
