@@ -55,6 +55,13 @@ def _equal_in_worker(a: str, b: str) -> bool:
     return bool(left.equals(right))
 
 
+def _parses_in_worker(a: str) -> bool:
+    from latex2sympy2_extended import latex2sympy
+
+    latex2sympy(a)
+    return True
+
+
 def _worker(conn, memory_mb: int) -> None:
     try:
         import resource
@@ -75,7 +82,8 @@ def _worker(conn, memory_mb: int) -> None:
         if request is None:
             return
         try:
-            result = _equal_in_worker(*request)
+            op, args = request
+            result = _parses_in_worker(*args) if op == "parse" else _equal_in_worker(*args)
         except BaseException:  # parse errors, MemoryError, RecursionError: undecided
             result = None
         conn.send(result)
@@ -120,13 +128,20 @@ class SymbolicChecker:
 
     def equal(self, a: str, b: str, timeout_s: float | None = None) -> bool | None:
         """Whether LaTeX answers ``a`` and ``b`` are symbolically equal (None: undecided)."""
+        return self._ask(("equal", (a, b)), timeout_s)
+
+    def parses(self, a: str, timeout_s: float | None = None) -> bool:
+        """Whether latex2sympy can parse ``a`` within the time limit."""
+        return self._ask(("parse", (a,)), timeout_s) is True
+
+    def _ask(self, request, timeout_s: float | None):
         timeout = self.timeout_s if timeout_s is None else timeout_s
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._kill()
                 self._start()
             try:
-                self._conn.send((a, b))
+                self._conn.send(request)
                 if self._conn.poll(timeout):
                     return self._conn.recv()
             except (EOFError, OSError, BrokenPipeError):
