@@ -1,0 +1,1 @@
+"""BenchFill: difficulty-targeted gap filling (paper, Section 4)."""

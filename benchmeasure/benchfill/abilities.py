@@ -1,0 +1,107 @@
+"""The panel's abilities θ, fit once from the supplied response matrix and cached.
+
+Online calibration holds each verifier model's ability fixed at its posterior mean from the
+joint 1PL fit of the benchmark's response matrix (paper, Appendix C.3). That fit is
+``scripts/fit_irt.py`` (NUTS via PyMC/nutpie), which needs the IRT environment
+(``.venv-irt``, Python >= 3.12), while the BenchFill loop may run in another environment
+(``.venv-benchfill``, Python 3.11). So the fit runs as a subprocess with the IRT
+interpreter — ``$BENCHMEASURE_IRT_PYTHON`` if set, else ``<repo>/.venv-irt/bin/python`` — and
+its ``ability.csv`` (``model,theta_mean,…``) is read back.
+
+The cache is keyed by the matrix file's SHA-256, its trial count and guessing, in
+``<cache>/<key>/`` (``ability.csv``, ``difficulty.csv``, ``diagnostics.json`` as ``fit_irt.py``
+writes them); a second run on the same matrix reads the cache and starts no fit.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmeasure.errors import fail
+from benchmeasure.files import sha256_file
+
+REPO = Path(__file__).resolve().parents[2]
+FIT_SCRIPT = REPO / "scripts" / "fit_irt.py"
+
+
+def irt_python() -> str:
+    """The interpreter of the IRT environment."""
+    chosen = os.environ.get("BENCHMEASURE_IRT_PYTHON")
+    if chosen:
+        return chosen
+    venv = REPO / ".venv-irt" / "bin" / "python"
+    if venv.exists():
+        return str(venv)
+    if sys.version_info >= (3, 12):
+        return sys.executable
+    fail("no IRT environment: create it with 'bash scripts/setup_env.sh irt' or set BENCHMEASURE_IRT_PYTHON")
+
+
+def cache_key(matrix: str | os.PathLike, n_trials: int, guessing: float) -> str:
+    text = f"{sha256_file(matrix)}|K={n_trials}|g={guessing!r}"
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def read_abilities(path: str | os.PathLike) -> dict:
+    """``{model: theta_mean}`` from an ``ability.csv``."""
+    path = Path(path)
+    if not path.is_file():
+        fail(f"{path}: ability table not found")
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle)
+        if "model" not in (reader.fieldnames or []) or "theta_mean" not in (reader.fieldnames or []):
+            fail(f"{path}: need columns model and theta_mean")
+        abilities = {}
+        for line, row in enumerate(reader, start=2):
+            try:
+                value = float(row["theta_mean"])
+            except (TypeError, ValueError):
+                fail(f"{path}: line {line}: theta_mean {row['theta_mean']!r} is not a number")
+            if not math.isfinite(value):
+                fail(f"{path}: line {line}: theta_mean is not finite")
+            abilities[row["model"]] = value
+    if not abilities:
+        fail(f"{path}: no models")
+    return abilities
+
+
+def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.PathLike, guessing: float = 0.0,
+                  seed: int = 0, extra_args: tuple = (), log=print) -> tuple:
+    """Abilities for ``matrix``, from the cache or from one ``fit_irt.py`` run.
+
+    Returns
+    -------
+    (dict, Path)
+        ``{model: θ}`` and the cache folder holding the fit's outputs.
+    """
+    matrix = Path(matrix)
+    if not matrix.is_file():
+        fail(f"{matrix}: response matrix not found")
+    folder = Path(cache_dir) / cache_key(matrix, n_trials, guessing)
+    ability = folder / "ability.csv"
+    if ability.is_file():
+        return read_abilities(ability), folder
+    if not FIT_SCRIPT.is_file():
+        fail(f"{FIT_SCRIPT}: the IRT fit script is missing")
+    staging = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    command = [irt_python(), str(FIT_SCRIPT), str(matrix), "--n-trials", str(n_trials), "--output-dir", str(staging),
+               "--seed", str(seed), *extra_args]
+    if guessing:
+        command += ["--guessing", str(guessing)]
+    log(f"fitting panel abilities once from {matrix} (cached in {folder})")
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0 or not (staging / "ability.csv").is_file():
+        shutil.rmtree(staging, ignore_errors=True)
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        fail(f"ability fit of {matrix} failed (exit {done.returncode}): {last}")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(staging, folder)
+    return read_abilities(ability), folder

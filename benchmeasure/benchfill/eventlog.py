@@ -1,0 +1,142 @@
+"""The run's event log (JSON Lines) and its lock: what makes a BenchFill run crash-safe.
+
+Every model call's result, every round plan, every annotation and every finished gap is
+appended to ``events.jsonl`` — written, flushed and fsynced — before the loop uses it. A
+resumed run replays the file: recorded calls are answered from it, recorded plans and
+annotations are reused, so nothing finished is repeated and item IDs (derived from the
+plan position) are never issued twice. A kill during a write leaves at most one partial last
+line; it is cut off when the log is reopened for writing.
+
+The lock is an ``flock`` on ``run.lock``: the kernel drops it when the holder dies (even by
+``kill -9``), so a stale lock cannot block a resume, while a second live ``run`` refuses.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+
+from benchmeasure.errors import fail
+
+EVENTS = "events.jsonl"
+LOCK = "run.lock"
+
+
+def read_events(path: str | os.PathLike) -> list:
+    """All complete events of a log, oldest first, without modifying the file (for ``status``)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    events = []
+    with open(path, "rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
+                break  # an interrupted final write
+            try:
+                events.append(json.loads(raw))
+            except json.JSONDecodeError:
+                fail(f"{path}: line {line_number} is not valid JSON (the log is damaged)")
+    return events
+
+
+class EventLog:
+    """Append-only, fsynced JSON Lines log with an index of recorded calls.
+
+    Parameters
+    ----------
+    path : path-like
+        ``<run>/events.jsonl``; created when missing.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.events = read_events(self.path)
+        self._calls = {e["key"]: e["result"] for e in self.events if e.get("type") == "call"}
+        self._truncate_partial_tail()
+        self._handle = open(self.path, "ab")
+
+    def _truncate_partial_tail(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as handle:
+            data = handle.read()
+            end = data.rfind(b"\n") + 1
+            if end != len(data):
+                handle.truncate(end)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def append(self, event: dict) -> dict:
+        """Write one event durably, then remember it; returns the event (with its time)."""
+        event = {**event, "time": round(time.time(), 3)}
+        line = json.dumps(event, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+        self._handle.write(line)
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self.events.append(event)
+        if event.get("type") == "call":
+            self._calls[event["key"]] = event["result"]
+        return event
+
+    def call_result(self, key: str):
+        """The recorded result of the call ``key``, or None."""
+        return self._calls.get(key)
+
+    def record_call(self, key: str, model: str, result: dict) -> None:
+        if key not in self._calls:
+            self.append({"type": "call", "key": key, "model": model, "result": result})
+
+    def find(self, kind: str, **match) -> dict | None:
+        """The first event of ``type == kind`` whose fields equal ``match``."""
+        for event in self.events:
+            if event.get("type") == kind and all(event.get(k) == v for k, v in match.items()):
+                return event
+        return None
+
+    def of_type(self, kind: str) -> list:
+        return [e for e in self.events if e.get("type") == kind]
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+@contextlib.contextmanager
+def run_lock(folder: str | os.PathLike):
+    """Hold ``<folder>/run.lock`` exclusively for the block; InputError if another process holds it."""
+    path = Path(folder) / LOCK
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        fail(f"{folder}: a run is already in progress here (lock {path} held by pid {holder})")
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.truncate(0)
+        handle.close()
+
+
+def lock_holder(folder: str | os.PathLike) -> str | None:
+    """The pid holding the run lock, or None when no run is active (probes without taking it)."""
+    path = Path(folder) / LOCK
+    if not path.exists():
+        return None
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "unknown"
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None

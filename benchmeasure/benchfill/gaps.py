@@ -1,0 +1,157 @@
+"""The benchmark BenchFill starts from: its items, normalized difficulties and target gaps.
+
+For a calibration table (``item_id,b_mean,b_sd``) the difficulties are put on the
+benchmark's own min–max scale (paper, Section 2) and the ``k`` widest adjacent gaps are the
+targets; a gap [z_L, z_R] has target z* = (z_L + z_R)/2 (paper, Section 4). The gap metric is
+:func:`benchmeasure.metrics.largest_gaps`, the same one ``diagnose_benchmark.py`` reports.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass
+
+from benchmeasure.errors import fail
+from benchmeasure.metrics import largest_gaps, normalize_min_max
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item BenchFill can use as a parent or reference.
+
+    Attributes
+    ----------
+    item_id : str
+    question, answer : str
+    z : float
+        Normalized difficulty (original min–max scale).
+    b_mean, b_sd : float
+    origin : str
+        ``"original"`` or the mode that generated it (``"benchfill"``, ``"baseline"``).
+    """
+
+    item_id: str
+    question: str
+    answer: str
+    z: float
+    b_mean: float
+    b_sd: float
+    origin: str = "original"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One gap to fill: its rank (1 = widest), endpoints and midpoint target z*."""
+
+    rank: int
+    z_left: float
+    z_right: float
+
+    @property
+    def z_star(self) -> float:
+        return (self.z_left + self.z_right) / 2
+
+    @property
+    def width(self) -> float:
+        return self.z_right - self.z_left
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Original items with their calibration, and the scale that normalizes new items."""
+
+    name: str
+    items: tuple
+    b_min: float
+    b_max: float
+
+    def z_values(self) -> list:
+        return [item.z for item in self.items]
+
+    def targets(self, k: int) -> list:
+        """The ``k`` widest gaps, widest first."""
+        return [Target(g.rank, g.left, g.right) for g in largest_gaps(self.z_values(), k)]
+
+    def normalize(self, b: float) -> float:
+        return (b - self.b_min) / (self.b_max - self.b_min)
+
+
+def _float_cell(row: dict, column: str, where: str) -> float:
+    text = (row.get(column) or "").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        fail(f"{where}: {column} {text!r} is not a number")
+    if not math.isfinite(value):
+        fail(f"{where}: {column} {text!r} is not finite")
+    return value
+
+
+def read_calibration(path: str | os.PathLike) -> dict:
+    """``{item_id: (b_mean, b_sd)}`` from a calibration table (``item_id`` or ``item`` column)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        fail(f"{path}: calibration table not found")
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        id_column = "item_id" if "item_id" in header else "item" if "item" in header else None
+        if id_column is None or "b_mean" not in header:
+            fail(f"{path}: need columns item_id (or item) and b_mean, found {', '.join(header) or 'none'}")
+        table = {}
+        for line, row in enumerate(reader, start=2):
+            item = (row.get(id_column) or "").strip()
+            if not item:
+                fail(f"{path}: line {line} has a blank item ID")
+            if item in table:
+                fail(f"{path}: line {line}: item {item!r} appears twice")
+            where = f"{path}: line {line}, item {item!r}"
+            b_sd = _float_cell(row, "b_sd", where) if "b_sd" in header else 0.0
+            table[item] = (_float_cell(row, "b_mean", where), b_sd)
+    if len(table) < 2:
+        fail(f"{path}: need at least 2 items, found {len(table)}")
+    return table
+
+
+def read_pool(path: str | os.PathLike, question_field: str, answer_field: str) -> dict:
+    """``{item_id: (question, answer)}`` from a benchmark's ``test.jsonl``."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        fail(f"{path}: item pool not found")
+    pool = {}
+    with open(path, encoding="utf-8") as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                fail(f"{path}: line {line} is not valid JSON ({exc.msg})")
+            if not isinstance(record, dict):
+                fail(f"{path}: line {line} is not a JSON object")
+            for field in ("item_id", question_field, answer_field):
+                if field not in record:
+                    fail(f"{path}: line {line} has no field {field!r}")
+            item = str(record["item_id"])
+            if item in pool:
+                fail(f"{path}: line {line}: item_id {item!r} appears twice")
+            pool[item] = (str(record[question_field]), str(record[answer_field]))
+    return pool
+
+
+def load_benchmark(name: str, calibration_path, pool_path, question_field: str = "question",
+                   answer_field: str = "answer") -> Benchmark:
+    """Join calibration and pool on item_id and normalize; every calibrated item must be in the pool."""
+    calibration = read_calibration(calibration_path)
+    pool = read_pool(pool_path, question_field, answer_field)
+    absent = [item for item in calibration if item not in pool]
+    if absent:
+        fail(f"{pool_path}: calibrated item {absent[0]!r} is not in the pool ({len(absent)} missing)")
+    ids = list(calibration)
+    b = [calibration[i][0] for i in ids]
+    z = normalize_min_max(b, where=str(calibration_path))
+    items = tuple(Item(i, pool[i][0], pool[i][1], zi, calibration[i][0], calibration[i][1]) for i, zi in zip(ids, z))
+    return Benchmark(name, items, min(b), max(b))

@@ -1,0 +1,80 @@
+"""The direct rollout backend: every candidate × every panel model through the shared client.
+
+For each candidate item and panel model the backend asks for ``n_trials`` samples (one
+request with ``n`` where the model's server supports it, else one request per trial, see
+:class:`benchmeasure.llm_client.LLMClient`), grades each reply with the project's grader
+(:func:`benchmeasure.verifier.grading.grade`) and returns :class:`~benchmeasure.verifier.base.Rollout`
+rows — the ``model,item_id,trial,correct`` rows that ``prepare_response_matrix.py`` and the
+online calibration read (paper, Section 4 and Appendix C). The user turn is rendered from
+``verifier/prompts/rollout_<kind>.txt`` (``$question``). Each (item, model) call has the journal
+key ``rollout/<item_id>/<model>``, so a resumed run does not repeat it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from string import Template
+
+from benchmeasure.errors import fail
+from benchmeasure.llm_client import Endpoint
+from benchmeasure.verifier.base import Rollout
+from benchmeasure.verifier.grading import KINDS, grade
+
+PROMPTS = Path(__file__).resolve().parents[2] / "verifier" / "prompts"
+
+
+def rollout_template(kind: str, folder: str | Path = PROMPTS) -> Template:
+    """The user-turn template for grader ``kind``."""
+    if kind not in KINDS:
+        fail(f"unknown grader kind {kind!r} (choose from {', '.join(KINDS)})")
+    path = Path(folder) / f"rollout_{kind}.txt"
+    if not path.is_file():
+        fail(f"{path}: rollout prompt template not found")
+    return Template(path.read_text(encoding="utf-8"))
+
+
+class DirectRollouts:
+    """Collect and grade the panel's responses to candidate items.
+
+    Parameters
+    ----------
+    client : LLMClient
+    models : sequence of PanelModel
+        The verifier panel (``benchmeasure.verifier.panel``).
+    n_trials : int
+        Samples per item and model (K).
+    kind : str
+        Grader kind (``math``, ``choice``, ``ifeval``).
+    grade_options : dict or None
+        Passed to :func:`grade` (e.g. ``{"symbolic": False}``).
+    """
+
+    def __init__(self, client, models, n_trials: int, kind: str, grade_options: dict | None = None):
+        if n_trials < 1:
+            fail(f"n_trials must be >= 1, got {n_trials}")
+        self.client = client
+        self.models = list(models)
+        self.endpoints = [Endpoint.from_panel_model(m) for m in self.models]
+        self.n_trials = n_trials
+        self.kind = kind
+        self.template = rollout_template(kind)
+        self.grade_options = dict(grade_options or {})
+
+    def messages(self, question: str) -> list:
+        return [{"role": "user", "content": self.template.substitute(question=question)}]
+
+    async def for_model(self, candidate, endpoint: Endpoint) -> list:
+        """``n_trials`` graded rollouts of one model on one candidate."""
+        result = await self.client.chat(endpoint, self.messages(candidate.question), n=self.n_trials,
+                                        key=f"rollout/{candidate.item_id}/{endpoint.model}")
+        # Grading may start a SymPy worker and block; keep the event loop free for other calls.
+        verdicts = await asyncio.to_thread(
+            lambda: [grade(self.kind, text, candidate.answer, **self.grade_options) for text in result.texts])
+        return [Rollout(endpoint.model, trial, int(ok), text)
+                for trial, (text, ok) in enumerate(zip(result.texts, verdicts))]
+
+    async def for_candidate(self, candidate) -> list:
+        """Every panel model's rollouts on ``candidate``, models in panel order."""
+        parts = await asyncio.gather(*(self.for_model(candidate, e) for e in self.endpoints))
+        return [rollout for part in parts for rollout in part]
