@@ -130,6 +130,6 @@ def test_near_duplicates():
 def test_static_checks_order_and_candidate():
     existing = [("q1", ARITH, "42")]
     assert "too short" in static_checks(Candidate("c", "2+2?", "{", "amc23"), existing).reason
-    assert "cannot be parsed" in static_checks(Candidate("c", ARITH + " Be exact.", r"\frac{1}{", "amc23")).reason
+    assert "cannot be parsed" in static_checks(Candidate("c", ARITH + " Be exact.", r"\frac{1}{}", "amc23")).reason
     assert "near-duplicate" in static_checks(Candidate("c", ARITH, "42", "amc23"), existing).reason
     assert static_checks(Candidate("c", BBH, "(B)", "bbh_3obj"), existing).ok
