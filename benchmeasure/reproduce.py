@@ -1,0 +1,212 @@
+"""Put the paper's reported numbers beside what the local data gives (``scripts/reproduce_tables.py``).
+
+Reported values come from ``data/paper_reported/`` (see its SOURCE.md). Local values are
+computed from
+
+* ``<data-dir>/<benchmark>/difficulty.csv`` — Table 1 and the README's AIME24 example;
+* ``<matrix-dir>/<benchmark>_response_matrix.csv`` with K rollouts per item — Table 5
+  (K from the paper's Table 3 or ``--n-trials NAME=K``);
+* ``<robustness-dir>/<benchmark>/robustness.json`` as written by ``irt_robustness.py`` —
+  Tables 6–10.
+
+Tables 2 and 12 need BenchFill runs and pre/post rollouts, which no local file provides;
+their reported rows are listed with the local value absent. A benchmark whose data is
+missing is listed as absent with the path that was looked for; nothing is ever filled in.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .benchmarks import load_benchmark
+from .checks import check_matrix
+from .matrix import read_matrix
+from .metrics import diagnose
+from .summary import marked_counts, summarize
+
+REPORTED_DIR = Path(__file__).resolve().parent.parent / "data" / "paper_reported"
+
+TABLES = {
+    "table1": ("Table 1: DDM, Max Gap, Top-5 Sum, # items", ["ddm", "max_gap", "top5_sum", "items"]),
+    "table1_counts": ("Table 1 counts: benchmarks at or over each threshold (of 25)",
+                      ["benchmarks_at_or_over", "benchmarks_total"]),
+    "readme_example": ("README example: AIME24", ["items", "ddm", "max_gap"]),
+    "table2": ("Table 2: gap filling", ["top3_reduction_baseline_pct", "top3_reduction_benchfill_pct",
+                                        "top3_reduction_oracle_pct", "target_dev_baseline",
+                                        "target_dev_benchfill"]),
+    "table5": ("Table 5: response-matrix checks", ["model_information", "item_information",
+                                                   "model_inversion_rate", "item_inversion_rate"]),
+    "table6": ("Table 6: 1PL MCMC diagnostics", ["max_rhat", "min_ess_bulk", "divergences"]),
+    "table7": ("Table 7: leave-one-model-out", ["pearson_mean", "pearson_min", "spearman_mean", "spearman_min"]),
+    "table8": ("Table 8: BIC, 1PL vs 2PL", ["bic_1pl", "bic_2pl", "delta_bic", "selected"]),
+    "table9": ("Table 9: 1PL and 2PL diagnostics", ["max_rhat", "min_ess_bulk", "divergences"]),
+    "table10": ("Table 10: MIRT diagnostics", ["max_rhat", "min_ess_bulk", "divergences"]),
+    "table12": ("Table 12: localized-improvement detection", ["gain_as_printed", "p_value", "detected"]),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One reported value and its local counterpart (``local`` None when absent)."""
+
+    table: str
+    key: str
+    quantity: str
+    reported: object
+    local: object
+    note: str
+
+    @property
+    def difference(self):
+        if self.local is None:
+            return None
+        if isinstance(self.reported, (int, float)) and isinstance(self.local, (int, float)):
+            return self.local - self.reported
+        return "same" if str(self.local) == str(self.reported) else "differs"
+
+
+def _number(text: str):
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def read_reported(table: str, reported_dir: Path = REPORTED_DIR) -> list[dict]:
+    """Rows of ``<reported_dir>/<table>.csv`` with numbers parsed."""
+    with open(reported_dir / f"{table}.csv", encoding="utf-8", newline="") as handle:
+        return [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def _key(row: dict) -> str:
+    parts = [str(row[k]) for k in ("benchmark", "model", "case", "variant", "metric") if k in row]
+    return " / ".join(parts)
+
+
+def _compare(table: str, reported: list[dict], local_of) -> list[Row]:
+    """``local_of(row)`` returns (dict of local values or None, note)."""
+    out = []
+    for row in reported:
+        local, note = local_of(row)
+        for quantity in TABLES[table][1]:
+            value = None if local is None else local.get(quantity)
+            out.append(Row(table, _key(row), quantity, row[quantity], value, note))
+    return out
+
+
+def _diagnosis(data_dir: Path, name: str):
+    folder = data_dir / name
+    if not (folder / "difficulty.csv").is_file():
+        return None, f"absent: no {folder / 'difficulty.csv'}"
+    b = load_benchmark(folder)
+    d = diagnose(b.difficulties, top_k=5, where=str(folder / "difficulty.csv"))
+    return {"ddm": d.ddm, "max_gap": d.max_gap, "top5_sum": d.top_k_gap_sum, "items": d.items}, f"from {folder}"
+
+
+def _robustness(robustness_dir: Path | None, name: str, section: str, sub: str | None = None):
+    if robustness_dir is None:
+        return None, "absent: no --robustness-dir given"
+    path = robustness_dir / name / "robustness.json"
+    if not path.is_file():
+        return None, f"absent: no {path}"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    value = record.get(section)
+    if value is not None and sub is not None:
+        value = value.get(sub)
+    if value is None:
+        return None, f"absent: {path} has no {section}{'/' + sub if sub else ''} (rerun with that option)"
+    return value, f"from {path}"
+
+
+def compare_all(data_dir: Path, matrix_dir: Path, robustness_dir: Path | None, n_trials: dict,
+                reported_dir: Path = REPORTED_DIR) -> list[Row]:
+    """Every reported row of every table with its local value or the reason it is absent."""
+    rows = []
+    rows += _compare("table1", read_reported("table1", reported_dir), lambda r: _diagnosis(data_dir, r["benchmark"]))
+
+    def counts_of(row):
+        folders = sorted(p for p in data_dir.iterdir() if (p / "difficulty.csv").is_file()) if data_dir.is_dir() else []
+        if len(folders) != row["benchmarks_total"]:
+            return None, f"absent: {data_dir} holds {len(folders)} of the paper's {row['benchmarks_total']} benchmarks"
+        rows_ = summarize([load_benchmark(f) for f in folders], {})
+        counts = marked_counts(rows_)[row["metric"]]
+        return {"benchmarks_at_or_over": counts[0], "benchmarks_total": counts[1]}, f"from {data_dir}"
+
+    rows += _compare("table1_counts", read_reported("table1_counts", reported_dir), counts_of)
+    rows += _compare("readme_example", read_reported("readme_example", reported_dir),
+                     lambda r: _diagnosis(data_dir, r["benchmark"]))
+    rows += _compare("table2", read_reported("table2", reported_dir),
+                     lambda r: (None, "absent: needs a BenchFill run (scripts in propose/), not recomputed here"))
+    rollouts = {r["benchmark"]: r["rollouts_per_item"] for r in read_reported("table3", reported_dir)}
+
+    def checks_of(row):
+        name = row["benchmark"]
+        path = matrix_dir / f"{name}_response_matrix.csv"
+        if not path.is_file():
+            return None, f"absent: no {path}"
+        k = n_trials.get(name, rollouts.get(name))
+        if k is None:
+            return None, f"absent: rollouts per item of {name} unknown (give --n-trials {name}=K)"
+        return check_matrix(read_matrix(path, int(k))).as_dict(), f"from {path}, K = {k}"
+
+    rows += _compare("table5", read_reported("table5", reported_dir), checks_of)
+    rows += _compare("table6", read_reported("table6", reported_dir),
+                     lambda r: _robustness(robustness_dir, r["benchmark"], "diagnostics_1pl"))
+    rows += _compare("table7", read_reported("table7", reported_dir),
+                     lambda r: _robustness(robustness_dir, r["benchmark"], "leave_one_model_out"))
+    rows += _compare("table8", read_reported("table8", reported_dir),
+                     lambda r: _robustness(robustness_dir, r["benchmark"], "bic"))
+    rows += _compare("table9", read_reported("table9", reported_dir),
+                     lambda r: _robustness(robustness_dir, r["benchmark"],
+                                           "diagnostics_1pl" if r["model"] == "1PL" else "diagnostics_2pl"))
+    rows += _compare("table10", read_reported("table10", reported_dir),
+                     lambda r: _robustness(robustness_dir, r["benchmark"], "mirt", r["model"].split("-")[1]))
+    rows += _compare("table12", read_reported("table12", reported_dir),
+                     lambda r: (None, "absent: needs pre/post rollouts; run scripts/detect_improvement.py on them"))
+    return rows
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def markdown(rows: list[Row]) -> str:
+    """One Markdown section per table: key, quantity, reported, local, difference, source.
+
+    A row key with no local value at all is folded into one line listing its reported values.
+    """
+    lines = []
+    for table, (title, _) in TABLES.items():
+        subset = [r for r in rows if r.table == table]
+        if not subset:
+            continue
+        present = sum(r.local is not None for r in subset)
+        lines += [f"## {title}", "", f"{present} of {len(subset)} reported values computed locally.", "",
+                  "| Row | Quantity | Reported | Local | Local − reported | Source |", "|---|---|---|---|---|---|"]
+        for key in dict.fromkeys(r.key for r in subset):
+            group = [r for r in subset if r.key == key]
+            if all(r.local is None for r in group) and len({r.note for r in group}) == 1:
+                reported = ", ".join(f"{r.quantity} {_fmt(r.reported)}" for r in group)
+                lines.append(f"| {key} | all | {reported} | absent | — | {group[0].note} |")
+                continue
+            for r in group:
+                lines.append(f"| {key} | {r.quantity} | {_fmt(r.reported)} | {_fmt(r.local)} | "
+                             f"{_fmt(r.difference)} | {r.note} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_csv(rows: list[Row], handle) -> None:
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(["table", "row", "quantity", "reported", "local", "difference", "source"])
+    for r in rows:
+        writer.writerow([r.table, r.key, r.quantity, r.reported, "" if r.local is None else r.local,
+                         "" if r.difference is None else r.difference, r.note])

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Print each of the paper's tables beside what the local data reproduces, with the differences."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmeasure.errors import fail, run_cli
+from benchmeasure.files import atomic_write, command_line, package_versions
+from benchmeasure.reproduce import TABLES, compare_all, markdown, write_csv
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = """\
+examples:
+  python scripts/reproduce_tables.py
+  python scripts/reproduce_tables.py --tables table1 readme_example --output-dir results/reproduction
+  python scripts/reproduce_tables.py --robustness-dir results/robustness --n-trials HumanEval=10
+
+local data looked for:
+  Table 1, README example   <data-dir>/<benchmark>/difficulty.csv
+  Table 5                   <matrix-dir>/<benchmark>_response_matrix.csv (K from Table 3 or --n-trials)
+  Tables 6-10               <robustness-dir>/<benchmark>/robustness.json (scripts/irt_robustness.py)
+  Tables 2, 12              not recomputed (BenchFill runs, pre/post rollouts)
+Missing data is listed as absent, with the path looked for; it is never filled in.
+"""
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="reproduce_tables.py",
+        description="Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=str(ROOT / "data" / "benchmarks"), help="benchmark folders")
+    parser.add_argument("--matrix-dir", default=str(ROOT / "data" / "matrix"), help="response matrices")
+    parser.add_argument("--robustness-dir", help="irt_robustness.py outputs, one folder per benchmark")
+    parser.add_argument("--n-trials", action="append", default=[], metavar="NAME=K",
+                        help="rollouts per item of a benchmark missing from Table 3 (repeatable)")
+    parser.add_argument("--tables", nargs="+", choices=list(TABLES), help="only these tables (default: all)")
+    parser.add_argument("--output-dir", metavar="DIR", help="also write reproduction.csv/.md/.json here")
+    return parser.parse_args(argv)
+
+
+def parse_trials(pairs: list) -> dict:
+    result = {}
+    for text in pairs:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            fail(f"--n-trials {text!r}: expected NAME=K with K a positive integer")
+        result[name.strip()] = int(value)
+    return result
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    n_trials = parse_trials(args.n_trials)
+    robustness = Path(args.robustness_dir) if args.robustness_dir else None
+    if robustness is not None and not robustness.is_dir():
+        fail(f"--robustness-dir {robustness}: no such folder")
+    rows = compare_all(Path(args.data_dir), Path(args.matrix_dir), robustness, n_trials)
+    if args.tables:
+        rows = [r for r in rows if r.table in args.tables]
+    text = markdown(rows)
+    if args.output_dir:
+        out = Path(args.output_dir)
+        with atomic_write(out / "reproduction.csv") as handle:
+            write_csv(rows, handle)
+        with atomic_write(out / "reproduction.md") as handle:
+            handle.write(text)
+        record = {"rows": [{"table": r.table, "row": r.key, "quantity": r.quantity, "reported": r.reported,
+                            "local": r.local, "difference": r.difference, "source": r.note} for r in rows],
+                  "command": command_line(), "package_versions": package_versions(["numpy"])}
+        with atomic_write(out / "reproduction.json") as handle:
+            json.dump(record, handle, indent=2)
+            handle.write("\n")
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)
