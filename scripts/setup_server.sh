@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Start, check and stop vLLM servers for the verifier panel, as its panel config describes
+# (checkpoint, tensor-parallel size, GPU ids via CUDA_VISIBLE_DEVICES, port, max model length,
+# extra vllm arguments). Each server runs in the background in its own process group; its
+# PID and log go to $SERVER_RUN_DIR (default .run/servers). Starting waits until
+# http://HOST:PORT/v1/models answers.
+#
+#   bash scripts/setup_server.sh --model QwQ-32B                 one model
+#   bash scripts/setup_server.sh --model QwQ-32B --model Olmo-3.1-32B-Think   side by side
+#   bash scripts/setup_server.sh --all                           every model with a [serve] table
+#   bash scripts/setup_server.sh --rewriter                      the rewriter ([rewriter] table)
+#   bash scripts/setup_server.sh --stop [--model NAME ...]       stop (all running ones if none named)
+#   bash scripts/setup_server.sh --status                        which servers are running
+#   bash scripts/setup_server.sh --list                          models in the config
+#
+# Options: --config FILE (default $PANEL_CONFIG or verifier/panels/paper.toml), --dry-run
+# (print the exact commands, start nothing), --timeout SECONDS (default 1800) for start-up.
+# Models started together must not share GPUs. Environment: VLLM_CMD (default "vllm"; e.g.
+# "python -m vllm.entrypoints.cli.main" for a CPU build installed under another name),
+# PYTHON (>= 3.11, reads the TOML; default python3).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CONFIG=${PANEL_CONFIG:-$ROOT/verifier/panels/paper.toml}
+RUN_DIR=${SERVER_RUN_DIR:-$ROOT/.run/servers}
+PYTHON=${PYTHON:-python3}
+TIMEOUT=1800
+DRY=0
+ACTION=start
+ALL=0
+REWRITER=0
+MODELS=()
+
+die() { echo "error: $*" >&2; exit 2; }
+log() { printf '[setup_server] %s\n' "$*" >&2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --config) [ $# -ge 2 ] || die "--config needs a file"; CONFIG=$2; shift 2 ;;
+    --model) [ $# -ge 2 ] || die "--model needs a name"; MODELS+=("$2"); shift 2 ;;
+    --all) ALL=1; shift ;;
+    --rewriter) REWRITER=1; shift ;;
+    --stop) ACTION=stop; shift ;;
+    --status) ACTION=status; shift ;;
+    --list) ACTION=list; shift ;;
+    --dry-run) DRY=1; shift ;;
+    --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; TIMEOUT=$2; shift 2
+      [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "--timeout must be a whole number of seconds, got '$TIMEOUT'" ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[ -f "$CONFIG" ] || die "panel config not found: $CONFIG"
+read -ra VLLM <<< "${VLLM_CMD:-vllm}"
+
+settings() {  # settings NAME|--rewriter: print the model's KEY=value lines
+  if [ "$1" = "--rewriter" ]; then "$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --rewriter
+  else "$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --model "$1"; fi
+}
+slug() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_'; }
+quote_words() {  # print arguments as one shell line, single-quoting only words that need it
+  local out=() w
+  for w in "$@"; do
+    if [[ "$w" =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+=("$w"); else out+=("'${w//\'/\'\\\'\'}'"); fi
+  done
+  printf '%s\n' "${out[*]}"
+}
+
+if [ "$ACTION" = list ]; then "$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list; exit $?; fi
+
+SELECTED=()
+if [ "$ALL" = 1 ]; then
+  mapfile -t SELECTED < <("$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list) || exit 2
+fi
+SELECTED+=("${MODELS[@]}")
+[ "$REWRITER" = 1 ] && SELECTED+=("--rewriter")
+
+if [ "$ACTION" = status ] || { [ "$ACTION" = stop ] && [ ${#SELECTED[@]} -eq 0 ]; }; then
+  mkdir -p "$RUN_DIR"
+  for pidfile in "$RUN_DIR"/*.pid; do
+    [ -e "$pidfile" ] || continue
+    name=$(basename "$pidfile" .pid); pid=$(cat "$pidfile")
+    if [ "$ACTION" = status ]; then
+      if kill -0 "$pid" 2>/dev/null; then echo "$name running (pid $pid)"; else echo "$name not running (stale pid file)"; fi
+    else SELECTED+=("@$name"); fi
+  done
+  [ "$ACTION" = status ] && exit 0
+  [ ${#SELECTED[@]} -gt 0 ] || { log "no servers recorded in $RUN_DIR"; exit 0; }
+fi
+[ ${#SELECTED[@]} -gt 0 ] || die "choose --model NAME (repeatable), --all or --rewriter (see --help)"
+
+stop_one() {  # stop_one SLUG
+  local pidfile="$RUN_DIR/$1.pid" pid
+  if [ ! -f "$pidfile" ]; then log "$1: not started by this script (no $pidfile)"; return 0; fi
+  pid=$(cat "$pidfile")
+  if [ "$DRY" = 1 ]; then echo "kill -TERM -- -$pid"; return 0; fi
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    if kill -0 "$pid" 2>/dev/null; then log "$1: still running after 60 s, sending KILL"; kill -KILL -- "-$pid" 2>/dev/null || true; fi
+    log "$1: stopped (pid $pid)"
+  else
+    log "$1: was not running"
+  fi
+  rm -f "$pidfile"
+}
+
+if [ "$ACTION" = stop ]; then
+  for sel in "${SELECTED[@]}"; do
+    if [[ "$sel" == @* ]]; then stop_one "${sel#@}"; continue; fi
+    eval "$(settings "$sel")" || exit 2
+    stop_one "$(slug "$NAME")"
+  done
+  exit 0
+fi
+
+# start: read every model's settings first, refuse GPU sharing between them
+declare -A GPU_OWNER=()
+SLUGS=(); URLS=(); LINES=()
+for sel in "${SELECTED[@]}"; do
+  out=$(settings "$sel") || exit 2
+  eval "$out"
+  if [ -n "$GPU_IDS" ]; then
+    IFS=, read -ra ids <<< "$GPU_IDS"
+    for g in "${ids[@]}"; do
+      [ -z "${GPU_OWNER[$g]:-}" ] || die "$NAME and ${GPU_OWNER[$g]} both use GPU $g; start them one at a time"
+      GPU_OWNER[$g]=$NAME
+    done
+  fi
+  eval "extra=($EXTRA_ARGS)"; eval "senv=($SERVE_ENV)"
+  cmd=(env)
+  [ -n "$GPU_IDS" ] && cmd+=("CUDA_VISIBLE_DEVICES=$GPU_IDS")
+  cmd+=("${senv[@]}" "${VLLM[@]}" serve "$SERVE_PATH" --served-model-name "$NAME" --host "$HOST" --port "$PORT"
+        --tensor-parallel-size "$TP")
+  [ -n "$MAX_MODEL_LEN" ] && cmd+=(--max-model-len "$MAX_MODEL_LEN")
+  cmd+=("${extra[@]}")
+  probe=$HOST; [ "$probe" = 0.0.0.0 ] && probe=127.0.0.1
+  SLUGS+=("$(slug "$NAME")"); URLS+=("http://$probe:$PORT/v1/models"); LINES+=("$(quote_words "${cmd[@]}")")
+done
+
+if [ "$DRY" = 1 ]; then
+  for i in "${!SLUGS[@]}"; do
+    echo "${LINES[$i]}"
+    echo "# log: $RUN_DIR/${SLUGS[$i]}.log; ready when ${URLS[$i]} answers"
+  done
+  exit 0
+fi
+
+mkdir -p "$RUN_DIR"
+STARTED=()
+for i in "${!SLUGS[@]}"; do
+  s=${SLUGS[$i]}; url=${URLS[$i]}; line=${LINES[$i]}
+  if [ -f "$RUN_DIR/$s.pid" ] && kill -0 "$(cat "$RUN_DIR/$s.pid")" 2>/dev/null; then
+    log "$s: already running (pid $(cat "$RUN_DIR/$s.pid"))"; continue
+  fi
+  eval "cmd=($line)"
+  log "$s: $line"
+  setsid "${cmd[@]}" > "$RUN_DIR/$s.log" 2>&1 < /dev/null &
+  echo $! > "$RUN_DIR/$s.pid"
+  STARTED+=("$s|$url")
+done
+
+for entry in "${STARTED[@]}"; do
+  IFS='|' read -r s url <<< "$entry"
+  pid=$(cat "$RUN_DIR/$s.pid"); waited=0
+  until curl -sf --max-time 5 "$url" > /dev/null 2>&1; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "error: $s exited during start-up; last log lines ($RUN_DIR/$s.log):" >&2
+      tail -n 20 "$RUN_DIR/$s.log" >&2; rm -f "$RUN_DIR/$s.pid"; exit 1
+    fi
+    if [ "$waited" -ge "$TIMEOUT" ]; then
+      echo "error: $s did not answer $url within $TIMEOUT s (still running, pid $pid; see $RUN_DIR/$s.log)" >&2; exit 1
+    fi
+    sleep 2; waited=$((waited + 2))
+  done
+  log "$s: ready at ${url%/models} (pid $pid)"
+done
