@@ -1,0 +1,334 @@
+"""Fit the paper's Bayesian 1PL model (Appendix C.3) to a response matrix.
+
+    from benchmeasure.matrix import read_matrix
+    from benchmeasure.irt.fit import fit_1pl
+
+    result = fit_1pl(read_matrix("response_matrix.csv", n_trials=2), seed=1)
+    result.b_mean, result.b_sd, result.r_hat, result.ess_bulk     # per item, matrix order
+    result.theta_mean, result.theta_sd                            # per model
+    result.diagnostics["max_r_hat"], result.diagnostics["min_ess_bulk"], result.diagnostics["divergences"]
+    result.posterior                                              # ArviZ DataTree (theta, b), None for MAP
+
+The model is built once (:func:`benchmeasure.irt.model.build_model`) and handed to the
+chosen sampler: nutpie (default, compiled with Numba), PyMC's own NUTS, or numpyro (JAX,
+optional). ``method="map"`` returns the posterior mode of the same model instead, with no
+uncertainty (sd, R-hat and ESS are NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import fail
+from ..matrix import ResponseMatrix
+from .diagnostics import per_parameter, summarize_diagnostics
+
+SAMPLERS = ("nutpie", "pymc", "numpyro")
+METHODS = ("nuts", "map")
+DEFAULTS = {"chains": 4, "tune": 1000, "draws": 1000, "target_accept": 0.95}
+
+
+@dataclass
+class FitResult:
+    """Posterior summaries of a 1PL fit.
+
+    Per item (length N, matrix order): ``b_mean``, ``b_sd``, ``r_hat``, ``ess_bulk``.
+    Per model (length M): ``theta_mean``, ``theta_sd``, ``theta_r_hat``, ``theta_ess_bulk``.
+    For ``method == "map"`` the means are the posterior mode and every sd, R-hat and ESS
+    is NaN (a mode carries no uncertainty).
+
+    ``diagnostics`` holds ``max_r_hat``, ``min_ess_bulk``, ``divergences`` (None/None/0 for
+    MAP), ``leapfrog_steps_per_draw``, ``compile_time_s``, ``sampling_time_s``,
+    ``wall_time_s`` and the rest of :func:`~benchmeasure.irt.diagnostics.summarize_diagnostics`.
+    ``settings`` records how the fit was run (method, sampler, chains, tune, draws,
+    target_accept, seed, seed_used, guessing). ``posterior`` is the ArviZ DataTree with
+    ``theta`` (dim ``model``) and ``b`` (dim ``item``) draws, or None for MAP.
+    """
+
+    models: list
+    items: list
+    n_trials: int
+    method: str
+    b_mean: np.ndarray
+    b_sd: np.ndarray
+    r_hat: np.ndarray
+    ess_bulk: np.ndarray
+    theta_mean: np.ndarray
+    theta_sd: np.ndarray
+    theta_r_hat: np.ndarray
+    theta_ess_bulk: np.ndarray
+    diagnostics: dict
+    settings: dict
+    posterior: object = None
+    warnings: list = field(default_factory=list)
+
+    @property
+    def has_uncertainty(self) -> bool:
+        return self.method == "nuts"
+
+    def draws(self, var_name: str = "b") -> np.ndarray:
+        """Posterior draws of ``theta`` or ``b`` stacked over chains: shape (chains·draws, M or N)."""
+        if self.posterior is None:
+            raise ValueError("a MAP fit has no posterior draws")
+        values = np.asarray(self.posterior["posterior"][var_name].values, dtype=float)
+        return values.reshape(-1, values.shape[-1])
+
+    def interval(self, var_name: str = "b", prob: float = 0.94) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed posterior interval of each element of ``theta`` or ``b``."""
+        d = self.draws(var_name)
+        tail = (1.0 - prob) / 2.0
+        return np.quantile(d, tail, axis=0), np.quantile(d, 1.0 - tail, axis=0)
+
+    def difficulty_table(self):
+        """pandas DataFrame ``item,b_mean,b_sd,r_hat,ess_bulk`` (what difficulty.csv holds)."""
+        import pandas as pd
+
+        return pd.DataFrame({"item": self.items, "b_mean": self.b_mean, "b_sd": self.b_sd,
+                             "r_hat": self.r_hat, "ess_bulk": self.ess_bulk})
+
+    def ability_table(self):
+        """pandas DataFrame ``model,theta_mean,theta_sd,r_hat,ess_bulk`` (what ability.csv holds)."""
+        import pandas as pd
+
+        return pd.DataFrame({"model": self.models, "theta_mean": self.theta_mean, "theta_sd": self.theta_sd,
+                             "r_hat": self.theta_r_hat, "ess_bulk": self.theta_ess_bulk})
+
+
+# ---------------------------------------------------------------------------------------------
+# validation (everything is checked before any compilation or sampling)
+
+
+def check_guessing(guessing, n_items: int, items=None):
+    """Return ``guessing`` as a float or a float array of shape (N,), each in [0, 1); else InputError."""
+    if np.ndim(guessing) == 0:
+        try:
+            g = float(guessing)
+        except (TypeError, ValueError):
+            fail(f"guessing must be a number in [0, 1), got {guessing!r}")
+        if not (math.isfinite(g) and 0.0 <= g < 1.0):
+            fail(f"guessing must be in [0, 1), got {g}")
+        return g
+    g = np.asarray(guessing, dtype=float)
+    if g.shape != (n_items,):
+        fail(f"per-item guessing must have one value per item ({n_items}), got shape {g.shape}")
+    bad = np.flatnonzero(~(np.isfinite(g) & (g >= 0.0) & (g < 1.0)))
+    if bad.size:
+        k = int(bad[0])
+        name = items[k] if items is not None else k
+        fail(f"guessing for item {name!r} is {g[k]}, outside [0, 1)")
+    return g
+
+
+def check_settings(*, method: str, sampler: str, chains: int, tune: int, draws: int, target_accept: float,
+                   seed) -> None:
+    """Reject impossible sampler settings with one InputError line."""
+    if method not in METHODS:
+        fail(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if sampler not in SAMPLERS:
+        fail(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    for name, value, low in (("chains", chains, 1), ("tune", tune, 0), ("draws", draws, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            fail(f"{name} must be an integer ≥ {low}, got {value!r}")
+    if not (isinstance(target_accept, (int, float)) and 0.0 < float(target_accept) < 1.0):
+        fail(f"target_accept must be strictly between 0 and 1, got {target_accept!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or not 0 <= int(seed) < 2**32):
+        fail(f"seed must be an integer in [0, 2^32), got {seed!r}")
+    if method == "nuts" and sampler == "numpyro":
+        check_numpyro_available()
+
+
+def check_numpyro_available() -> None:
+    """InputError naming the missing package when the numpyro sampler cannot run here."""
+    try:
+        import jax  # noqa: F401
+        import numpyro  # noqa: F401
+    except ImportError as exc:
+        fail(f"--sampler numpyro needs the optional packages jax and numpyro, which are not installed here "
+             f"({exc.name} is missing); install them with '.venv-irt/bin/python -m pip install numpyro jax' "
+             f"or use --sampler nutpie (default) or --sampler pymc")
+
+
+# ---------------------------------------------------------------------------------------------
+# the fit
+
+
+def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampler: str = "nutpie",
+            chains: int = 4, tune: int = 1000, draws: int = 1000, target_accept: float = 0.95,
+            seed: int | None = None, progress: bool = False, parametrization: str = "rotated",
+            adaptation: str = "diag", cores: int | None = None) -> FitResult:
+    """Fit the Bayesian 1PL model of paper Appendix C.3 to ``matrix``.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix
+        Counts of correct answers, models × items, ``matrix.n_trials`` trials per cell.
+    guessing : float or array_like of shape (N,)
+        Lower asymptote g in [0, 1), one constant or one value per item (matrix order).
+    method : {"nuts", "map"}
+        Full posterior by NUTS (the paper's method) or the posterior mode (seconds, no uncertainty).
+    sampler : {"nutpie", "pymc", "numpyro"}
+        NUTS implementation; all run the same PyMC model. numpyro needs jax and numpyro installed.
+    chains, tune, draws, target_accept
+        NUTS settings; the defaults are the paper's (4 chains × (1,000 warm-up + 1,000 draws), 0.95).
+    seed : int, optional
+        Makes the fit reproducible (same seed, same inputs, same sampler → identical draws).
+        When None a seed is drawn and recorded in ``settings["seed_used"]``.
+    progress : bool
+        Show a progress line on stderr while sampling.
+    parametrization : {"rotated", "direct"}
+        Sampler coordinates (:mod:`benchmeasure.irt.model`); the posterior is the same either way.
+    adaptation : {"diag", "low_rank"}
+        nutpie's mass-matrix adaptation (ignored by the other samplers).
+    cores : int, optional
+        Chains run in parallel (default: min(chains, CPUs available)).
+
+    Returns
+    -------
+    FitResult
+    """
+    wall_start = time.perf_counter()
+    check_settings(method=method, sampler=sampler, chains=chains, tune=tune, draws=draws,
+                   target_accept=target_accept, seed=seed)
+    g = check_guessing(guessing, len(matrix.items), matrix.items)
+    seed_used = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
+    settings = {
+        "method": method,
+        "sampler": sampler if method == "nuts" else None,
+        "chains": chains if method == "nuts" else None,
+        "tune": tune if method == "nuts" else None,
+        "draws": draws if method == "nuts" else None,
+        "target_accept": float(target_accept) if method == "nuts" else None,
+        "seed": None if seed is None else int(seed),
+        "seed_used": seed_used,
+        "guessing": g if np.ndim(g) == 0 else g.tolist(),
+        "parametrization": parametrization,
+        "adaptation": adaptation if method == "nuts" and sampler == "nutpie" else None,
+    }
+    from .model import build_model
+
+    model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
+                        parametrization=parametrization,
+                        kernel="pytensor" if (method == "nuts" and sampler == "numpyro") else "fused")
+    if method == "map":
+        return _fit_map(matrix, model, settings, wall_start)
+    if cores is None:
+        cores = min(chains, _available_cpus())
+    compile_start = time.perf_counter()
+    if sampler == "nutpie":
+        import nutpie
+
+        compiled = nutpie.compile_pymc_model(model, var_names=["theta", "b"])
+        compile_time = time.perf_counter() - compile_start
+        sample_start = time.perf_counter()
+        callback = _ProgressLine(chains * (tune + draws)) if progress else None
+        idata = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
+                              target_accept=float(target_accept), adaptation=adaptation, progress_bar=False,
+                              progress_callback=callback, save_warmup=False)
+        if callback is not None:
+            callback.finish()
+        sampling_time = time.perf_counter() - sample_start
+    else:
+        import pymc as pm
+
+        kwargs = {}
+        if sampler == "numpyro":
+            kwargs["nuts_sampler_kwargs"] = {"chain_method": "parallel" if cores > 1 else "sequential"}
+        sample_start = time.perf_counter()
+        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
+                          target_accept=float(target_accept), nuts_sampler=sampler, model=model,
+                          progressbar=progress, compute_convergence_checks=False, var_names=["theta", "b"],
+                          **kwargs)
+        total = time.perf_counter() - sample_start
+        reported = idata["posterior"].attrs.get("sampling_time")
+        sampling_time = float(reported) if reported else total
+        compile_time = max(total - sampling_time, 0.0)
+    idata = _keep(idata, ["theta", "b"])
+    diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=sampling_time)
+    b_stats = per_parameter(idata, "b")
+    theta_stats = per_parameter(idata, "theta")
+    diagnostics["compile_time_s"] = compile_time
+    diagnostics["wall_time_s"] = time.perf_counter() - wall_start
+    return FitResult(
+        models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="nuts",
+        b_mean=b_stats["mean"], b_sd=b_stats["sd"], r_hat=b_stats["r_hat"], ess_bulk=b_stats["ess_bulk"],
+        theta_mean=theta_stats["mean"], theta_sd=theta_stats["sd"], theta_r_hat=theta_stats["r_hat"],
+        theta_ess_bulk=theta_stats["ess_bulk"], diagnostics=diagnostics, settings=settings, posterior=idata,
+    )
+
+
+def _fit_map(matrix, model, settings, wall_start) -> FitResult:
+    import pymc as pm
+
+    start = time.perf_counter()
+    point = pm.find_MAP(model=model, progressbar=False, method="L-BFGS-B", maxeval=50000,
+                        return_raw=False, include_transformed=False)
+    optimize_time = time.perf_counter() - start
+    m, n = len(matrix.models), len(matrix.items)
+    nan_n, nan_m = np.full(n, np.nan), np.full(m, np.nan)
+    diagnostics = {
+        "max_r_hat": None, "min_ess_bulk": None, "divergences": 0,
+        "note": "posterior mode (MAP): no posterior uncertainty; b_sd, r_hat and ess_bulk are empty",
+        "optimization_time_s": optimize_time,
+        "sampling_time_s": None,
+        "compile_time_s": None,
+        "leapfrog_steps_per_draw": None,
+        "wall_time_s": time.perf_counter() - wall_start,
+    }
+    return FitResult(
+        models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="map",
+        b_mean=np.asarray(point["b"], dtype=float), b_sd=nan_n, r_hat=nan_n.copy(), ess_bulk=nan_n.copy(),
+        theta_mean=np.asarray(point["theta"], dtype=float), theta_sd=nan_m, theta_r_hat=nan_m.copy(),
+        theta_ess_bulk=nan_m.copy(), diagnostics=diagnostics, settings=settings, posterior=None,
+    )
+
+
+def _keep(idata, names):
+    """The DataTree with only ``names`` in its posterior (drops the sampler's internal coordinates)."""
+    posterior = idata["posterior"].to_dataset()
+    extra = [v for v in posterior.data_vars if v not in names]
+    if extra:
+        idata["posterior"] = posterior.drop_vars(extra)
+    return idata
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+class _ProgressLine:
+    """A one-line progress display on stderr fed by nutpie's progress callback."""
+
+    def __init__(self, total: int, stream=None):
+        self.total = max(total, 1)
+        self.stream = stream or sys.stderr
+        self.start = time.perf_counter()
+        self.last = ""
+
+    def __call__(self, progress) -> None:
+        done = sum(int(p.finished_draws) for p in progress)
+        divergences = sum(int(p.divergences) for p in progress)
+        tuning = any(bool(p.tuning) and bool(p.started) for p in progress)
+        frac = min(done / self.total, 1.0)
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        line = (f"\rsampling [{bar}] {100 * frac:5.1f}% {'warm-up' if tuning else 'draws  '} "
+                f"{len(progress)} chains, {divergences} divergences, {time.perf_counter() - self.start:5.1f} s")
+        if line != self.last:
+            self.stream.write(line)
+            self.stream.flush()
+            self.last = line
+
+    def finish(self) -> None:
+        if self.last:
+            self.stream.write("\n")
+            self.stream.flush()

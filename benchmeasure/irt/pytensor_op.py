@@ -1,0 +1,87 @@
+"""The fused 1PL log-likelihood (:mod:`benchmeasure.irt.kernel`) as a PyTensor Op.
+
+``FusedLoglikGrad(theta, b, *constants)`` has three outputs, ℓ, ∂ℓ/∂θ and ∂ℓ/∂b, computed
+in one pass. Its pullback (reverse-mode gradient) reuses the node's own gradient outputs,
+so the log-density and its gradient cost one kernel call per leapfrog step.
+:class:`FusedLoglik` is the callable that builds the node from a matrix's constants. The Op runs compiled in
+PyTensor's Numba back end (nutpie) and through ``perform`` (PyMC's NUTS, ``find_MAP``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+
+from .kernel import LoglikData, loglik_and_grad
+
+
+def _unpack_and_run(theta, b, y, row_sums, col_sums, g, log_g_pos, scalars):
+    return loglik_and_grad(theta, b, y, row_sums, col_sums, scalars[0], g, log_g_pos, scalars[1] > 0.5, scalars[2])
+
+
+class FusedLoglikGrad(Op):
+    """(θ, b, Y, R, C, g, log g, [K, has_guessing, constant]) → (ℓ, ∂ℓ/∂θ, ∂ℓ/∂b)."""
+
+    __props__ = ()
+
+    def make_node(self, theta, b, *constants):
+        theta = pt.as_tensor_variable(theta).astype("float64")
+        b = pt.as_tensor_variable(b).astype("float64")
+        constants = [pt.as_tensor_variable(c) for c in constants]
+        return Apply(self, [theta, b, *constants], [pt.dscalar(), pt.dvector(), pt.dvector()])
+
+    def perform(self, node, inputs, outputs):
+        theta, b, *constants = inputs
+        value, grad_theta, grad_b = _unpack_and_run(np.ascontiguousarray(theta), np.ascontiguousarray(b), *constants)
+        outputs[0][0] = np.asarray(value, dtype=np.float64)
+        outputs[1][0] = grad_theta
+        outputs[2][0] = grad_b
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(), input_shapes[0], input_shapes[1]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        # The gradient outputs of this very node are ∂ℓ/∂θ and ∂ℓ/∂b: no second kernel call.
+        gz = cotangents[0]
+        if any(not isinstance(c.type, DisconnectedType) for c in cotangents[1:]):
+            raise NotImplementedError("only the log-likelihood output of FusedLoglikGrad is differentiable")
+        return [gz * outputs[1], gz * outputs[2]] + [DisconnectedType()() for _ in inputs[2:]]
+
+    def connection_pattern(self, node):
+        # ℓ depends on θ and b; the constants never receive a gradient
+        return [[True, True, True], [True, True, True]] + [[False, False, False]] * (len(node.inputs) - 2)
+
+
+class FusedLoglik:
+    """``op(theta, b)`` → ℓ(θ, b) for one :class:`~benchmeasure.irt.kernel.LoglikData`."""
+
+    def __init__(self, data: LoglikData):
+        self.data = data
+        self._op = FusedLoglikGrad()
+
+    def __call__(self, theta, b):
+        d = self.data
+        scalars = np.array([d.n_trials, 1.0 if d.has_guessing else 0.0, d.constant])
+        constants = [d.y, d.row_sums, d.col_sums, d.g, d.log_g_pos, scalars]
+        return self._op(theta, b, *[pt.constant(c) for c in constants])[0]
+
+
+def _register_numba():
+    from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
+
+    @register_funcify_default_op_cache_key(FusedLoglikGrad)
+    def _funcify(op, node=None, **kwargs):
+        @numba_njit
+        def fused(theta, b, y, row_sums, col_sums, g, log_g_pos, scalars):
+            value, grad_theta, grad_b = loglik_and_grad(
+                np.ascontiguousarray(theta), np.ascontiguousarray(b), y, row_sums, col_sums,
+                scalars[0], g, log_g_pos, scalars[1] > 0.5, scalars[2])
+            return np.asarray(value), grad_theta, grad_b
+
+        return fused, 1
+
+
+_register_numba()
