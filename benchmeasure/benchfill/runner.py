@@ -102,10 +102,11 @@ async def _run(folder: Path, config: RunConfig, log) -> dict:
         rollouts = DirectRollouts(client, models, n_trials, bench_cfg.grader,
                                   grade_options=config.validity.get("grade_options"))
 
-        def known_questions():
-            return [i.question for i in benchmark.items] + [ch.question for ch in loop.children() if ch.valid]
+        def existing():
+            return ([(i.item_id, i.question, i.answer) for i in benchmark.items]
+                    + [(ch.item_id, ch.question, ch.answer) for ch in loop.children() if ch.valid])
 
-        check = ValidityCheck(client, panel.rewriter, rollouts, known_questions)
+        check = ValidityCheck(client, panel.rewriter, rollouts, existing, int(config.validity.get("solve_n", 1)))
         loop = Loop(config, benchmark, Prompts(config.path(config.search.prompts)), panel.rewriter,
                     PanelVerifier(rollouts, check), client, journal, abilities, n_trials, log=log)
         targets = benchmark.targets(config.search.gaps)

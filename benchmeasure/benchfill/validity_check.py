@@ -1,12 +1,10 @@
-"""The validity gate the loop applies before rollouts, built on the project's grader.
+"""The validity gate the loop applies before rollouts: the verifier's policy, with its solve call.
 
-A candidate is valid when (1) its question and reference answer are non-empty and the answer
-is gradable in the benchmark's format (the grader accepts the reference as a response to
-itself), (2) its question is not a duplicate of a known item (whitespace- and case-folded
-text), and (3) an independent cold solve by the confirming model (the rewriter by default,
-temperature 0) is graded correct against the reference answer — so an item with a wrong
-reference is rejected rather than annotated as "very hard" (issue 6's policy). The reasons
-are ``"format"``, ``"duplicate"`` and ``"unconfirmed"``.
+The decisions are :mod:`benchmeasure.verifier.validity`'s (well-formed question, parseable
+reference, near-duplicates, confirmation by an independent solve); this adapter makes the one
+model call rule 4 needs — the confirming model (the rewriter, at temperature 0) solves the
+candidate cold, ``solve_n`` times, prompted like the panel — and grades the answers with the
+benchmark's grader. The solve call is journaled under ``solve/<item_id>``.
 """
 
 from __future__ import annotations
@@ -15,10 +13,7 @@ import asyncio
 
 from benchmeasure.llm_client import Endpoint
 from benchmeasure.verifier.grading import grade
-
-
-def _fold(text: str) -> str:
-    return " ".join(text.lower().split())
+from benchmeasure.verifier.validity import ValidityPolicy, confirmed_by_solve, static_checks
 
 
 class ValidityCheck:
@@ -30,29 +25,29 @@ class ValidityCheck:
     solver : PanelModel
         The model that solves each candidate cold.
     rollouts : DirectRollouts
-        Supplies the solve prompt (the same template the panel sees) and grader kind.
-    known_questions : callable
-        Returns the questions already in the benchmark and the run's memory.
+        Supplies the solve prompt (the panel's template) and the grader kind and options.
+    existing : callable
+        Returns ``(item_id, question, answer)`` of the benchmark's items and the accepted children.
+    solve_n : int
+        Cold solves per candidate.
+    policy : ValidityPolicy
     """
 
-    def __init__(self, client, solver, rollouts, known_questions):
+    def __init__(self, client, solver, rollouts, existing, solve_n: int = 1, policy: ValidityPolicy | None = None):
         self.client = client
         self.solver = Endpoint.from_panel_model(solver)
         self.rollouts = rollouts
-        self.known_questions = known_questions
+        self.existing = existing
+        self.solve_n = solve_n
+        self.policy = policy or ValidityPolicy()
 
     async def __call__(self, candidate) -> tuple:
-        question, answer = candidate.question.strip(), candidate.answer.strip()
-        kind = self.rollouts.kind
-        if not question or not answer:
-            return False, "format"
-        reference_ok = await asyncio.to_thread(grade, kind, f"\\boxed{{{answer}}}" if kind == "math" else answer,
-                                               answer, **self.rollouts.grade_options)
-        if not reference_ok:
-            return False, "format"
-        if _fold(question) in {_fold(q) for q in self.known_questions()}:
-            return False, "duplicate"
-        result = await self.client.chat(self.solver, self.rollouts.messages(question), n=1,
+        check = await asyncio.to_thread(static_checks, candidate, self.existing(), self.policy)
+        if not check.ok:
+            return False, check.reason
+        result = await self.client.chat(self.solver, self.rollouts.messages(candidate.question), n=self.solve_n,
                                         key=f"solve/{candidate.item_id}", temperature=0.0)
-        confirmed = await asyncio.to_thread(grade, kind, result.texts[0], answer, **self.rollouts.grade_options)
-        return (True, "ok") if confirmed else (False, "unconfirmed")
+        kind, options = self.rollouts.kind, self.rollouts.grade_options
+        correct = await asyncio.to_thread(lambda: [grade(kind, t, candidate.answer, **options) for t in result.texts])
+        check = confirmed_by_solve(correct, None, self.policy)
+        return check.ok, check.reason

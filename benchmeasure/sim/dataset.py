@@ -68,7 +68,7 @@ def make_sim_benchmark(folder, seed: int = 0, n_items: int = 40, n_models: int =
         "# BenchFill settings for the synthetic benchmark of simulation mode.",
         f'panel = "{folder / "panel.toml"}"', f'ability_cache = "{folder / "ability_cache"}"',
         f'abilities = "{folder / TRUTH_ABILITIES}"' if truth else "", "",
-        "[benchmark]", 'name = "sim"', f'calibration = "{folder / "calibration.csv"}"',
+        "[benchmark]", 'name = "math_sim"', f'calibration = "{folder / "calibration.csv"}"',
         f'pool = "{folder / "test.jsonl"}"', f'matrix = "{folder / "response_matrix.csv"}"',
         f"matrix_n_trials = {n_trials}", 'grader = "math"', 'answer_format = "an integer"', "",
         "[search]", *[f"{k} = {json.dumps(v)}" for k, v in search.items()], "",

@@ -1,0 +1,162 @@
+"""BenchFill end to end against the simulated server: Table 2 outputs, BenchFill vs baseline, early stop,
+resume after kill -9, the run lock, status, a failing server, and the CLI's rejected inputs."""
+
+import csv
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmeasure.sim.dataset import make_sim_benchmark
+from benchmeasure.sim.server import serve
+from benchmeasure.sim.world import World
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, str(REPO / "propose" / "benchfill.py")]
+
+
+def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t"):
+    data = tmp_path / f"data{seed}"
+    config = make_sim_benchmark(data, seed, client=client, search=search, truth=True)
+    server, url = serve(World.load(data / "world.json"), fail_rate=fail_rate, hang_s=1.5, seed=seed)
+    env = {**os.environ, "BENCHFILL_SIM_URL": url}
+    done = subprocess.run([*CLI, "init", "--config", str(config), "--name", f"{name}{seed}", "--results", str(tmp_path / "res")],
+                          capture_output=True, text=True, env=env, check=True)
+    return Path(done.stdout.strip()), env, server
+
+
+def run_cli(folder, env, **kw):
+    return subprocess.run([*CLI, "run", str(folder)], capture_output=True, text=True, env=env, **kw)
+
+
+def annotations(folder):
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    return [e for e in events if e["type"] == "annotation"]
+
+
+@pytest.mark.slow
+def test_benchfill_beats_baseline_over_seeds(tmp_path):
+    bench, base = [], []
+    for seed in (1, 2, 3):
+        folder, env, server = sim_run(tmp_path, seed)
+        done = run_cli(folder, env)
+        server.shutdown()
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((folder / "summary.json").read_text())
+        for key in ("benchfill", "baseline", "oracle"):
+            assert set(summary[key]) >= {"top3_gap_sum_reduction", "target_deviation"}
+        assert summary["oracle"]["top3_gap_sum_reduction"] >= summary["benchfill"]["top3_gap_sum_reduction"] - 1e-9
+        assert "Table 2" in done.stdout and (folder / "table2.txt").is_file()
+        rows = list(csv.DictReader(open(folder / "new_item_records.csv")))
+        assert len(rows) == 3 and all(r["lineage"].endswith(r["item_id"]) for r in rows)
+        bench.append(summary["benchfill"]["target_deviation"])
+        base.append(summary["baseline"]["target_deviation"])
+    assert sum(bench) / 3 < sum(base) / 3
+    assert sum(b < a for b, a in zip(bench, base)) >= 2
+
+
+@pytest.mark.slow
+def test_early_stop_and_budget(tmp_path):
+    folder, env, server = sim_run(tmp_path, 1, search={"tolerance": 0.05, "rounds": 3})
+    assert run_cli(folder, env).returncode == 0
+    server.shutdown()
+    summary = json.loads((folder / "summary.json").read_text())
+    notes = annotations(folder)
+    for gap, budget in summary["benchfill"]["budget"].items():
+        rounds = {n["round"] for n in notes if n["mode"] == "benchfill" and n["gap"] == int(gap)}
+        best = min(abs(n["z"] - n["target"]) for n in notes
+                   if n["mode"] == "benchfill" and n["gap"] == int(gap) and n["valid"])
+        if budget["stopped_early"]:
+            assert best <= 0.05 and len(rounds) == budget["rounds"]
+        else:
+            assert budget["rounds"] == 3
+        assert summary["baseline"]["budget"][gap]["rewrites"] == budget["rewrites"]  # budget-matched
+    assert any(b["stopped_early"] for b in summary["benchfill"]["budget"].values())
+
+
+@pytest.mark.slow
+def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
+    rng = random.Random(7)
+    folder, env, server = sim_run(tmp_path, 2)
+    for _ in range(3):
+        proc = subprocess.Popen([*CLI, "run", str(folder)], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.2, 3.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        status = subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True, env=env)
+        assert status.returncode == 0 and "not running" in status.stdout
+    done = run_cli(folder, env)
+    server.shutdown()
+    assert done.returncode == 0, done.stderr
+    notes = annotations(folder)
+    ids = [n["item_id"] for n in notes]
+    assert len(ids) == len(set(ids))
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    keys = [e["key"] for e in events if e["type"] == "call"]
+    assert len(keys) == len(set(keys))  # no finished call repeated
+    plans = [e for e in events if e["type"] == "plan"]
+    expected = {f"{p['mode']}-g{p['gap']}-r{p['round']}-p{i}-c{c}" for p in plans
+                for i in range(len(p["parents"])) for c in range(4)}
+    assert set(ids) == expected  # every planned child annotated exactly once
+
+
+@pytest.mark.slow
+def test_second_run_refuses_while_first_holds_lock(tmp_path):
+    folder, env, server = sim_run(tmp_path, 3, client={"max_concurrency": 2})
+    first = subprocess.Popen([*CLI, "run", str(folder)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 20
+    while time.time() < deadline and not (folder / "events.jsonl").exists():
+        time.sleep(0.1)
+    second = run_cli(folder, env)
+    status = subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True, env=env)
+    first.kill()
+    first.wait()
+    server.shutdown()
+    assert second.returncode == 2
+    assert second.stderr.count("\n") == 1 and "already in progress" in second.stderr
+    assert "running (pid" in status.stdout
+
+
+@pytest.mark.slow
+def test_failing_server_still_completes(tmp_path):
+    folder, env, server = sim_run(tmp_path, 1, fail_rate=0.2, search={"rounds": 2},
+                                  client={"timeout": 0.7, "max_retries": 10, "backoff": 0.02})
+    done = run_cli(folder, env)
+    server.shutdown()
+    assert done.returncode == 0, done.stderr
+    assert json.loads((folder / "summary.json").read_text())["calls_this_session"]["retries"] > 0
+
+
+def test_cli_rejects_bad_input(tmp_path):
+    cases = [
+        [*CLI, "run", str(tmp_path / "nope")],
+        [*CLI, "status", str(tmp_path / "nope")],
+        [*CLI, "init", "--config", str(tmp_path / "missing.toml"), "--results", str(tmp_path / "r")],
+    ]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[benchmark]\nname = "x"\ncalibration = "a"\npool = "b"\nmatrix = "c"\nmatrix_n_trials = 0\n')
+    cases.append([*CLI, "init", "--config", str(bad), "--results", str(tmp_path / "r")])
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('[search]\nrounds = 2\n[benchmark]\nname = "x"\n')
+    cases.append([*CLI, "init", "--config", str(unknown), "--results", str(tmp_path / "r")])
+    for command in cases:
+        done = subprocess.run(command, capture_output=True, text=True)
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_run_experiment_help():
+    done = subprocess.run(["bash", str(REPO / "run_experiment.sh"), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    for word in ("init", "run", "status", "sim"):
+        assert word in done.stdout
+    bad = subprocess.run(["bash", str(REPO / "run_experiment.sh"), "frobnicate"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
