@@ -26,8 +26,8 @@ def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t"):
     config = make_sim_benchmark(data, seed, client=client, search=search, truth=True)
     server, url = serve(World.load(data / "world.json"), fail_rate=fail_rate, hang_s=1.5, seed=seed)
     env = {**os.environ, "BENCHFILL_SIM_URL": url}
-    done = subprocess.run([*CLI, "init", "--config", str(config), "--name", f"{name}{seed}", "--results", str(tmp_path / "res")],
-                          capture_output=True, text=True, env=env, check=True)
+    command = [*CLI, "init", "--config", str(config), "--name", f"{name}{seed}", "--results", str(tmp_path / "res")]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     return Path(done.stdout.strip()), env, server
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmeasure.benchfill.abilities import fit_abilities  # noqa: E402
-from benchmeasure.errors import fail, run_cli  # noqa: E402
+from benchmeasure.benchfill.abilities import fit_abilities
+from benchmeasure.errors import fail, run_cli
 
 EXAMPLES = """examples:
   python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32
@@ -35,8 +35,8 @@ def main(argv=None) -> int:
         fail(f"--n-trials must be a positive integer, got {args.n_trials}")
     if not 0.0 <= args.guessing < 1.0:
         fail(f"--guessing must be in [0, 1), got {args.guessing}")
-    abilities, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed,
-                                      log=lambda m: print(m, file=sys.stderr))
+    _, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed,
+                              log=lambda m: print(m, file=sys.stderr))
     print(folder / "ability.csv")
     return 0
 
