@@ -1,0 +1,102 @@
+"""The shared LLM client: retries on 5xx/429/timeouts/malformed replies, a clear final error,
+no retry on 4xx, journal look-up, token counts, keys never in errors."""
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from benchmeasure.benchfill.eventlog import EventLog
+from benchmeasure.llm_client import Endpoint, LLMCallError, LLMClient, MalformedReply
+
+OK_BODY = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+           "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hello"}}],
+           "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+
+
+def scripted_server(script):
+    """Replies from ``script`` in order (status or 'malformed'), then 200s; returns (server, url, hits)."""
+    hits = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            step = script[len(hits)] if len(hits) < len(script) else 200
+            hits.append(step)
+            body = b"{broken" if step == "malformed" else json.dumps(
+                OK_BODY if step == 200 else {"error": {"message": "no"}}).encode()
+            self.send_response(200 if step == "malformed" else step)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1", hits
+
+
+def call(url, tmp_path=None, key=None, parse=None, retries=4, monkeypatch=None):
+    async def go():
+        journal = EventLog(tmp_path / "events.jsonl") if tmp_path else None
+        client = LLMClient(max_concurrency=2, timeout=5, max_retries=retries, backoff=0.01, journal=journal)
+        try:
+            return await client.chat(Endpoint("m", url, "TEST_SECRET_KEY"), [{"role": "user", "content": "hi"}],
+                                     key=key, parse=parse), client.usage
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
+
+
+def test_retries_then_succeeds():
+    server, url, hits = scripted_server([500, 429, "malformed", 503])
+    result, usage = call(url)
+    server.shutdown()
+    assert result.texts == ["hello"] and len(hits) == 5
+    assert usage["retries"] == 4 and usage["prompt_tokens"] == 3 and usage["completion_tokens"] == 1
+
+
+def test_clear_error_after_last_retry_without_key(monkeypatch):
+    monkeypatch.setenv("TEST_SECRET_KEY", "sk-very-secret")
+    server, url, hits = scripted_server([500] * 10)
+    with pytest.raises(LLMCallError, match="gave up after 3 attempts; last error HTTP 500") as info:
+        call(url, retries=2)
+    server.shutdown()
+    assert "sk-very-secret" not in str(info.value) and len(hits) == 3
+
+
+def test_no_retry_on_client_error():
+    server, url, hits = scripted_server([400])
+    with pytest.raises(LLMCallError, match="not retried"):
+        call(url)
+    server.shutdown()
+    assert len(hits) == 1
+
+
+def test_parse_failure_is_retried():
+    server, url, hits = scripted_server([])
+    seen = []
+
+    def parse(text):
+        seen.append(text)
+        if len(seen) < 3:
+            raise MalformedReply("not yet")
+
+    call(url, parse=parse)
+    server.shutdown()
+    assert len(hits) == 3
+
+
+def test_journal_answers_recorded_calls(tmp_path):
+    server, url, hits = scripted_server([])
+    call(url, tmp_path, key="k1")
+    result, usage = call(url, tmp_path, key="k1")
+    server.shutdown()
+    assert len(hits) == 1 and usage["cached"] == 1 and result.texts == ["hello"]
+    assert "TEST_SECRET_KEY" not in (tmp_path / "events.jsonl").read_text()

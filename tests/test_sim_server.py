@@ -1,0 +1,82 @@
+"""The simulated OpenAI-compatible server: real HTTP, 1PL answers, rewrites, failure injection;
+and the direct rollout backend's script run against it."""
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+import pytest
+
+from benchmeasure.sim.server import serve
+from benchmeasure.sim.world import World, item_text
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def server():
+    world = World({"weak": -2.0, "strong": 3.0}, seed=3)
+    srv, url = serve(world)
+    yield url
+    srv.shutdown()
+
+
+def test_panel_answers_follow_1pl(server):
+    client = openai.OpenAI(base_url=server, api_key="x")
+    question = item_text(0.0, 42, "q")
+    for model, theta in (("weak", -2.0), ("strong", 3.0)):
+        reply = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}], n=200)
+        rate = sum("\\boxed{42}" in c.message.content for c in reply.choices) / 200
+        p = 1 / (1 + math.exp(-theta))
+        assert abs(rate - p) < 4 * math.sqrt(p * (1 - p) / 200) + 0.01
+        assert reply.usage.completion_tokens > 0
+
+
+def test_rewriter_returns_json_child(server):
+    client = openai.OpenAI(base_url=server, api_key="x")
+    prompt = f"Target difficulty: 0.500\nItem to rewrite:\nQuestion: {item_text(1.0, 7, 'p')}\nAnswer: 7"
+    reply = client.chat.completions.create(model="sim-rewriter", messages=[{"role": "user", "content": prompt}])
+    child = json.loads(reply.choices[0].message.content)
+    assert "[[sim b=" in child["question"] and child["answer"].isdigit()
+
+
+def test_failure_injection_rate():
+    srv, url = serve(World({"m": 0.0}), fail_rate=0.5, hang_s=0.0, seed=1)
+    client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=5)
+    failures = 0
+    for _ in range(60):
+        try:
+            message = {"role": "user", "content": "hi [[sim b=0.0 a=1]]"}
+            reply = client.chat.completions.create(model="m", messages=[message])
+            if not isinstance(reply.choices, list):
+                failures += 1
+        except (openai.APIStatusError, openai.APIResponseValidationError, ValueError):
+            failures += 1
+    srv.shutdown()
+    assert 10 <= failures <= 40  # 500, 429 and malformed of the 50% share; hangs of 0 s succeed
+
+
+def test_run_rollout_script(server, tmp_path):
+    panel = tmp_path / "panel.toml"
+    panel.write_text(f'[rollouts]\ndefault = 4\n[[model]]\nname = "weak"\ntemperature = 1.0\nbase_url = "{server}"\n'
+                     f'[[model]]\nname = "strong"\ntemperature = 1.0\nbase_url = "{server}"\n')
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"q{i}", "question": item_text(0.0, i, "x"), "answer": str(i)})
+                             + "\n" for i in range(3)))
+    out = tmp_path / "rows.csv"
+    done = subprocess.run([sys.executable, str(REPO / "verifier" / "run_rollout.py"), "--candidates", str(items),
+                           "--panel", str(panel), "--benchmark", "aime24", "--output", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 3 * 2 * 4 and set(rows[0]) == {"model", "item_id", "trial", "correct"}
+    raw = [json.loads(line) for line in open(tmp_path / "rows.raw.jsonl")]
+    assert len(raw) == len(rows) and all(r["response"] for r in raw)
+    bad = subprocess.run([sys.executable, str(REPO / "verifier" / "run_rollout.py"), "--candidates",
+                          str(tmp_path / "none.jsonl"), "--panel", str(panel), "--benchmark", "aime24",
+                          "--output", str(tmp_path / "x.csv")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and not (tmp_path / "x.csv").exists()

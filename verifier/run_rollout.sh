@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Roll out candidate items on the verifier panel (direct backend: OpenAI-compatible servers) and
+# write model,item_id,trial,correct rows plus raw responses. Arguments go to verifier/run_rollout.py:
+#
+#   bash verifier/run_rollout.sh --candidates items.jsonl --panel verifier/panels/paper.toml \
+#       --benchmark aime24 --output rows.csv
+#
+# Endpoints and keys come from env.local (sourced when present). BENCHFILL_PYTHON picks the interpreter.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -f env.local ]; then set -a; . ./env.local; set +a; fi
+PY=${BENCHFILL_PYTHON:-}
+if [ -z "$PY" ]; then
+  for candidate in .venv-benchfill/bin/python .venv-irt/bin/python; do
+    if [ -x "$candidate" ]; then PY=$candidate; break; fi
+  done
+fi
+case "${1:-}" in -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exec "${PY:-python3}" verifier/run_rollout.py --help ;; esac
+exec "${PY:-python3}" verifier/run_rollout.py "$@"
