@@ -138,7 +138,8 @@ def read_pool(path: str | os.PathLike, question_field: str, answer_field: str) -
             item = str(record["item_id"])
             if item in pool:
                 fail(f"{path}: line {line}: item_id {item!r} appears twice")
-            pool[item] = (str(record[question_field]), str(record[answer_field]))
+            answer = record[answer_field]
+            pool[item] = (str(record[question_field]), answer if isinstance(answer, str) else json.dumps(answer))
     return pool
 
 
