@@ -339,9 +339,10 @@ def main(argv=None) -> int:
     wall_start = time.perf_counter()
     args = parse_args(argv)
     matrix, guessing = validate(args)
-    # Table 5 response-matrix checks (benchmeasure/checks.py) — warnings only — belong here,
-    # after validation and before the fit:
-    # warn_matrix_checks(matrix)
+    # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
+    from benchmeasure.checks import warn_if_failing
+
+    warn_if_failing(matrix)
 
     from benchmeasure.irt.diagnostics import warnings_for
     from benchmeasure.irt.fit import fit_1pl

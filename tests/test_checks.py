@@ -110,3 +110,15 @@ def test_cli_rejects_bad_input(tmp_path, content, k, fragment):
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
+
+
+def test_fit_irt_warns_on_failing_matrix_and_still_fits(tmp_path):
+    path = tmp_path / "m.csv"
+    write_matrix(_matrix(np.tile([1, 2, 3], (3, 1)), 4), path)
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "fit_irt.py"), str(path), "--n-trials", "4",
+                          "--output-dir", str(tmp_path / "fit"), "--method", "map", "--quiet"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if "pre-fit checks" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning:")
+    assert (tmp_path / "fit" / "difficulty.csv").is_file()
