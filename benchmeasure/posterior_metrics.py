@@ -13,6 +13,8 @@ of draws — the stdlib version takes minutes at 4,000 draws × 4,000 items — 
 
 A saved posterior is read from either
 
+* a zarr store written by ArviZ/xarray — what ``fit_irt.py --save-posterior`` writes
+  (``posterior.zarr``, a folder),
 * a NetCDF file written by ArviZ/xarray (``posterior`` group, variable ``b`` with dims
   (chain, draw, item); needs the netCDF4 or h5netcdf package),
 * a NumPy ``.npz`` with an array ``b`` of shape (chain, draw, item) or (draw, item) and,
@@ -95,13 +97,34 @@ def posterior_intervals(b_draws, top_k: int = 5, probability: float = PROBABILIT
     return {name: summarize_draws(v, probability) for name, v in metric_draws(b_draws, top_k).items()}
 
 
-def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list, np.ndarray]:
-    """Item IDs and difficulty draws, shape (D, N), from a NetCDF posterior or a CSV of draws."""
+def input_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 of a file, or of a folder (a zarr store): every file's relative path and bytes, in sorted order."""
+    import hashlib
+
+    from .files import sha256_file
+
     path = os.fspath(path)
+    if not os.path.isdir(path):
+        return sha256_file(path)
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            digest.update(os.path.relpath(full, path).encode() + b"\0")
+            digest.update(sha256_file(full).encode())
+    return digest.hexdigest()
+
+
+def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list, np.ndarray]:
+    """Item IDs and difficulty draws, shape (D, N), from a zarr/NetCDF posterior, an .npz or a CSV of draws."""
+    path = os.fspath(path).rstrip("/")
+    if path.endswith(".zarr") and os.path.isdir(path):
+        return _read_datatree(path, variable, "zarr")
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
     if path.endswith((".nc", ".netcdf", ".h5")):
-        return _read_netcdf(path, variable)
+        return _read_datatree(path, variable, None)
     if path.endswith(".npz"):
         return _read_npz(path, variable)
     with open(path, encoding="utf-8-sig", newline="") as handle:
@@ -140,13 +163,13 @@ def _read_npz(path: str, variable: str) -> tuple[list, np.ndarray]:
     return items, b
 
 
-def _read_netcdf(path: str, variable: str) -> tuple[list, np.ndarray]:
+def _read_datatree(path: str, variable: str, engine: str | None) -> tuple[list, np.ndarray]:
     import xarray as xr
 
     try:
-        tree = xr.open_datatree(path)
-    except (OSError, ValueError) as exc:
-        fail(f"{path}: cannot read as NetCDF ({' '.join(str(exc).split())})")
+        tree = xr.open_datatree(path, engine=engine)
+    except (OSError, ValueError, KeyError) as exc:
+        fail(f"{path}: cannot read as {'zarr' if engine else 'NetCDF'} ({' '.join(str(exc).split())})")
     if "posterior" not in tree.children:
         fail(f"{path}: no 'posterior' group (groups: {', '.join(tree.children) or 'none'})")
     posterior = tree["posterior"].to_dataset()

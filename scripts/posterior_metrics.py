@@ -11,18 +11,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file
+from benchmeasure.files import atomic_write, command_line, package_versions
 from benchmeasure.metrics import diagnose
-from benchmeasure.posterior_metrics import PROBABILITY, posterior_intervals, read_posterior_b
+from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
 
 EXAMPLES = """\
 examples:
-  python scripts/posterior_metrics.py my_benchmark/posterior.nc
+  python scripts/fit_irt.py m.csv --n-trials 8 --output-dir my_benchmark --save-posterior
+  python scripts/posterior_metrics.py my_benchmark/posterior.zarr
   python scripts/posterior_metrics.py draws.csv --top-k 3 --probability 0.9 --json
-  python scripts/posterior_metrics.py my_benchmark/posterior.nc --output my_benchmark/metric_intervals.json
+  python scripts/posterior_metrics.py my_benchmark/posterior.zarr --output my_benchmark/metric_intervals.json
 
-input: an ArviZ/xarray NetCDF posterior (group 'posterior', variable b) or a CSV of draws
-(header = item IDs, one row per draw). Each draw is min-max normalized on its own and the
+input: an ArviZ/xarray posterior (zarr store as fit_irt.py --save-posterior writes it, or
+NetCDF; group 'posterior', variable b), an .npz with array b, or a CSV of draws (header =
+item IDs, one row per draw). Each draw is min-max normalized on its own and the
 metrics are computed per draw; the interval is the central (equal-tailed) one. The
 "at posterior mean" column is the paper's point estimate (metrics of the mean of b).
 """
@@ -33,7 +35,7 @@ def parse_args(argv):
         prog="posterior_metrics.py",
         description="Posterior intervals of DDM, Max Gap and Top-k Gap Sum, one value per posterior draw.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("posterior", metavar="POSTERIOR", help="posterior .nc file or CSV of draws")
+    parser.add_argument("posterior", metavar="POSTERIOR", help="posterior.zarr, .nc, .npz or CSV of draws")
     parser.add_argument("--variable", default="b", help="difficulty variable in a NetCDF posterior (default: b)")
     parser.add_argument("--top-k", type=int, default=5, metavar="K")
     parser.add_argument("--probability", type=float, default=PROBABILITY, help="interval mass (default: 0.94)")
@@ -53,7 +55,7 @@ def main(argv=None) -> int:
         "items": len(items), "draws": int(draws.shape[0]), "top_k": args.top_k,
         "interval": f"central {args.probability:g} (equal-tailed quantiles)",
         "metrics": {name: {**iv.as_dict(), "at_posterior_mean": point[name]} for name, iv in intervals.items()},
-        "input": args.posterior, "input_sha256": sha256_file(args.posterior), "command": command_line(),
+        "input": args.posterior, "input_sha256": input_sha256(args.posterior), "command": command_line(),
         "package_versions": package_versions(["numpy", "xarray"]),
     }
     if args.output:

@@ -71,6 +71,19 @@ def test_reads_netcdf(tmp_path):
     np.testing.assert_allclose(b, draws.reshape(10, 4))
 
 
+def test_reads_zarr_store_as_fit_irt_saves_it(tmp_path):
+    draws = np.random.default_rng(2).normal(size=(2, 5, 4))
+    posterior = xr.Dataset({"b": (("chain", "draw", "item"), draws)},
+                           coords={"chain": range(2), "draw": range(5), "item": [f"q{i}" for i in range(4)]})
+    xr.DataTree.from_dict({"posterior": posterior}).to_zarr(tmp_path / "posterior.zarr", mode="w")
+    items, b = read_posterior_b(tmp_path / "posterior.zarr")
+    assert items == ["q0", "q1", "q2", "q3"]
+    np.testing.assert_allclose(b, draws.reshape(10, 4))
+    out = _run(tmp_path / "posterior.zarr", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["draws"] == 10 and len(json.loads(out.stdout)["input_sha256"]) == 64
+
+
 def test_reads_npz_and_csv(tmp_path):
     draws = np.random.default_rng(2).normal(size=(2, 5, 4))
     _npz(tmp_path / "p.npz", draws)
