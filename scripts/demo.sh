@@ -25,7 +25,7 @@ if [ -f scripts/check_response_matrix.py ]; then
 fi
 
 step "3. Bayesian 1PL fit with NUTS (4 chains x 1,000 warm-up + 1,000 draws, as in the paper)"
-$PY scripts/fit_irt.py "$OUT/response_matrix.csv" --n-trials 8 --output-dir "$OUT" --seed 2026
+$PY scripts/fit_irt.py "$OUT/response_matrix.csv" --n-trials 8 --output-dir "$OUT" --seed 2026 --save-posterior
 
 step "4. Difficulty diagnostics of the fitted benchmark"
 python3 scripts/diagnose_benchmark.py "$OUT/difficulty.csv"
@@ -33,10 +33,13 @@ python3 scripts/diagnose_benchmark.py "$OUT/difficulty.csv"
 step "5. How close the fit comes to the truth (simulated data: the true difficulties are known)"
 python3 scripts/compare_difficulty.py "$OUT/difficulty.csv" "$EXAMPLE/true_difficulty.csv" --reference-column b_true
 
+step "6. Posterior uncertainty of the metrics (computed per posterior draw; 94% intervals)"
+$PY scripts/posterior_metrics.py "$OUT/posterior.zarr" --output "$OUT/metric_intervals.json"
+
 if [ -f scripts/plot_difficulty.py ]; then
-  step "6. ECDF of normalized difficulties with the five largest gaps shaded"
+  step "7. ECDF of normalized difficulties with the five largest gaps shaded"
   $PY scripts/plot_difficulty.py "$OUT/difficulty.csv" --output "$OUT/difficulty_ecdf.png"
 fi
 
-printf '\nOutputs in %s/: response_matrix.csv, difficulty.csv, ability.csv, diagnostics.json%s\n' "$OUT" \
+printf '\nOutputs in %s/: response_matrix.csv, difficulty.csv, ability.csv, diagnostics.json, posterior.zarr, metric_intervals.json%s\n' "$OUT" \
   "$([ -f "$OUT/difficulty_ecdf.png" ] && echo ', difficulty_ecdf.png/.pdf')"
