@@ -14,6 +14,7 @@ A run folder ``propose/results/<benchmark>/<run>/`` holds:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import datetime
 import json
@@ -37,6 +38,7 @@ from benchmeasure.verifier.panel_verifier import PanelVerifier
 from benchmeasure.verifier.rollouts import DirectRollouts
 
 CONFIG = "config.json"
+MASS_MARKER = "mass_fill.json"  # present in mass-fill folders (.mass_fill), which 'run' refuses
 RECORD_COLUMNS = ["benchmark", "gap", "z_L", "z_R", "target", "item_id", "question", "answer", "parent_id", "round",
                   "b_mean", "b_sd", "z", "deviation", "lineage"]
 
@@ -75,7 +77,14 @@ def read_run_config(folder) -> RunConfig:
     return config_from_dict(record["config"], str(path))
 
 
-async def _run(folder: Path, config: RunConfig, log) -> dict:
+@contextlib.asynccontextmanager
+async def open_loop(folder: Path, config: RunConfig, log):
+    """The loop of a run folder, wired to its benchmark, panel, client and journal.
+
+    Yields ``(benchmark, loop, client)``; on exit the client and the journal are closed. Both
+    ``run`` and mass fill (:mod:`.mass_fill`) drive the loop they get here, so they share one
+    code path from the inputs to the journal.
+    """
     bench_cfg = config.benchmark
     benchmark = load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                bench_cfg.question_field, bench_cfg.answer_field)
@@ -109,13 +118,18 @@ async def _run(folder: Path, config: RunConfig, log) -> dict:
         check = ValidityCheck(client, panel.rewriter, rollouts, existing, int(config.validity.get("solve_n", 1)))
         loop = Loop(config, benchmark, Prompts(config.path(config.search.prompts)), panel.rewriter,
                     PanelVerifier(rollouts, check), client, journal, abilities, n_trials, log=log)
-        targets = benchmark.targets(config.search.gaps)
-        log(f"{bench_cfg.name}: {len(benchmark.items)} items; targets "
-            + ", ".join(f"gap {t.rank} [{t.z_left:.3f}, {t.z_right:.3f}] z*={t.z_star:.3f}" for t in targets))
-        results = await loop.run(targets)
+        yield benchmark, loop, client
     finally:
         await client.close()
         journal.close()
+
+
+async def _run(folder: Path, config: RunConfig, log) -> dict:
+    async with open_loop(folder, config, log) as (benchmark, loop, client):
+        targets = benchmark.targets(config.search.gaps)
+        log(f"{config.benchmark.name}: {len(benchmark.items)} items; targets "
+            + ", ".join(f"gap {t.rank} [{t.z_left:.3f}, {t.z_right:.3f}] z*={t.z_star:.3f}" for t in targets))
+        results = await loop.run(targets)
     return write_outputs(folder, config, benchmark, loop, targets, results, client.usage)
 
 
@@ -162,6 +176,8 @@ def run(folder, log=print) -> dict:
     """Start or resume the run in ``folder`` (exclusive: a second concurrent run refuses)."""
     folder = Path(folder)
     config = read_run_config(folder)
+    if (folder / MASS_MARKER).is_file():
+        fail(f"{folder}: a mass-fill folder; run it with propose/mass_fill/mass_fill.py run")
     with run_lock(folder):
         started = time.monotonic()
         summary = asyncio.run(_run(folder, config, log))

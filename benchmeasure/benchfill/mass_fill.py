@@ -1,0 +1,411 @@
+"""Mass fill: BenchFill applied gap after gap until a target Max Gap or a budget is reached.
+
+The paper's filled benchmarks (README, ``data/filled_benchs/``) come from iterative gap filling:
+the same loop as a BenchFill run (paper, Section 4, Figure 4) — the :class:`~.loop.Loop` that
+:func:`.runner.open_loop` wires to the benchmark, panel, client and journal — is pointed at one
+gap at a time. Each *step*:
+
+1. puts the original items and the items inserted so far on the original benchmark's min–max
+   scale (an inserted item's z is its online calibration, which uses the original min and
+   max, :mod:`.calibration`), and takes the widest adjacent gap [z_L, z_R] not yet tried;
+2. runs BenchFill on it with target z* = (z_L + z_R)/2 (rounds, retrieval, reference list,
+   verifier, early stop and final selection exactly as in a run; the step number plays the
+   gap's rank, so child IDs are ``benchfill-g<step>-r<round>-p<parent>-c<child>``);
+3. inserts the gap's final item if it lies strictly inside (z_L, z_R) — then the gap really
+   shrinks. Otherwise the step *missed*: nothing is inserted and that gap is not targeted again
+   (one full BenchFill attempt per gap), so the next step moves to the next widest gap.
+
+Stop rules, checked before each step: Max Gap ≤ ``target_max_gap``; ``max_items`` inserted;
+``max_rounds`` rounds spent in all; ``max_calls`` model calls spent (journaled keyed calls:
+rewrites, independent solves, one per panel model's rollouts of an item; retries not counted);
+no untried gap left. A step's rewrite budget is capped so that it cannot overrun the round or
+call budget (a rewrite costs at most 2 + M calls with M panel models), so the totals never
+exceed the limits. At least one of the three budgets must be set.
+
+Crash safety is the run's: each step's choice (gap, budget) and its outcome are journaled in
+``events.jsonl`` beside the loop's own events, and a resumed ``run`` replays them — recorded
+steps, rounds and calls are not repeated. ``run.lock`` keeps a second run out.
+
+Outputs (atomic, in the run folder): ``filled_benchmark.json`` — a JSON array of
+``{id, question, answer}``: the originals first in item_id order as ``<BENCH>-origin-NNN``
+(question and answer exactly as in the pool), then the inserted items in insertion order as
+``<BENCH>-fill-NNN`` from 001; ``mass_fill_records.csv`` — one row per inserted item, the
+columns of ``new_item_records.csv`` plus ``fill_id`` and the Max Gap after it (``gap`` is the
+step); ``mass_fill_summary.json`` — Max Gap, Top-5 Gap Sum and DDM (paper, Section 2) before and
+after, items added, steps, rounds and calls spent, stop reason, limits, settings, input SHA-256s,
+package versions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import datetime
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from benchmeasure.benchfill.config import load_config
+from benchmeasure.benchfill.eventlog import EVENTS, lock_holder, read_events, run_lock
+from benchmeasure.benchfill.gaps import Target, load_benchmark
+from benchmeasure.benchfill.loop import BENCHFILL
+from benchmeasure.benchfill.runner import CONFIG, MASS_MARKER, RECORD_COLUMNS, init_run, open_loop, read_run_config
+from benchmeasure.errors import fail
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file
+from benchmeasure.metrics import ddm, largest_gaps, max_gap, top_k_gap_sum
+
+FILLED = "filled_benchmark.json"
+RECORDS = "mass_fill_records.csv"
+SUMMARY = "mass_fill_summary.json"
+MASS_COLUMNS = ["fill_id", *RECORD_COLUMNS, "max_gap_after"]
+TOP_K = 5
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When mass fill stops (any rule that is set and met stops it).
+
+    Attributes
+    ----------
+    target_max_gap : float or None
+        Stop once the Max Gap of the filled benchmark is at most this (normalized scale).
+    max_items, max_calls, max_rounds : int or None
+        Budgets: items inserted, model calls, BenchFill rounds (all steps together).
+    """
+
+    target_max_gap: float | None = None
+    max_items: int | None = None
+    max_calls: int | None = None
+    max_rounds: int | None = None
+
+    def check(self, where: str) -> Limits:
+        if self.target_max_gap is not None and not 0.0 < self.target_max_gap < 1.0:
+            fail(f"{where}: target Max Gap must be in (0, 1), got {self.target_max_gap}")
+        for name in ("max_items", "max_calls", "max_rounds"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                fail(f"{where}: {name.replace('_', '-')} must be >= 1, got {value}")
+        if self.max_items is None and self.max_calls is None and self.max_rounds is None:
+            fail(f"{where}: set a budget: --max-items, --max-calls or --max-rounds (a target Max Gap alone "
+                 f"may never be reached)")
+        return self
+
+    def merged(self, overrides: dict) -> Limits:
+        """These limits with the non-None ``overrides`` applied."""
+        return Limits(**{**asdict(self), **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def read_limits(folder: Path) -> Limits:
+    path = folder / MASS_MARKER
+    if not path.is_file():
+        fail(f"{folder}: not a mass-fill folder (no {MASS_MARKER}; create one with 'mass_fill.py init')")
+    try:
+        return Limits(**json.loads(path.read_text(encoding="utf-8"))["limits"])
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        fail(f"{path}: damaged ({exc})")
+
+
+def write_limits(folder: Path, limits: Limits) -> None:
+    with atomic_write(folder / MASS_MARKER) as handle:
+        json.dump({"limits": asdict(limits)}, handle, indent=2, sort_keys=True)
+
+
+# -- ids of the filled benchmark -------------------------------------------------------------------
+def origin_order(benchmark) -> list:
+    """``[(item, number)]`` in item_id order; item IDs must be integers (the released layout's 0 … N−1)."""
+    numbered = []
+    for item in benchmark.items:
+        try:
+            number = int(item.item_id)
+        except ValueError:
+            fail(f"{benchmark.name}: item_id {item.item_id!r} is not an integer; the filled benchmark's "
+                 f"<BENCH>-origin-NNN ids need integer item_ids")
+        if number < 0:
+            fail(f"{benchmark.name}: item_id {item.item_id!r} is negative")
+        numbered.append((item, number))
+    numbers = [n for _, n in numbered]
+    if len(set(numbers)) != len(numbers):
+        fail(f"{benchmark.name}: two item_ids denote the same integer (e.g. '7' and '07')")
+    return sorted(numbered, key=lambda pair: pair[1])
+
+
+def prefix(benchmark_name: str) -> str:
+    return benchmark_name.upper()
+
+
+def fill_id(benchmark_name: str, index: int) -> str:
+    return f"{prefix(benchmark_name)}-fill-{index:03d}"
+
+
+# -- state, from the journal -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class State:
+    """Where mass fill stands, recovered from the journal's events."""
+
+    inserted: tuple  # mass_result events of accepted steps, in step order
+    tried: frozenset  # (z_L, z_R) of every gap a finished step targeted and missed
+    steps: int  # finished steps
+    rounds: int
+    calls: int
+
+    @classmethod
+    def from_events(cls, events: list) -> State:
+        results = sorted((e for e in events if e.get("type") == "mass_result"), key=lambda e: e["step"])
+        steps = {e["step"] for e in events if e.get("type") == "mass_step"}
+        rounds = sum(e["rounds"] for e in events
+                     if e.get("type") == "gap_done" and e["mode"] == BENCHFILL and e["gap"] in steps)
+        return cls(tuple(e for e in results if e["accepted"]),
+                   frozenset((e["z_L"], e["z_R"]) for e in results if not e["accepted"]),
+                   len(results), rounds, sum(1 for e in events if e.get("type") == "call"))
+
+    def z(self, original_z: list) -> list:
+        return list(original_z) + [e["z"] for e in self.inserted]
+
+
+def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: int) -> tuple:
+    """The next gap to fill and its rewrite budget, or why mass fill stops.
+
+    Returns
+    -------
+    (Gap or None, int, str)
+        The widest gap not yet tried (``metrics.largest_gaps``), the step's rewrite budget, and
+        ``""``; or ``(None, 0, reason)`` when a stop rule holds.
+    """
+    if limits.target_max_gap is not None and max_gap(z) <= limits.target_max_gap:
+        return None, 0, f"target Max Gap {limits.target_max_gap} reached"
+    if limits.max_items is not None and len(state.inserted) >= limits.max_items:
+        return None, 0, f"{limits.max_items} items inserted (--max-items)"
+    floor = limits.target_max_gap or 0.0
+    gap = next((g for g in largest_gaps(z) if (g.left, g.right) not in state.tried and g.width > floor), None)
+    if gap is None:
+        return None, 0, "no untried gap wider than the target is left"
+    per_round = search.parents * search.children
+    budget = search.rounds * per_round
+    if limits.max_rounds is not None:
+        budget = min(budget, (limits.max_rounds - state.rounds) * per_round)
+        if budget < search.children:
+            return None, 0, f"{limits.max_rounds} rounds spent (--max-rounds)"
+    if limits.max_calls is not None:
+        affordable = (limits.max_calls - state.calls) // calls_per_rewrite
+        budget = min(budget, affordable // search.children * search.children)
+        if budget < search.children:
+            return None, 0, (f"call budget spent: {state.calls} of {limits.max_calls} calls used, one parent's "
+                             f"{search.children} rewrites may need {search.children * calls_per_rewrite}")
+    return gap, budget, ""
+
+
+def step_outcome(step: dict, done: dict, children: dict) -> dict:
+    """The journal's ``mass_result`` event of a step from its ``gap_done``: insert or miss."""
+    child = children.get(done["final"]) if done["final"] else None
+    if child is None:
+        accepted, reason = False, "no valid child"
+    elif step["z_L"] < child.z < step["z_R"]:
+        accepted, reason = True, "inside the gap"
+    else:
+        accepted, reason = False, "final item outside the gap"
+    return {"type": "mass_result", "step": step["step"], "z_L": step["z_L"], "z_R": step["z_R"],
+            "target": step["target"], "item_id": None if child is None else child.item_id,
+            "z": None if child is None else child.z, "deviation": done["deviation"], "accepted": accepted,
+            "reason": reason, "rounds": done["rounds"], "rewrites": done["rewrites"]}
+
+
+async def fill_many(loop, benchmark, limits: Limits, log) -> str:
+    """Run steps until a stop rule holds; returns the stop reason. Replays recorded steps first."""
+    journal, search = loop.journal, loop.search
+    calls_per_rewrite = 2 + len(loop.abilities)  # rewrite, independent solve, one rollout call per model
+    original_z = benchmark.z_values()
+    step_no = 0
+    while True:
+        step_no += 1
+        step = journal.find("mass_step", step=step_no)
+        if step is None:
+            state = State.from_events(journal.events)
+            z = state.z(original_z)
+            gap, budget, reason = next_step(z, state, limits, search, calls_per_rewrite)
+            if gap is None:
+                log(f"stop: {reason}")
+                return reason
+            step = journal.append({"type": "mass_step", "step": step_no, "z_L": gap.left, "z_R": gap.right,
+                                   "target": gap.midpoint, "width": gap.width, "budget": budget,
+                                   "max_gap_before": max_gap(z)})
+            log(f"step {step_no}: gap [{gap.left:.4f}, {gap.right:.4f}] (width {gap.width:.4f}), "
+                f"target {gap.midpoint:.4f}, up to {budget} rewrites")
+        if journal.find("mass_result", step=step_no) is not None:
+            continue
+        target = Target(step_no, step["z_L"], step["z_R"])
+        done = await loop.fill(BENCHFILL, target, step["budget"])
+        result = journal.append(step_outcome(step, done, {c.item_id: c for c in loop.children(BENCHFILL, step_no)}))
+        if result["accepted"]:
+            log(f"step {step_no}: inserted {result['item_id']} at z={result['z']:.4f} "
+                f"(deviation {result['deviation']:.4f})")
+        else:
+            log(f"step {step_no}: missed ({result['reason']}); this gap is not targeted again")
+
+
+# -- outputs ---------------------------------------------------------------------------------------
+def _raw_pool(path: Path) -> dict:
+    """The pool's records as written (answers keep their JSON type), by item_id."""
+    records = {}
+    with open(path, encoding="utf-8") as handle:
+        for text in handle:
+            if text.strip():
+                record = json.loads(text)
+                records[str(record["item_id"])] = record
+    return records
+
+
+def diagnostics(z: list) -> dict:
+    return {"items": len(z), "max_gap": max_gap(z), f"top{TOP_K}_gap_sum": top_k_gap_sum(z, TOP_K), "ddm": ddm(z)}
+
+
+def write_outputs(folder: Path, config, benchmark, loop, limits: Limits, reason: str, usage: dict) -> dict:
+    bench_cfg = config.benchmark
+    events = loop.journal.events
+    state = State.from_events(events)
+    pool = _raw_pool(config.path(bench_cfg.pool))
+    name = bench_cfg.name
+    filled = [{"id": f"{prefix(name)}-origin-{number:03d}",
+               "question": pool[item.item_id][bench_cfg.question_field],
+               "answer": pool[item.item_id][bench_cfg.answer_field]} for item, number in origin_order(benchmark)]
+    children = {c.item_id: c for c in loop.children(BENCHFILL)}
+    original_z = benchmark.z_values()
+    records, z_now = [], list(original_z)
+    for index, result in enumerate(state.inserted, start=1):
+        child = children[result["item_id"]]
+        z_now.append(child.z)
+        filled.append({"id": fill_id(name, index), "question": child.question, "answer": child.answer})
+        records.append({
+            "fill_id": fill_id(name, index), "benchmark": name, "gap": result["step"], "z_L": result["z_L"],
+            "z_R": result["z_R"], "target": result["target"], "item_id": child.item_id, "question": child.question,
+            "answer": child.answer, "parent_id": child.parent_id, "round": child.round, "b_mean": child.b_mean,
+            "b_sd": child.b_sd, "z": child.z, "deviation": result["deviation"],
+            "lineage": " > ".join(loop.lineage(child.item_id)), "max_gap_after": max_gap(z_now)})
+    calls = [e for e in events if e.get("type") == "call"]
+    record = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+    steps = [{k: e[k] for k in ("step", "z_L", "z_R", "target", "item_id", "z", "deviation", "accepted", "reason",
+                                "rounds", "rewrites")} for e in events if e.get("type") == "mass_result"]
+    for entry in steps:
+        entry["fill_id"] = next((r["fill_id"] for r in records if r["gap"] == entry["step"]), None)
+    summary = {
+        "benchmark": name, "before": diagnostics(original_z), "after": diagnostics(z_now),
+        "items_added": len(records), "steps": steps, "stop_reason": reason, "rounds": state.rounds,
+        "calls": {"recorded": len(calls), "prompt_tokens": sum(c["result"].get("prompt_tokens", 0) for c in calls),
+                  "completion_tokens": sum(c["result"].get("completion_tokens", 0) for c in calls),
+                  "this_session": usage},
+        "limits": asdict(limits), "settings": config.as_dict(), "inputs": record["inputs"],
+        "outputs": {"filled_benchmark": FILLED, "records": RECORDS},
+        "versions": package_versions(["numpy", "scipy", "openai"]), "command": command_line(),
+        "written": datetime.datetime.now().isoformat(timespec="seconds")}
+    with atomic_write(folder / FILLED) as handle:
+        json.dump(filled, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+    with atomic_write(folder / RECORDS) as handle:
+        writer = csv.DictWriter(handle, MASS_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+    with atomic_write(folder / SUMMARY) as handle:
+        json.dump(summary, handle, indent=2, sort_keys=True)
+    return summary
+
+
+def format_summary(summary: dict) -> str:
+    before, after = summary["before"], summary["after"]
+    key = f"top{TOP_K}_gap_sum"
+    return "\n".join([
+        f"mass fill ({summary['benchmark']}): {summary['items_added']} items added in {len(summary['steps'])} steps, "
+        f"{summary['rounds']} rounds, {summary['calls']['recorded']} calls; stop: {summary['stop_reason']}",
+        f"{'':<8} {'items':>6} {'Max Gap':>9} {'Top-5 Sum':>10} {'DDM':>8}",
+        *(f"{label:<8} {d['items']:>6} {d['max_gap']:>9.4f} {d[key]:>10.4f} {d['ddm']:>8.4f}"
+          for label, d in (("before", before), ("after", after)))])
+
+
+# -- commands --------------------------------------------------------------------------------------
+def init_mass(config_path, results_root, name: str | None, limits: Limits) -> Path:
+    """Check the limits and the benchmark's IDs, then create the run folder (``init_run``) and mark it."""
+    limits.check("mass fill")
+    config = load_config(config_path)
+    bench_cfg = config.benchmark
+    for label in ("calibration", "pool"):
+        if not config.path(getattr(bench_cfg, label)).is_file():
+            fail(f"{config_path}: [benchmark] {label} file {config.path(getattr(bench_cfg, label))} not found")
+    origin_order(load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
+                                bench_cfg.question_field, bench_cfg.answer_field))
+    name = name or datetime.datetime.now().strftime("mass-%Y%m%d-%H%M%S")
+    folder = init_run(config_path, results_root, name)
+    write_limits(folder, limits)
+    return folder
+
+
+def _check_inputs(folder: Path) -> None:
+    record = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+    for label, entry in record["inputs"].items():
+        path = Path(entry["path"])
+        if not path.is_file():
+            fail(f"{folder}: input {label} {path} is gone")
+        if sha256_file(path) != entry["sha256"]:
+            fail(f"{folder}: input {label} {path} changed since init (SHA-256 differs); start a new run folder")
+
+
+async def _mass(folder: Path, config, limits: Limits, log) -> dict:
+    async with open_loop(folder, config, log) as (benchmark, loop, client):
+        origin_order(benchmark)
+        before = diagnostics(benchmark.z_values())
+        log(f"{config.benchmark.name}: {before['items']} items, Max Gap {before['max_gap']:.4f}; limits "
+            + ", ".join(f"{k}={v}" for k, v in asdict(limits).items() if v is not None))
+        reason = await fill_many(loop, benchmark, limits, log)
+        return write_outputs(folder, config, benchmark, loop, limits, reason, client.usage)
+
+
+def run_mass(folder, overrides: dict | None = None, log=print) -> dict:
+    """Start or resume mass fill in ``folder``; ``overrides`` replace stored limits (and are stored)."""
+    folder = Path(folder)
+    config = read_run_config(folder)
+    limits = read_limits(folder)
+    with run_lock(folder):
+        _check_inputs(folder)
+        changed = limits.merged(overrides or {}).check(str(folder))
+        if changed != limits:
+            write_limits(folder, changed)
+        started = time.monotonic()
+        summary = asyncio.run(_mass(folder, config, changed, log))
+        log(format_summary(summary))
+        log(f"done in {time.monotonic() - started:.1f} s; outputs in {folder}")
+    return summary
+
+
+def status_mass(folder) -> str:
+    """Read-only progress: limits, steps with their gap and outcome, current Max Gap, calls."""
+    folder = Path(folder)
+    config = read_run_config(folder)
+    limits = read_limits(folder)
+    bench_cfg = config.benchmark
+    benchmark = load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
+                               bench_cfg.question_field, bench_cfg.answer_field)
+    events = read_events(folder / EVENTS)
+    state = State.from_events(events)
+    holder = lock_holder(folder)
+    z = state.z(benchmark.z_values())
+    lines = [f"mass fill {folder}", f"benchmark {bench_cfg.name}; " + (f"running (pid {holder})" if holder
+                                                                      else "not running"),
+             "limits " + ", ".join(f"{k}={v}" for k, v in asdict(limits).items() if v is not None)]
+    results = {e["step"]: e for e in events if e.get("type") == "mass_result"}
+    annotations = [e for e in events if e.get("type") == "annotation" and e["mode"] == BENCHFILL]
+    for step in (e for e in events if e.get("type") == "mass_step"):
+        head = (f"step {step['step']}: gap [{step['z_L']:.4f}, {step['z_R']:.4f}] target {step['target']:.4f}, "
+                f"budget {step['budget']}")
+        result = results.get(step["step"])
+        if result is None:
+            mine = [a for a in annotations if a["gap"] == step["step"]]
+            lines.append(f"{head}: in progress, {len(mine)} children ({sum(a['valid'] for a in mine)} valid)")
+        elif result["accepted"]:
+            lines.append(f"{head}: inserted {result['item_id']} z={result['z']:.4f} deviation "
+                         f"{result['deviation']:.4f}, rounds {result['rounds']}")
+        else:
+            lines.append(f"{head}: missed ({result['reason']}), rounds {result['rounds']}")
+    lines.append(f"items inserted {len(state.inserted)}, Max Gap {max_gap(z):.4f} "
+                 f"(was {max_gap(benchmark.z_values()):.4f}), rounds {state.rounds}, calls {state.calls}")
+    summary = folder / SUMMARY
+    if summary.is_file():
+        lines.append(format_summary(json.loads(summary.read_text(encoding="utf-8"))))
+    return "\n".join(lines)
