@@ -1,7 +1,12 @@
 """Robustness of the 1PL difficulties (paper, Appendix Tables 6–10).
 
 * Table 6 — the 1PL fit's MCMC diagnostics: max R-hat, min bulk ESS, divergent transitions
-  (:func:`benchmeasure.irt.diagnostics.summarize_diagnostics` over θ and b).
+  (:func:`benchmeasure.irt.diagnostics.summarize_diagnostics` over θ and b). Either from a
+  1PL fit run here, or read from the ``diagnostics.json`` of an existing ``scripts/fit_irt.py``
+  output folder (:func:`read_fit_dir`, checked against the matrix); that folder's
+  ``difficulty.csv`` then serves as the full fit of Table 7 and its ``posterior.zarr`` (when
+  fit_irt.py ran with ``--save-posterior``) as the 1PL draws of Table 8. Only Table 8 without
+  a saved posterior needs a 1PL refit.
 * Table 7 — leave-one-model-out: refit the 1PL without each model in turn and correlate the
   refit's posterior-mean difficulties with the full fit's (Pearson and Spearman); report the
   mean and the minimum over the M refits. Refits run in parallel processes.
@@ -26,12 +31,17 @@
 from __future__ import annotations
 
 import concurrent.futures as futures
+import json
 import multiprocessing
 import os
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from .difficulty_file import read_difficulty_column
+from .errors import fail
+from .files import sha256_file
 from .irt.likelihood import log_likelihood
 from .matrix import ResponseMatrix
 
@@ -45,6 +55,123 @@ def table_diagnostics(summary: dict) -> dict:
            "divergences": summary.get("divergences")}
     out.update({k: v for k, v in summary.items() if k not in ("max_r_hat",)})
     return out
+
+
+# what Table 6 keeps of a fit_irt.py diagnostics.json besides the three figures
+_FIT_DIR_KEYS = ("max_r_hat", "min_ess_bulk", "divergences", "converged", "worst_r_hat", "worst_ess_bulk",
+                 "leapfrog_steps_per_draw", "max_tree_depth_hits")
+POSTERIOR_NAME = "posterior.zarr"  # as scripts/fit_irt.py --save-posterior names it
+
+
+@dataclass(frozen=True)
+class SavedFit:
+    """A ``scripts/fit_irt.py`` output folder that belongs to the matrix being analysed.
+
+    Attributes
+    ----------
+    folder : str
+    diagnostics : dict
+        Its ``diagnostics.json``.
+    b_mean : ndarray, shape (N,)
+        Posterior-mean difficulties from its ``difficulty.csv``, matrix order.
+    posterior : str or None
+        Path of its ``posterior.zarr`` when that fit saved one, else None.
+    posterior_note : str
+        Why ``posterior`` is None (for the log), or where it is.
+    """
+
+    folder: str
+    diagnostics: dict
+    b_mean: np.ndarray
+    posterior: str | None
+    posterior_note: str
+
+    def table6(self) -> dict:
+        """Table 6's figures (and the other convergence keys) with their source and the fit's settings."""
+        summary = table_diagnostics({k: self.diagnostics[k] for k in _FIT_DIR_KEYS if k in self.diagnostics})
+        summary["source"] = os.path.join(self.folder, "diagnostics.json")
+        summary["fit_settings"] = self.diagnostics.get("settings")
+        return summary
+
+    def draws(self, matrix: ResponseMatrix) -> tuple[np.ndarray, np.ndarray]:
+        """θ draws (S, M) and b draws (S, N) from ``posterior.zarr``, checked against the matrix's labels."""
+        from .posterior_metrics import read_posterior_b
+
+        models, theta = read_posterior_b(self.posterior, "theta")
+        items, b = read_posterior_b(self.posterior, "b")
+        if models != list(matrix.models) or items != list(matrix.items):
+            fail(f"{self.posterior}: its models/items differ from the matrix's (a posterior of another fit?)")
+        return theta, b
+
+
+def read_fit_dir(folder, matrix_path, matrix: ResponseMatrix, guessing, guessing_csv=None) -> SavedFit:
+    """Read and check the outputs of ``scripts/fit_irt.py`` in ``folder`` (Table 6 without refitting).
+
+    Parameters
+    ----------
+    folder : path
+        Holds ``diagnostics.json`` and ``difficulty.csv`` (and ``posterior.zarr`` with ``--save-posterior``).
+    matrix_path : path
+        The matrix of this analysis; its SHA-256 must equal the fit's ``input.sha256``.
+    matrix : ResponseMatrix
+        Read from ``matrix_path``; ``n_trials`` must equal the fit's, items must match ``difficulty.csv``.
+    guessing : float or list of float
+        This analysis's guessing floor; must be the fit's.
+    guessing_csv : path, optional
+        The per-item guessing file, compared with the fit's by SHA-256.
+
+    Rejected with one line (InputError): a missing folder or file, a diagnostics.json that is not
+    fit_irt.py's, another matrix, other n_trials, other guessing, a ``--method map`` fit (it has
+    no MCMC diagnostics).
+    """
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        fail(f"--fit-dir {folder}: no such folder")
+    path = os.path.join(folder, "diagnostics.json")
+    if not os.path.isfile(path):
+        fail(f"--fit-dir {folder}: no diagnostics.json (write one with scripts/fit_irt.py --output-dir {folder})")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            diagnostics = json.load(handle)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: not JSON ({exc})")
+    source = diagnostics.get("input") if isinstance(diagnostics, dict) else None
+    settings = diagnostics.get("settings") if isinstance(diagnostics, dict) else None
+    if not isinstance(source, dict) or not isinstance(settings, dict) or not all(
+            k in source for k in ("sha256", "n_trials")) or "method" not in diagnostics:
+        fail(f"{path}: not a diagnostics.json of scripts/fit_irt.py (no input.sha256, input.n_trials, method "
+             f"or settings)")
+    if source["sha256"] != sha256_file(matrix_path):
+        fail(f"{path}: the fit's matrix ({source.get('path')}, sha256 {str(source['sha256'])[:12]}…) is not "
+             f"{matrix_path} (sha256 {sha256_file(matrix_path)[:12]}…)")
+    if source["n_trials"] != matrix.n_trials:
+        fail(f"{path}: the fit used n_trials {source['n_trials']}, this run --n-trials {matrix.n_trials}")
+    fit_g = settings.get("guessing")
+    if guessing_csv is not None:
+        same = isinstance(fit_g, dict) and fit_g.get("sha256") == sha256_file(guessing_csv)
+        ours = f"--guessing-csv {guessing_csv}"
+    else:
+        same = isinstance(fit_g, (int, float)) and float(fit_g) == float(guessing)
+        ours = f"--guessing {guessing}"
+    if not same:
+        theirs = (f"--guessing-csv {fit_g.get('per_item_csv')}" if isinstance(fit_g, dict)
+                  else f"--guessing {fit_g}")
+        fail(f"{path}: the fit used {theirs}, this run {ours}; give the fit's guessing")
+    if diagnostics["method"] != "nuts":
+        fail(f"{path}: a --method {diagnostics['method']} fit has no MCMC diagnostics for Table 6; "
+             f"refit with --method nuts or leave out --fit-dir")
+    difficulty = read_difficulty_column(os.path.join(folder, "difficulty.csv"))
+    if difficulty.item_ids != list(matrix.items):
+        fail(f"{difficulty.path}: its items differ from the matrix's columns (in order)")
+    posterior = os.path.join(folder, POSTERIOR_NAME)
+    if POSTERIOR_NAME not in diagnostics.get("outputs", []):
+        stale = " (the posterior.zarr there is from an earlier fit)" if os.path.exists(posterior) else ""
+        posterior, note = None, f"{folder} holds no posterior of this fit (fit_irt.py without --save-posterior){stale}"
+    elif not os.path.isdir(posterior):
+        posterior, note = None, f"{posterior} is missing"
+    else:
+        note = f"1PL draws from {posterior}"
+    return SavedFit(folder, diagnostics, np.asarray(difficulty.values, dtype=float), posterior, note)
 
 
 def max_draw_log_likelihood(counts, n_trials: int, theta, b, guessing=0.0, a=None) -> float:
@@ -150,12 +277,17 @@ def available_cpus() -> int:
 
 def run_robustness(matrix: ResponseMatrix, *, guessing=0.0, chains: int = 4, tune: int = 1000, draws: int = 1000,
                    target_accept: float = 0.95, seed: int = 0, loo: bool = False, with_bic: bool = False,
-                   mirt_dims: tuple = (), workers: int | None = None, log=None) -> dict:
+                   mirt_dims: tuple = (), workers: int | None = None, saved: SavedFit | None = None,
+                   log=None) -> dict:
     """Run the requested analyses on ``matrix``; return the robustness record (JSON-ready).
 
     Keys: ``diagnostics_1pl`` always; ``leave_one_model_out`` with ``loo``; ``bic`` and
     ``diagnostics_2pl`` with ``with_bic``; ``mirt`` (``{"2": diagnostics, …}``) for each D in
     ``mirt_dims``.
+
+    With ``saved`` (:func:`read_fit_dir`) Table 6 is that fit's, Table 7 correlates with its
+    difficulties and Table 8 uses its saved posterior; the 1PL is refitted only for Table 8
+    when it saved none. Without ``saved`` the 1PL is fitted here.
     """
     from .irt.alternatives import build_2pl, build_mirt, sample_model
     from .irt.fit import fit_1pl
@@ -166,17 +298,28 @@ def run_robustness(matrix: ResponseMatrix, *, guessing=0.0, chains: int = 4, tun
 
     cpus = available_cpus()
     settings = {"chains": chains, "tune": tune, "draws": draws, "target_accept": target_accept, "seed": seed}
-    say("1PL fit (Table 6)")
-    full = fit_1pl(matrix, guessing=guessing, **settings)
-    record = {"diagnostics_1pl": table_diagnostics(full.diagnostics),
-              "settings": dict(settings, guessing=full.settings["guessing"], mirt_dims=list(mirt_dims))}
+    full = None
+    if saved is None:
+        say("1PL fit (Table 6)")
+        full = fit_1pl(matrix, guessing=guessing, **settings)
+    else:
+        say(f"1PL diagnostics (Table 6) from {saved.folder}/diagnostics.json")
+        if with_bic and saved.posterior is None:
+            say(f"1PL refit for the BIC (Table 8): {saved.posterior_note}")
+            full = fit_1pl(matrix, guessing=guessing, **settings)
+    record = {"diagnostics_1pl": saved.table6() if saved is not None else table_diagnostics(full.diagnostics),
+              "settings": dict(settings, guessing=np.asarray(guessing, dtype=float).tolist(),
+                               mirt_dims=list(mirt_dims))}
+    full_b = saved.b_mean if saved is not None else full.b_mean
     if loo:
         workers = workers or max(1, min(len(matrix.models), cpus))
         say(f"leave-one-model-out: {len(matrix.models)} refits in {workers} process(es) (Table 7)")
         # each worker runs its chains one after another so the processes do not oversubscribe the CPUs
         refit_settings = dict(settings, cores=max(1, cpus // workers))
-        record["leave_one_model_out"] = leave_one_model_out(matrix, full.b_mean, guessing, refit_settings, workers)
+        record["leave_one_model_out"] = leave_one_model_out(matrix, full_b, guessing, refit_settings, workers)
         record["leave_one_model_out"]["workers"] = workers
+        record["leave_one_model_out"]["full_fit"] = (os.path.join(saved.folder, "difficulty.csv")
+                                                     if saved is not None else "the 1PL fit of this run")
     if with_bic:
         say("2PL fit and BIC (Tables 8, 9)")
         model = build_2pl(matrix.counts, matrix.n_trials, guessing, matrix.models, matrix.items)
@@ -186,9 +329,15 @@ def run_robustness(matrix: ResponseMatrix, *, guessing=0.0, chains: int = 4, tun
         post = idata["posterior"]
         ll_2pl = max_draw_log_likelihood(matrix.counts, matrix.n_trials, _stack(post["theta"]), _stack(post["b"]),
                                          guessing, _stack(post["a"]))
-        ll_1pl = max_draw_log_likelihood(matrix.counts, matrix.n_trials, full.draws("theta"), full.draws("b"),
-                                         guessing)
+        if full is None:
+            theta_1pl, b_1pl = saved.draws(matrix)
+            draws_1pl = saved.posterior
+        else:
+            theta_1pl, b_1pl = full.draws("theta"), full.draws("b")
+            draws_1pl = "the 1PL fit of this run" if saved is None else "a 1PL refit (no saved posterior)"
+        ll_1pl = max_draw_log_likelihood(matrix.counts, matrix.n_trials, theta_1pl, b_1pl, guessing)
         record["bic"] = bic_comparison(ll_1pl, ll_2pl, len(matrix.models), len(matrix.items))
+        record["bic"]["draws_1pl"] = draws_1pl
     if mirt_dims:
         record["mirt"] = {}
         for dims in mirt_dims:
@@ -219,6 +368,8 @@ def markdown(record: dict, name: str) -> str:
              "## Table 6: 1PL MCMC diagnostics", "",
              "| Benchmark | Max R-hat ↓ | Min Bulk ESS ↑ | # Divergent ↓ |", "|---|---|---|---|",
              f"| {name} | {diag(record['diagnostics_1pl'])} |", ""]
+    if record["diagnostics_1pl"].get("source"):
+        lines[-1:-1] = ["", f"From {record['diagnostics_1pl']['source']} (scripts/fit_irt.py)."]
     if "leave_one_model_out" in record:
         loo = record["leave_one_model_out"]
         lines += ["## Table 7: leave-one-model-out", "",
@@ -232,7 +383,8 @@ def markdown(record: dict, name: str) -> str:
                   f"| {name} | {row['bic_1pl']:.0f} | {row['bic_2pl']:.0f} | {row['delta_bic']:+.0f} | "
                   f"{row['selected']} |", "",
                   f"ln L̂: {row['likelihood']}; n = {row['n']} ({row['n_definition']}); "
-                  f"k = {row['k_1pl']} (1PL), {row['k_2pl']} (2PL).", "",
+                  f"k = {row['k_1pl']} (1PL), {row['k_2pl']} (2PL)"
+                  + (f"; 1PL draws: {row['draws_1pl']}." if row.get("draws_1pl") else "."), "",
                   "## Table 9: 1PL and 2PL diagnostics", "",
                   "| Benchmark | 1PL Max R-hat | 1PL Min ESS | 1PL # Div. | 2PL Max R-hat | 2PL Min ESS | 2PL # Div. |",
                   "|---|---|---|---|---|---|---|",

@@ -120,3 +120,93 @@ def test_cli_loo_needs_three_models(tmp_path):
     path = _matrix_file(tmp_path, models=2)
     out = _run(path, "--n-trials", 8, "--output-dir", tmp_path / "out", "--loo")
     assert out.returncode == 2 and "at least 3 models" in out.stderr
+
+
+# --- Table 6 from an existing fit (--fit-dir) -----------------------------------------------------------------
+
+
+def _fit(matrix, out_dir, *extra):
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "fit_irt.py"), str(matrix), "--n-trials", "8",
+                           "--output-dir", str(out_dir), "--quiet", *map(str, extra)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out_dir
+
+
+@pytest.fixture(scope="module")
+def map_fit(tmp_path_factory):
+    """A real fit_irt.py output folder (--method map: seconds) and its matrix, shared by the rejection tests."""
+    root = tmp_path_factory.mktemp("map_fit")
+    path = _matrix_file(root)
+    return path, _fit(path, root / "map_fit", "--method", "map")
+
+
+def _other_matrix(tmp_path):
+    other = tmp_path / "other" / "response_matrix.csv"
+    other.parent.mkdir()
+    text = _matrix_file(tmp_path).read_text()
+    other.write_text(text.replace("m0,", "m0x,", 1))
+    return other
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (lambda p, f, t: [_other_matrix(t), "--n-trials", 8, "--fit-dir", f], "is not"),
+    (lambda p, f, t: [p, "--n-trials", 9, "--fit-dir", f], "the fit used n_trials 8, this run --n-trials 9"),
+    (lambda p, f, t: [p, "--n-trials", 8, "--fit-dir", f, "--guessing", 0.25],
+     "the fit used --guessing 0.0, this run --guessing 0.25"),
+    (lambda p, f, t: [p, "--n-trials", 8, "--fit-dir", f], "a --method map fit has no MCMC diagnostics"),
+    (lambda p, f, t: [p, "--n-trials", 8, "--fit-dir", t / "nope"], "no such folder"),
+    (lambda p, f, t: [p, "--n-trials", 8, "--fit-dir", p.parent], "no diagnostics.json"),
+    (lambda p, f, t: [p, "--n-trials", 8, "--guessing", 0.1, "--guessing-csv", p], "not both"),
+    (lambda p, f, t: [p, "--n-trials", 8, "--guessing-csv", t / "g.csv"], "no guessing value for matrix item 'q1'"),
+])
+def test_cli_fit_dir_and_guessing_csv_rejected(map_fit, tmp_path, args, fragment):
+    path, fit_dir = map_fit
+    (tmp_path / "g.csv").write_text("item_id,guessing\nq0,0.25\n")
+    out = _run(*args(path, fit_dir, tmp_path), "--output-dir", tmp_path / "out")
+    assert out.returncode == 2 and out.stdout == "" and not (tmp_path / "out").exists()
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], out.stderr
+
+
+@pytest.mark.slow
+def test_cli_table6_and_bic_from_a_saved_fit(tmp_path):
+    from benchmeasure.matrix import read_matrix
+    from benchmeasure.posterior_metrics import read_posterior_b
+    from benchmeasure.robustness import read_fit_dir
+
+    path = _matrix_file(tmp_path)
+    fit_dir = _fit(path, tmp_path / "fit", "--chains", 2, "--draws", 100, "--tune", 100, "--seed", 1,
+                   "--save-posterior")
+    saved = json.loads((fit_dir / "diagnostics.json").read_text())
+
+    only6 = _run(path, "--n-trials", 8, "--output-dir", tmp_path / "t6", "--fit-dir", fit_dir)
+    assert only6.returncode == 0, only6.stderr[-2000:]
+    assert "1PL fit" not in only6.stderr and "refit" not in only6.stderr   # nothing sampled
+    record = json.loads((tmp_path / "t6" / "robustness.json").read_text())
+    d = record["diagnostics_1pl"]
+    assert (d["max_rhat"], d["min_ess_bulk"], d["divergences"]) == (saved["max_r_hat"], saved["min_ess_bulk"],
+                                                                     saved["divergences"])
+    assert d["source"] == str(fit_dir / "diagnostics.json") and d["fit_settings"]["seed"] == 1
+    assert f"| tiny | {saved['max_r_hat']:.2f} | {saved['min_ess_bulk']:.0f} | 0 |" in only6.stdout
+
+    bic = _run(path, "--n-trials", 8, "--output-dir", tmp_path / "t8", "--fit-dir", fit_dir, "--bic",
+               "--chains", 2, "--draws", 100, "--tune", 100)
+    assert bic.returncode == 0, bic.stderr[-2000:]
+    assert "refit" not in bic.stderr
+    row = json.loads((tmp_path / "t8" / "robustness.json").read_text())["bic"]
+    assert row["draws_1pl"] == str(fit_dir / "posterior.zarr")
+    _, theta = read_posterior_b(fit_dir / "posterior.zarr", "theta")
+    _, b = read_posterior_b(fit_dir / "posterior.zarr", "b")
+    matrix = read_matrix(path, 8)
+    assert row["log_lik_1pl"] == pytest.approx(max_draw_log_likelihood(matrix.counts, 8, theta, b), rel=1e-12)
+
+    # a posterior that is missing, or left over from an earlier fit, is not used: the BIC would refit
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    for name in ("diagnostics.json", "difficulty.csv"):
+        (gone / name).write_bytes((fit_dir / name).read_bytes())
+    assert read_fit_dir(gone, path, matrix, 0.0).posterior is None
+    stale = dict(saved, outputs=["difficulty.csv", "ability.csv", "diagnostics.json"])
+    (fit_dir / "diagnostics.json").write_text(json.dumps(stale))
+    left_over = read_fit_dir(fit_dir, path, matrix, 0.0)
+    assert left_over.posterior is None and "earlier fit" in left_over.posterior_note
