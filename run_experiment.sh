@@ -5,6 +5,8 @@
 #   bash run_experiment.sh run [RUN]       start or resume a run (default: the latest one)
 #   bash run_experiment.sh status [RUN]    print per-gap progress, calls spent, what is running (read-only)
 #   bash run_experiment.sh sim [SEED]      the whole loop against a local simulated server: init + run + status
+#   bash run_experiment.sh mass-fill NAME [--max-items N|--max-calls N|--max-rounds N] [--target-max-gap G]
+#                                          fill gap after gap (propose/mass_fill/): init NAME if new, then run/resume
 #
 # Settings: BENCHMARK below (or in the environment) picks propose/configs/$BENCHMARK.toml;
 # env.local (cp env.example env.local) supplies endpoints, model names and API keys.
@@ -61,6 +63,17 @@ case "${1:-}" in
     "$PY" propose/benchfill.py run "$FOLDER"
     "$PY" propose/benchfill.py status "$FOLDER"
     ;;
-  -h|--help|help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) echo "error: unknown command '${1:-}'; use init, run, status or sim (see --help)" >&2; exit 2 ;;
+  mass-fill)
+    NAME=${2:-}
+    [ -n "$NAME" ] || { echo "error: mass-fill needs a run name, e.g. 'mass-fill m1 --max-items 20'" >&2; exit 2; }
+    shift 2
+    FOLDER="$RESULTS/$BENCHMARK/$NAME"
+    if [ ! -f "$FOLDER/mass_fill.json" ]; then
+      "$PY" propose/mass_fill/mass_fill.py init --config "propose/configs/$BENCHMARK.toml" --results "$RESULTS" \
+        --name "$NAME" "$@" >/dev/null
+    fi
+    "$PY" propose/mass_fill/mass_fill.py run "$FOLDER" "$@"
+    ;;
+  -h|--help|help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) echo "error: unknown command '${1:-}'; use init, run, status, sim or mass-fill (see --help)" >&2; exit 2 ;;
 esac

@@ -15,9 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmeasure.benchfill import mass_fill, runner
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.llm_client import LLMCallError
 
 EXAMPLES = """examples:
   # create a run folder: stop at Max Gap 0.05, or after 20 items or 5000 model calls, whichever comes first
@@ -54,7 +52,7 @@ def main(argv=None) -> int:
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True, help="benchmark config (propose/configs/<benchmark>.toml)")
     p.add_argument("--name", help="run name (default: mass-<date>-<time>)")
-    p.add_argument("--results", default=str(runner.results_root()), help="results root (default: %(default)s)")
+    p.add_argument("--results", help="results root (default: $BENCHFILL_RESULTS, else propose/results)")
     add_limits(p)
     p = sub.add_parser("run", help="start or resume mass fill in a run folder", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,8 +61,13 @@ def main(argv=None) -> int:
     p = sub.add_parser("status", help="print a mass fill's progress (read-only)")
     p.add_argument("folder")
     args = parser.parse_args(argv)
+    # Imported after parsing so that --help answers at once (the loop pulls in the openai SDK).
+    from benchmeasure.benchfill import mass_fill, runner
+    from benchmeasure.llm_client import LLMCallError
+
     if args.command == "init":
-        print(mass_fill.init_mass(args.config, args.results, args.name, mass_fill.Limits(**limits_of(args))))
+        limits = mass_fill.Limits(**limits_of(args))
+        print(mass_fill.init_mass(args.config, args.results or runner.results_root(), args.name, limits))
     elif args.command == "run":
         try:
             mass_fill.run_mass(args.folder, limits_of(args))
