@@ -7,11 +7,17 @@ computed from
 * ``<matrix-dir>/<benchmark>_response_matrix.csv`` with K rollouts per item — Table 5
   (K from the paper's Table 3 or ``--n-trials NAME=K``);
 * ``<robustness-dir>/<benchmark>/robustness.json`` as written by ``irt_robustness.py`` —
-  Tables 6–10.
+  Tables 6–10;
+* a BenchFill run folder's ``summary.json`` (``run_experiment.sh``), one per benchmark the
+  user names (``--benchfill-run BENCH=DIR``) — Table 2: its ``baseline``, ``benchfill`` and
+  ``oracle`` → ``top3_gap_sum_reduction`` (%) and ``target_deviation``
+  (:func:`read_benchfill_summary`);
+* a ``detect_improvement.py --json`` (or ``--output``) file per Table 12 row the user names
+  (``--detection BENCH:MODEL:VARIANT=FILE``) — Table 12: ``gain_points``, ``p_value``,
+  ``detected`` (:func:`read_detection`).
 
-Tables 2 and 12 need BenchFill runs and pre/post rollouts, which no local file provides;
-their reported rows are listed with the local value absent. A benchmark whose data is
-missing is listed as absent with the path that was looked for; nothing is ever filled in.
+A benchmark or row whose data is missing is listed as absent with what was looked for (or the
+option that would supply it); nothing is ever filled in.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 
 from .benchmarks import load_benchmark
 from .checks import check_matrix
+from .errors import fail
 from .matrix import read_matrix
 from .metrics import diagnose
 from .summary import marked_counts, summarize
@@ -98,6 +105,76 @@ def _compare(table: str, reported: list[dict], local_of) -> list[Row]:
     return out
 
 
+# Table 12's variants as printed, by the short name --detection takes
+VARIANTS = {"original": "Original", "benchfill": "Original + BenchFill", "baseline": "Original + Baseline"}
+
+
+def _read_json(path: Path, what: str):
+    if not path.is_file():
+        fail(f"{path}: no such file ({what})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: not JSON ({' '.join(str(exc).split())})")
+
+
+def read_benchfill_summary(folder: Path) -> tuple[dict, str]:
+    """Table 2's five values from a finished BenchFill run folder, and a note naming the source.
+
+    Parameters
+    ----------
+    folder : Path
+        A run folder of ``run_experiment.sh`` / ``propose/benchfill.py`` holding ``summary.json``
+        (written when the run finishes).
+
+    Returns
+    -------
+    (dict, str)
+        ``top3_reduction_{baseline,benchfill,oracle}_pct`` (the run's ``top3_gap_sum_reduction``,
+        already in %), ``target_dev_{baseline,benchfill}`` (``target_deviation``; None when the
+        method filled no gap), and the note.
+    """
+    if not folder.is_dir():
+        fail(f"--benchfill-run {folder}: no such folder")
+    path = folder / "summary.json"
+    if not path.is_file():
+        fail(f"--benchfill-run {folder}: no summary.json (an unfinished run? see 'bash run_experiment.sh status')")
+    summary = _read_json(path, "BenchFill summary")
+    values = {}
+    for method in ("baseline", "benchfill", "oracle"):
+        row = summary.get(method) if isinstance(summary, dict) else None
+        if not isinstance(row, dict) or not {"top3_gap_sum_reduction", "target_deviation"} <= set(row):
+            fail(f"{path}: no {method}.top3_gap_sum_reduction / target_deviation (not a BenchFill summary.json)")
+        values[f"top3_reduction_{method}_pct"] = row["top3_gap_sum_reduction"]
+        if method != "oracle":
+            values[f"target_dev_{method}"] = row["target_deviation"]
+    return values, f"from {path} (run of {summary.get('benchmark')!r})"
+
+
+def read_detection(path: Path, model: str) -> tuple[dict, str]:
+    """Table 12's values from a ``detect_improvement.py --json`` output, and a note naming the source.
+
+    The file holds one record (one model: used whatever its model is called) or a list of
+    records (the one whose ``model`` is ``model``). ``gain_as_printed`` is the record's
+    ``gain_points`` (percentage points, as the paper prints it), ``detected`` its flag as yes/no.
+    """
+    payload = _read_json(path, "detect_improvement.py --json output")
+    records = payload if isinstance(payload, list) else [payload]
+    keys = {"model", "gain_points", "p_value", "detected", "permutations", "alpha"}
+    if not records or not all(isinstance(r, dict) and keys <= set(r) for r in records):
+        fail(f"{path}: not a detect_improvement.py --json output (records need {', '.join(sorted(keys))})")
+    if len(records) > 1:
+        matching = [r for r in records if r["model"] == model]
+        if not matching:
+            fail(f"{path}: no record for model {model!r} (models: {', '.join(str(r['model']) for r in records)})")
+        records = matching
+    record = records[0]
+    values = {"gain_as_printed": record["gain_points"], "p_value": record["p_value"],
+              "detected": "yes" if record["detected"] else "no"}
+    return values, (f"from {path} (model {record['model']!r}, B = {record['permutations']}, "
+                    f"alpha {record['alpha']})")
+
+
 def _diagnosis(data_dir: Path, name: str):
     folder = data_dir / name
     if not (folder / "difficulty.csv").is_file():
@@ -123,8 +200,40 @@ def _robustness(robustness_dir: Path | None, name: str, section: str, sub: str |
 
 
 def compare_all(data_dir: Path, matrix_dir: Path, robustness_dir: Path | None, n_trials: dict,
-                reported_dir: Path = REPORTED_DIR) -> list[Row]:
-    """Every reported row of every table with its local value or the reason it is absent."""
+                reported_dir: Path = REPORTED_DIR, benchfill_runs: dict | None = None,
+                detections: dict | None = None) -> list[Row]:
+    """Every reported row of every table with its local value or the reason it is absent.
+
+    Parameters
+    ----------
+    data_dir, matrix_dir, robustness_dir, n_trials
+        Where Tables 1, 5 and 6–10 look (module docstring); ``n_trials`` maps benchmark → K.
+    reported_dir : Path
+        The reported values (``data/paper_reported``).
+    benchfill_runs : dict of str → Path, optional
+        Table 2: benchmark (as in ``table2.csv``) → BenchFill run folder.
+    detections : dict of (str, str, str) → Path, optional
+        Table 12: (benchmark, model, variant short name of :data:`VARIANTS`) → detection JSON.
+        A benchmark, model or variant with no reported row is rejected (InputError).
+    """
+    benchfill_runs, detections = benchfill_runs or {}, detections or {}
+    table2_rows = read_reported("table2", reported_dir)
+    table12_rows = read_reported("table12", reported_dir)
+    known2 = [r["benchmark"] for r in table2_rows]
+    for bench in benchfill_runs:
+        if bench not in known2:
+            fail(f"--benchfill-run {bench}=…: Table 2 reports no {bench!r} (rows: {', '.join(known2)})")
+    known12 = {(r["case"], r["variant"]) for r in table12_rows}
+    for bench, model, variant in detections:
+        if variant not in VARIANTS:
+            fail(f"--detection {bench}:{model}:{variant}=…: variant must be one of {', '.join(VARIANTS)}")
+        if (f"{bench} {model}", VARIANTS[variant]) not in known12:
+            cases = sorted({case.replace(" ", ":", 1) for case, _ in known12})
+            fail(f"--detection {bench}:{model}:{variant}=…: Table 12 reports no such row (BENCH:MODEL: "
+                 f"{', '.join(cases)})")
+    benchfill = {bench: read_benchfill_summary(Path(folder)) for bench, folder in benchfill_runs.items()}
+    detected = {(f"{bench} {model}", VARIANTS[variant]): read_detection(Path(path), model)
+                for (bench, model, variant), path in detections.items()}
     rows = []
     rows += _compare("table1", read_reported("table1", reported_dir), lambda r: _diagnosis(data_dir, r["benchmark"]))
 
@@ -139,8 +248,8 @@ def compare_all(data_dir: Path, matrix_dir: Path, robustness_dir: Path | None, n
     rows += _compare("table1_counts", read_reported("table1_counts", reported_dir), counts_of)
     rows += _compare("readme_example", read_reported("readme_example", reported_dir),
                      lambda r: _diagnosis(data_dir, r["benchmark"]))
-    rows += _compare("table2", read_reported("table2", reported_dir),
-                     lambda r: (None, "absent: needs a BenchFill run (scripts in propose/), not recomputed here"))
+    rows += _compare("table2", table2_rows, lambda r: benchfill.get(
+        r["benchmark"], (None, f"absent: no --benchfill-run {r['benchmark']}=RUN_DIR (a finished BenchFill run)")))
     rollouts = {r["benchmark"]: r["rollouts_per_item"] for r in read_reported("table3", reported_dir)}
 
     def checks_of(row):
@@ -165,8 +274,11 @@ def compare_all(data_dir: Path, matrix_dir: Path, robustness_dir: Path | None, n
                                            "diagnostics_1pl" if r["model"] == "1PL" else "diagnostics_2pl"))
     rows += _compare("table10", read_reported("table10", reported_dir),
                      lambda r: _robustness(robustness_dir, r["benchmark"], "mirt", r["model"].split("-")[1]))
-    rows += _compare("table12", read_reported("table12", reported_dir),
-                     lambda r: (None, "absent: needs pre/post rollouts; run scripts/detect_improvement.py on them"))
+    rows += _compare("table12", table12_rows, lambda r: detected.get(
+        (r["case"], r["variant"]),
+        (None, f"absent: no --detection {r['case'].replace(' ', ':', 1)}:"
+               f"{next(k for k, v in VARIANTS.items() if v == r['variant'])}=FILE "
+               "(scripts/detect_improvement.py --json on pre/post rollouts)")))
     return rows
 
 

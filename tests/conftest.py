@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,26 @@ def write_csv(tmp_path):
         return path
 
     return write
+
+
+BENCHFILL_CLI = [sys.executable, str(ROOT / "propose" / "benchfill.py")]
+
+
+def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t"):
+    """A BenchFill run folder on the synthetic benchmark, initialized by the real CLI against a local sim server.
+
+    Calibration and abilities come from the simulation's ground truth (fast; tests only).
+    Returns (run folder, environment for ``propose/benchfill.py run``, server); shut the server down when done.
+    """
+    from benchmeasure.sim.dataset import make_sim_benchmark
+    from benchmeasure.sim.server import serve
+    from benchmeasure.sim.world import World
+
+    data = tmp_path / f"data{seed}"
+    config = make_sim_benchmark(data, seed, client=client, search=search, truth=True)
+    server, url = serve(World.load(data / "world.json"), fail_rate=fail_rate, hang_s=1.5, seed=seed)
+    env = {**os.environ, "BENCHFILL_SIM_URL": url}
+    command = [*BENCHFILL_CLI, "init", "--config", str(config), "--name", f"{name}{seed}",
+               "--results", str(tmp_path / "res")]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    return Path(done.stdout.strip()), env, server

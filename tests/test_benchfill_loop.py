@@ -3,32 +3,18 @@ resume after kill -9, the run lock, status, a failing server, and the CLI's reje
 
 import csv
 import json
-import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from benchmeasure.sim.dataset import make_sim_benchmark
-from benchmeasure.sim.server import serve
-from benchmeasure.sim.world import World
+from conftest import BENCHFILL_CLI as CLI
+from conftest import sim_run
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, str(REPO / "propose" / "benchfill.py")]
-
-
-def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t"):
-    data = tmp_path / f"data{seed}"
-    config = make_sim_benchmark(data, seed, client=client, search=search, truth=True)
-    server, url = serve(World.load(data / "world.json"), fail_rate=fail_rate, hang_s=1.5, seed=seed)
-    env = {**os.environ, "BENCHFILL_SIM_URL": url}
-    command = [*CLI, "init", "--config", str(config), "--name", f"{name}{seed}", "--results", str(tmp_path / "res")]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    return Path(done.stdout.strip()), env, server
 
 
 def run_cli(folder, env, **kw):

@@ -13,6 +13,7 @@ from test_benchmarks import make_benchmark
 from benchmeasure.checks import check_matrix
 from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.reproduce import REPORTED_DIR, compare_all, markdown, read_reported
+from conftest import BENCHFILL_CLI, sim_run
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "reproduce_tables.py"
@@ -64,6 +65,9 @@ def test_compare_all_fills_only_what_exists(local):
     assert by[("table10", "AIME24 / MIRT-2", "min_ess_bulk")].local == 7
     assert by[("table10", "AIME24 / MIRT-3", "min_ess_bulk")].local is None
     assert all(r.local is None for r in rows if r.table in ("table2", "table12"))
+    assert "no --benchfill-run AIME24=RUN_DIR" in by[("table2", "AIME24", "target_dev_benchfill")].note
+    assert "no --detection AIME25:Phi-4:benchfill=FILE" in \
+        by[("table12", "AIME25 Phi-4 / Original + BenchFill", "p_value")].note
     text = markdown(rows)
     assert "| AMC23 | all | ddm 0.089, max_gap 0.217, top5_sum 0.539, items 40 | absent |" in text
 
@@ -99,3 +103,116 @@ def test_cli_rejects(tmp_path, args, fragment):
     assert out.returncode == 2 and not (tmp_path / "out").exists()
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0]
+
+
+# --- Table 2 from BenchFill runs, Table 12 from detect_improvement.py outputs ------------------------------------
+
+
+def _rows(out_dir, table):
+    return {(r["row"], r["quantity"]): r for r in json.loads((out_dir / "reproduction.json").read_text())["rows"]
+            if r["table"] == table}
+
+
+@pytest.mark.slow
+def test_cli_table2_from_a_benchfill_run(tmp_path):
+    folder, env, server = sim_run(tmp_path, 1, search={"rounds": 1})
+    try:
+        done = subprocess.run([*BENCHFILL_CLI, "run", str(folder)], capture_output=True, text=True, env=env)
+    finally:
+        server.shutdown()
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((folder / "summary.json").read_text())
+    out = _run("--tables", "table2", "--benchfill-run", f"AIME24={folder}", "--output-dir", tmp_path / "out")
+    assert out.returncode == 0, out.stderr
+    rows = _rows(tmp_path / "out", "table2")
+    for method in ("baseline", "benchfill", "oracle"):
+        row = rows[("AIME24", f"top3_reduction_{method}_pct")]
+        assert row["local"] == summary[method]["top3_gap_sum_reduction"]
+        assert row["difference"] == pytest.approx(row["local"] - row["reported"])
+    assert rows[("AIME24", "target_dev_benchfill")]["local"] == summary["benchfill"]["target_deviation"]
+    assert rows[("AIME24", "target_dev_baseline")]["local"] == summary["baseline"]["target_deviation"]
+    assert "run of 'math_sim'" in rows[("AIME24", "target_dev_baseline")]["source"]
+    assert all(r["local"] is None and "absent" in r["source"] for (key, _), r in rows.items() if key != "AIME24")
+    assert "5 of 25 reported values computed locally" in out.stdout
+
+
+def _responses(path, models, seed=0):
+    """pre/post rollouts (10 items x 8 per condition); post is better on the first 3 items."""
+    rng = np.random.default_rng(seed)
+    lines = ["model,item_id,trial,correct,condition"]
+    for model in models:
+        for item in range(10):
+            for condition, p in (("pre", 0.4), ("post", 0.9 if item < 3 else 0.4)):
+                lines += [f"{model},{item},{t},{int(rng.random() < p)},{condition}" for t in range(8)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def detections(tmp_path_factory):
+    """Outputs of the real detect_improvement.py: one with two models (--json), one with a single model (--output)."""
+    root = tmp_path_factory.mktemp("detect")
+    script = ROOT / "scripts" / "detect_improvement.py"
+    both = subprocess.run([sys.executable, str(script), _responses(root / "two.csv", ["Phi-4", "other"]),
+                           "--permutations", "2000", "--seed", "1", "--json"], capture_output=True, text=True)
+    assert both.returncode == 0, both.stderr
+    (root / "two.json").write_text(both.stdout)
+    one = subprocess.run([sys.executable, str(script), _responses(root / "one.csv", ["my-olmo"], seed=2),
+                          "--permutations", "2000", "--output", root / "one.json"], capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    return root
+
+
+def test_cli_table12_from_detection_outputs(detections, tmp_path):
+    two = json.loads((detections / "two.json").read_text())
+    one = json.loads((detections / "one.json").read_text())
+    out = _run("--tables", "table12", "--detection", f"AIME25:Phi-4:benchfill={detections / 'two.json'}",
+               "--detection", f"AIME24:Olmo-3.1-32B-Think:original={detections / 'one.json'}",
+               "--output-dir", tmp_path / "out")
+    assert out.returncode == 0, out.stderr
+    rows = _rows(tmp_path / "out", "table12")
+    phi = next(r for r in two if r["model"] == "Phi-4")
+    key = "AIME25 Phi-4 / Original + BenchFill"
+    assert rows[(key, "gain_as_printed")]["local"] == phi["gain_points"]
+    assert rows[(key, "p_value")]["local"] == phi["p_value"]
+    assert rows[(key, "detected")]["local"] == ("yes" if phi["detected"] else "no")
+    olmo = "AIME24 Olmo-3.1-32B-Think / Original"
+    assert rows[(olmo, "p_value")]["local"] == one["p_value"]      # a one-model file, whatever it calls the model
+    assert "model 'my-olmo'" in rows[(olmo, "p_value")]["source"]
+    assert rows[(olmo, "detected")]["difference"] == ("same" if not one["detected"] else "differs")
+    computed = {k for k, r in rows.items() if r["local"] is not None}
+    assert {row for row, _ in computed} == {key, olmo}
+    assert "6 of 18 reported values computed locally" in out.stdout
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (lambda d, t: ["--benchfill-run", "AIME24"], "expected BENCH=DIR"),
+    (lambda d, t: ["--benchfill-run", f"AIME99={t}"], "Table 2 reports no 'AIME99'"),
+    (lambda d, t: ["--benchfill-run", f"AIME24={t / 'nope'}"], "no such folder"),
+    (lambda d, t: ["--benchfill-run", f"AIME24={d}"], "no summary.json"),
+    (lambda d, t: ["--benchfill-run", f"AIME24={d}", "--benchfill-run", f"AIME24={t}"], "given twice"),
+    (lambda d, t: ["--detection", f"AIME25:Phi-4={d / 'two.json'}"], "expected BENCH:MODEL:VARIANT=FILE"),
+    (lambda d, t: ["--detection", f"AIME25:Phi-4:sft={d / 'two.json'}"], "variant must be one of"),
+    (lambda d, t: ["--detection", f"AIME25:Llama:benchfill={d / 'two.json'}"], "Table 12 reports no such row"),
+    (lambda d, t: ["--detection", f"AIME24:Olmo-3.1-32B-Think:benchfill={d / 'two.json'}"],
+     "no record for model 'Olmo-3.1-32B-Think' (models: Phi-4, other)"),
+    (lambda d, t: ["--detection", f"AIME25:Phi-4:benchfill={d / 'one.csv'}"], "not JSON"),
+    (lambda d, t: ["--detection", f"AIME25:Phi-4:benchfill={d / 'missing.json'}"], "no such file"),
+])
+def test_cli_rejects_benchfill_and_detection_inputs(detections, tmp_path, args, fragment):
+    out = _run(*args(detections, tmp_path), "--output-dir", tmp_path / "out")
+    assert out.returncode == 2 and out.stdout == "" and not (tmp_path / "out").exists()
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], out.stderr
+
+
+def test_cli_rejects_a_file_that_is_not_a_detection_output(detections, tmp_path):
+    summary_like = tmp_path / "summary.json"
+    summary_like.write_text(json.dumps({"benchfill": {"top3_gap_sum_reduction": 1.0}}))
+    out = _run("--detection", f"AIME25:Phi-4:benchfill={summary_like}")
+    assert out.returncode == 2 and "not a detect_improvement.py --json output" in out.stderr
+    bad_run = tmp_path / "run"
+    bad_run.mkdir()
+    (bad_run / "summary.json").write_text(json.dumps({"benchfill": {"top3_gap_sum_reduction": 1.0}}))
+    out = _run("--benchfill-run", f"AIME24={bad_run}")
+    assert out.returncode == 2 and "no baseline.top3_gap_sum_reduction" in out.stderr
