@@ -83,9 +83,9 @@ def parse_args(argv):
                                          ("--grade", args.grade), ("--model", args.model),
                                          ("--responses-out", args.responses_out)) if value is not None]
         if used:
-            parser.error(f"{used[0]} needs --from")
+            fail(f"{used[0]} needs --from (it applies to harness logs only)")
         if len(args.responses) != 1:
-            parser.error("give one RESPONSES_CSV (several paths are harness logs: add --from)")
+            fail("give one RESPONSES_CSV (several paths are harness logs: add --from)")
     return args
 
 

@@ -176,7 +176,7 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 def rollouts_from_samples(samples_path: Path, candidates, model_name: str, kind: str, n_trials: int,
                           grade_options: dict | None = None) -> list:
-    """Grade every logged response and return the :class:`Rollout` rows, in candidate order.
+    """Grade every logged response; return one list of :class:`Rollout` per candidate (candidate order).
 
     ``doc_id`` k is the k-th candidate (the JSONL order). Each document must hold exactly
     ``n_trials`` responses and no ``[LMMS_EVAL_REQUEST_FAILED`` one.
@@ -200,8 +200,8 @@ def rollouts_from_samples(samples_path: Path, candidates, model_name: str, kind:
     extra = sorted(set(by_doc) - set(range(len(candidates))))
     if extra:
         raise LmmsEvalError(f"{samples_path}: doc_id {extra[0]} is not one of the {len(candidates)} items")
-    rows = []
     options = dict(grade_options or {})
+    per_candidate = []
     for doc_id, candidate in enumerate(candidates):
         sample = by_doc.get(doc_id)
         if sample is None:
@@ -209,9 +209,9 @@ def rollouts_from_samples(samples_path: Path, candidates, model_name: str, kind:
         if len(sample.responses) != n_trials:
             raise LmmsEvalError(f"{samples_path}: doc_id {doc_id} (item {candidate.item_id!r}) has "
                                 f"{len(sample.responses)} responses, expected {n_trials} (take_first_k filter?)")
-        for trial, text in enumerate(sample.responses):
-            rows.append(Rollout(model_name, trial, int(grade(kind, text, candidate.answer, **options)), text))
-    return rows
+        per_candidate.append([Rollout(model_name, trial, int(grade(kind, text, candidate.answer, **options)), text)
+                              for trial, text in enumerate(sample.responses)])
+    return per_candidate
 
 
 class LmmsRollouts:
@@ -227,10 +227,12 @@ class LmmsRollouts:
         One sub-folder per model is written here (items, task, lmms-eval output and log).
     base_url : str, optional
         Overrides every model's resolved base URL.
+    num_concurrent : int
+        Requests lmms-eval keeps in flight (its ``num_concurrent`` model argument).
     """
 
     def __init__(self, models, n_trials: int, kind: str, workdir: Path, base_url: str | None = None,
-                 grade_options: dict | None = None, executable: str | None = None):
+                 grade_options: dict | None = None, executable: str | None = None, num_concurrent: int = 4):
         self.models = list(models)
         self.n_trials = n_trials
         self.kind = kind
@@ -238,13 +240,18 @@ class LmmsRollouts:
         self.base_url = base_url
         self.grade_options = grade_options
         self.executable = executable
+        self.num_concurrent = num_concurrent
 
     def run(self, candidates) -> list:
-        """Every panel model's graded rollouts on every candidate: models in panel order, then items."""
-        rows = []
+        """One list of rollouts per candidate, models in panel order: the shape of ``DirectRollouts.for_candidate``.
+
+        lmms-eval runs once per panel model (its sampling settings are per task).
+        """
+        per_model = []
         for model in self.models:
             done = run_lmms(candidates, model, self.kind, self.n_trials, self.workdir / model.name,
-                            base_url=self.base_url, executable=self.executable)
-            rows += rollouts_from_samples(done.samples, candidates, model.name, self.kind, self.n_trials,
-                                          self.grade_options)
-        return rows
+                            base_url=self.base_url, executable=self.executable,
+                            num_concurrent=self.num_concurrent)
+            per_model.append(rollouts_from_samples(done.samples, candidates, model.name, self.kind, self.n_trials,
+                                                   self.grade_options))
+        return [[rollout for part in per_model for rollout in part[k]] for k in range(len(candidates))]

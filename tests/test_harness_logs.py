@@ -1,0 +1,251 @@
+"""benchmeasure/harness_logs.py through ``prepare_response_matrix.py --from``, on real harness logs.
+
+The fixtures under tests/fixtures/harness_logs were written by lmms-eval 0.7.3 and lm-eval 0.4.13
+against a real vLLM server (see its README); every error case runs on an edited copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmeasure.harness_logs import binarize, read_lm_eval_log, read_lmms_log
+from benchmeasure.verifier.grading import grade
+from conftest import ROOT, assert_rejected, run_script
+
+FIX = ROOT / "tests" / "fixtures" / "harness_logs"
+MODELS = ("smollm2-greedy", "smollm2-t07")
+
+
+def lmms(model):
+    return FIX / "lmms-eval" / model
+
+
+def lm_eval(model):
+    return FIX / "lm-eval" / model
+
+
+def prepare(*args):
+    return run_script("prepare_response_matrix.py", *args)
+
+
+def read_matrix_csv(path):
+    lines = Path(path).read_text().splitlines()
+    header = lines[0].split(",")
+    return header[1:], {line.split(",")[0]: [int(x) for x in line.split(",")[1:]] for line in lines[1:]}
+
+
+def samples_of(folder):
+    (path,) = [p for p in folder.iterdir() if "samples_" in p.name]
+    return path, [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def copy_log(tmp_path, folder, name=None):
+    target = tmp_path / (name or folder.name)
+    shutil.copytree(folder, target)
+    return target
+
+
+def edit_samples(folder, change):
+    """Rewrite the samples file of ``folder`` with ``change(list_of_records) -> list_of_records``."""
+    path, records = samples_of(folder)
+    path.write_text("".join(json.dumps(r) + "\n" for r in change(records)))
+    return path
+
+
+# ---------------------------------------------------------------- conversions of the real logs
+
+def test_lmms_eval_repeats_are_graded_one_by_one(tmp_path):
+    out, rows = tmp_path / "m.csv", tmp_path / "rows.csv"
+    result = prepare("--from", "lmms-eval", lmms(MODELS[0]), lmms(MODELS[1]), "--grade", "math", "--n-trials", 3,
+                     "--output", out, "--responses-out", rows)
+    assert result.returncode == 0, result.stderr
+    items, counts = read_matrix_csv(out)
+    for model in MODELS:
+        _, records = samples_of(lmms(model))
+        records.sort(key=lambda r: r["doc_id"])
+        assert items == [str(r["doc_id"]) for r in records]
+        assert len(records[0]["filtered_resps"]) == 3  # all repeats logged (take_first_k)
+        expected = [sum(grade("math", text, r["target"]) for text in r["filtered_resps"]) for r in records]
+        assert counts[model] == expected
+    long = rows.read_text().splitlines()
+    assert long[0] == "model,item_id,trial,correct"
+    assert len(long) - 1 == 2 * len(items) * 3
+    assert {line.split(",")[2] for line in long[1:]} == {"0", "1", "2"}
+
+
+def test_lm_eval_metric_of_one_filter(tmp_path):
+    out = tmp_path / "m.csv"
+    result = prepare("--from", "lm-eval", lm_eval(MODELS[0]), lm_eval(MODELS[1]), "--metric", "exact_match",
+                     "--filter", "first", "--n-trials", 1, "--output", out)
+    assert result.returncode == 0, result.stderr
+    _, counts = read_matrix_csv(out)
+    for model in MODELS:
+        _, records = samples_of(lm_eval(model))
+        first = sorted((r for r in records if r["filter"] == "first"), key=lambda r: r["doc_id"])
+        assert len(first) == len(records) // 2  # one line per document and filter: no document counted twice
+        assert counts[model] == [int(r["exact_match"]) for r in first]
+
+
+def test_lm_eval_all_repeats_graded(tmp_path):
+    out = tmp_path / "m.csv"
+    result = prepare("--from", "lm-eval", lm_eval(MODELS[0]), "--filter", "all", "--grade", "math",
+                     "--n-trials", 3, "--output", out)
+    assert result.returncode == 0, result.stderr
+    _, counts = read_matrix_csv(out)
+    _, records = samples_of(lm_eval(MODELS[0]))
+    chosen = sorted((r for r in records if r["filter"] == "all"), key=lambda r: r["doc_id"])
+    assert counts[MODELS[0]] == [sum(grade("math", t, r["target"]) for t in r["filtered_resps"][0]) for r in chosen]
+
+
+def test_model_name_from_results_file_and_override(tmp_path):
+    assert read_lmms_log(lmms(MODELS[1])).model == "smollm2-t07"
+    assert read_lm_eval_log(lm_eval(MODELS[0])).model == "smollm2-greedy"
+    out = tmp_path / "m.csv"
+    result = prepare("--from", "lm-eval", lm_eval(MODELS[0]), "--metric", "exact_match", "--filter", "first",
+                     "--model", "renamed", "--n-trials", 1, "--output", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text().splitlines()[1].startswith("renamed,")
+
+
+def test_the_samples_file_itself_is_accepted(tmp_path):
+    path, _ = samples_of(lmms(MODELS[0]))
+    result = prepare("--from", "lmms-eval", path, "--grade", "math", "--n-trials", 3, "--output", tmp_path / "m.csv")
+    assert result.returncode == 0, result.stderr
+
+
+def test_metric_values_are_binarized_at_the_threshold(tmp_path):
+    log = copy_log(tmp_path, lm_eval(MODELS[0]))
+
+    def fractional(records):
+        for r in records:
+            r["exact_match"] = 0.7 if r["doc_id"] == 1 else 0.2
+        return records
+
+    edit_samples(log, fractional)
+    for threshold, expected in (("0.5", [0, 1, 0, 0]), ("0.8", [0, 0, 0, 0])):
+        out = tmp_path / f"m{threshold}.csv"
+        result = prepare("--from", "lm-eval", log, "--metric", "exact_match", "--filter", "first",
+                         "--threshold", threshold, "--n-trials", 1, "--output", out)
+        assert result.returncode == 0, result.stderr
+        assert read_matrix_csv(out)[1][MODELS[0]] == expected
+    assert binarize(True, 0.5, "x") == 1 and binarize(0.0, 0.5, "x") == 0 and binarize(0.5, 0.5, "x") == 1
+
+
+def test_csv_path_still_works(write_csv, tmp_path):
+    path = write_csv("r.csv", "model,item_id,trial,correct\nm,q,0,1\nm,q,1,0")
+    result = prepare(path, "--n-trials", 2, "--output", tmp_path / "m.csv")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "m.csv").read_text() == "model,q\nm,1\n"
+
+
+# ---------------------------------------------------------------- rejected inputs (edited copies)
+
+def _drop_doc(records):
+    return [r for r in records if r["doc_id"] != 3]
+
+
+def _fail_request(records):
+    records[1]["filtered_resps"][2] = "[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error."
+    return records
+
+
+def _duplicate_doc(records):
+    return [*records, records[0]]
+
+
+CASES = {
+    "one metric value for 3 responses, no --grade": (
+        lambda t: ["--from", "lmms-eval", lmms(MODELS[0]), "--metric", "exact_match", "--n-trials", 3],
+        ("doc_id 0", "3 responses but one 'exact_match' value", "--grade")),
+    "trial count differs from --n-trials": (
+        lambda t: ["--from", "lmms-eval", lmms(MODELS[0]), "--grade", "math", "--n-trials", 2],
+        ("samples_tiny_arith.jsonl doc_id 0", "has 3 trials, expected --n-trials 2")),
+    "one response per document but --n-trials 3": (
+        lambda t: ["--from", "lm-eval", lm_eval(MODELS[0]), "--filter", "first", "--grade", "math", "--n-trials", 3],
+        ("every document has one response but --n-trials is 3", "take_first_k")),
+    "same model twice": (
+        lambda t: ["--from", "lmms-eval", lmms(MODELS[0]), lmms(MODELS[0]), "--grade", "math", "--n-trials", 3],
+        ("model 'smollm2-greedy' already comes from", "the same model twice")),
+    "unknown metric": (
+        lambda t: ["--from", "lm-eval", lm_eval(MODELS[0]), "--filter", "first", "--metric", "acc",
+                   "--n-trials", 1],
+        ("doc_id 0", "no metric 'acc'", "exact_match")),
+    "unknown filter": (
+        lambda t: ["--from", "lm-eval", lm_eval(MODELS[0]), "--filter", "strict", "--metric", "exact_match",
+                   "--n-trials", 1],
+        ("no filter 'strict'", "all, first")),
+    "--model with two logs": (
+        lambda t: ["--from", "lmms-eval", lmms(MODELS[0]), lmms(MODELS[1]), "--grade", "math", "--model", "x",
+                   "--n-trials", 3],
+        ("--model renames a single log",)),
+    "no such log": (
+        lambda t: ["--from", "lmms-eval", t / "nowhere", "--grade", "math", "--n-trials", 3],
+        ("nowhere: no such file or folder",)),
+    "folder with several logs": (
+        lambda t: ["--from", "lmms-eval", FIX / "lmms-eval", "--grade", "math", "--n-trials", 3],
+        ("holds 2 lmms-eval sample logs", "give one file per model")),
+    "neither --metric nor --grade": (
+        lambda t: ["--from", "lm-eval", lm_eval(MODELS[0]), "--filter", "first", "--n-trials", 1],
+        ("give --metric NAME",)),
+    "--metric without --from": (
+        lambda t: [FIX / "tasks" / "tiny_arith.jsonl", "--metric", "exact_match", "--n-trials", 1],
+        ("--metric needs --from",)),
+    "--filter on an lmms-eval log": (
+        lambda t: ["--from", "lmms-eval", lmms(MODELS[0]), "--filter", "all", "--grade", "math", "--n-trials", 3],
+        ("--filter applies to lm-eval logs only",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rejected(case, tmp_path):
+    make_args, fragments = CASES[case]
+    out = tmp_path / "m.csv"
+    result = prepare(*make_args(tmp_path), "--output", out, "--responses-out", tmp_path / "rows.csv")
+    assert_rejected(result, *fragments)
+    assert not out.exists() and not (tmp_path / "rows.csv").exists()
+
+
+EDITED = {
+    "document missing from one model's log": (
+        "lmms-eval", _drop_doc, ("model 'smollm2-t07' has no responses for item '3'", "smollm2-t07")),
+    "failed lmms-eval request": (
+        "lmms-eval", _fail_request, ("doc_id 1", "failed request", "LMMS_EVAL_REQUEST_FAILED")),
+    "doc_id twice in one log": ("lmms-eval", _duplicate_doc, ("doc_id 0 appears twice",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITED))
+def test_rejected_edited_log(case, tmp_path):
+    harness, change, fragments = EDITED[case]
+    edited = copy_log(tmp_path, lmms(MODELS[1]))
+    path = edit_samples(edited, change)
+    out = tmp_path / "m.csv"
+    result = prepare("--from", harness, lmms(MODELS[0]), edited, "--grade", "math", "--n-trials", 3,
+                     "--output", out)
+    line = assert_rejected(result, *fragments)
+    assert str(path) in line or "smollm2-t07" in line
+    assert not out.exists()
+
+
+def test_task_mismatch_names_both_logs(tmp_path):
+    other = copy_log(tmp_path, lmms(MODELS[1]))
+    path, _ = samples_of(other)
+    renamed = path.with_name(path.name.replace("_samples_tiny_arith", "_samples_other_task"))
+    path.rename(renamed)
+    result = prepare("--from", "lmms-eval", lmms(MODELS[0]), other, "--grade", "math", "--n-trials", 3,
+                     "--output", tmp_path / "m.csv")
+    assert_rejected(result, str(renamed), "task 'other_task' differs from 'tiny_arith'")
+
+
+def test_malformed_line_is_located(tmp_path):
+    edited = copy_log(tmp_path, lmms(MODELS[0]))
+    path, _ = samples_of(edited)
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2][:40]
+    path.write_text("\n".join(lines) + "\n")
+    result = prepare("--from", "lmms-eval", edited, "--grade", "math", "--n-trials", 3, "--output", tmp_path / "m.csv")
+    assert_rejected(result, f"{path} line 3: not valid JSON")

@@ -1,0 +1,172 @@
+"""benchmeasure/verifier/lmms_backend.py: task files, command line, log checks and rows.
+
+The conversion tests use a real lmms-eval sample log (tests/fixtures/harness_logs, written by
+lmms-eval 0.7.3 against vLLM on CPU) and edited copies of it. The last test runs the real
+lmms-eval (``.venv-benchfill``) against a closed loopback port: it exits 0 with every request
+failed, and the backend must refuse the log.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmeasure.verifier.base import Candidate
+from benchmeasure.verifier.grading import grade
+from benchmeasure.verifier.lmms_backend import (
+    TASK,
+    LmmsEvalError,
+    item_documents,
+    lmms_command,
+    rollouts_from_samples,
+    run_lmms,
+    task_yaml,
+    write_task,
+)
+from benchmeasure.verifier.panel import load_panel
+from benchmeasure.verifier.rollouts import DirectRollouts
+from conftest import ROOT
+
+PANEL = load_panel(ROOT / "verifier" / "panels" / "cpu_smollm.toml")
+FIX = ROOT / "tests" / "fixtures" / "harness_logs"
+BENCHFILL_PYTHON = ROOT / ".venv-benchfill" / "bin" / "python"
+
+
+def fixture_candidates() -> list:
+    lines = (FIX / "tasks" / "tiny_arith.jsonl").read_text().splitlines()
+    return [Candidate(f"q{k}", json.loads(line)["question"], json.loads(line)["answer"], "math_arith")
+            for k, line in enumerate(lines)]
+
+
+def fixture_samples(model="smollm2-t07") -> Path:
+    return next((FIX / "lmms-eval" / model).glob("*_samples_*.jsonl"))
+
+
+def test_documents_carry_the_direct_backends_exact_prompt():
+    candidates = fixture_candidates()
+    direct = DirectRollouts(None, PANEL.models, 3, "math")
+    docs = item_documents(candidates, "math")
+    assert [d["prompt"] for d in docs] == [direct.messages(c.question)[0]["content"] for c in candidates]
+    assert [d["answer"] for d in docs] == [c.answer for c in candidates]
+
+
+def test_task_keeps_every_repeat_and_the_models_sampling(tmp_path):
+    model = PANEL.model("smollm2-t07")
+    text = task_yaml(tmp_path / "items.jsonl", model, 5)
+    lines = dict(line.split(": ", 1) for line in text.splitlines())
+    assert lines["repeats"] == "5"
+    assert json.loads(lines["filter_list"]) == [{"name": "all", "filter": [{"function": "take_first_k", "k": 5}]}]
+    generation = json.loads(lines["generation_kwargs"])
+    assert generation["temperature"] == 0.7 and generation["top_p"] == 0.9
+    assert generation["max_new_tokens"] == model.max_tokens
+    assert json.loads(lines["dataset_kwargs"]) == {"data_files": {"test": str(tmp_path / "items.jsonl")}}
+    assert lines["doc_to_text"] == "!function benchfill_lmms_utils.doc_to_text"
+    greedy = json.loads(dict(line.split(": ", 1) for line in task_yaml(
+        tmp_path / "i.jsonl", PANEL.model("smollm2-greedy"), 1).splitlines())["generation_kwargs"])
+    assert greedy["temperature"] == 0 and "top_p" not in greedy and greedy["do_sample"] is False
+
+
+def test_write_task_lays_out_the_include_folder(tmp_path):
+    docs = item_documents(fixture_candidates(), "math")
+    tasks = write_task(tmp_path, docs, PANEL.models[0], 3)
+    assert sorted(p.name for p in tasks.iterdir()) == ["benchfill_items.yaml", "benchfill_lmms_utils.py"]
+    written = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert written == docs
+
+
+def test_command_line():
+    argv = lmms_command("lmms-eval", Path("/w/tasks"), "m", "http://127.0.0.1:9/v1", Path("/w/out"), num_concurrent=1)
+    assert argv[:3] == ["lmms-eval", "--model", "openai"]
+    assert "model=m,base_url=http://127.0.0.1:9/v1,api_key=EMPTY,num_concurrent=1" in argv[4]
+    for flag, value in (("--tasks", TASK), ("--include_path", "/w/tasks"), ("--output_path", "/w/out"),
+                        ("--timezone", "UTC")):
+        assert argv[argv.index(flag) + 1] == value
+    assert "--log_samples" in argv
+
+
+def test_rows_are_graded_per_response_from_a_real_log():
+    candidates = fixture_candidates()
+    per_candidate = rollouts_from_samples(fixture_samples(), candidates, "smollm2-t07", "math", 3)
+    records = [json.loads(line) for line in fixture_samples().read_text().splitlines()]
+    by_doc = {r["doc_id"]: r for r in records}
+    assert len(per_candidate) == len(candidates)
+    for k, (candidate, rollouts) in enumerate(zip(candidates, per_candidate)):
+        assert [r.trial for r in rollouts] == [0, 1, 2]
+        assert [r.response for r in rollouts] == by_doc[k]["filtered_resps"]
+        texts = by_doc[k]["filtered_resps"]
+        assert [r.correct for r in rollouts] == [int(grade("math", t, candidate.answer)) for t in texts]
+        assert {r.model for r in rollouts} == {"smollm2-t07"}
+
+
+def _edited(tmp_path, change) -> Path:
+    path = tmp_path / fixture_samples().name
+    records = [json.loads(line) for line in fixture_samples().read_text().splitlines()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in change(records)))
+    return path
+
+
+def _fail_all(records):
+    for r in records:
+        r["filtered_resps"] = ["[LMMS_EVAL_REQUEST_FAILED after 2 retries] Connection error."] * 3
+    return records
+
+
+@pytest.mark.parametrize("change, message", [
+    (_fail_all, "4 of 4 documents have failed requests"),
+    (lambda rs: rs[:-1], "no sample for doc_id 3"),
+    (lambda rs: [*rs[:-1], {**rs[-1], "doc_id": 9}], "doc_id 9 is not one of the 4 items"),
+    (lambda rs: [{**r, "filtered_resps": r["filtered_resps"][:1]} for r in rs], "has 1 responses, expected 3"),
+])
+def test_bad_logs_raise(tmp_path, change, message):
+    with pytest.raises(LmmsEvalError, match=message):
+        rollouts_from_samples(_edited(tmp_path, change), fixture_candidates(), "m", "math", 3)
+
+
+def test_exit_status_and_missing_log_are_errors(tmp_path):
+    candidates = fixture_candidates()[:1]
+    model = PANEL.models[0]
+    with pytest.raises(LmmsEvalError, match="exited with 1"):
+        run_lmms(candidates, model, "math", 2, tmp_path / "a", base_url="http://127.0.0.1:9/v1",
+                 executable=shutil.which("false"))
+    with pytest.raises(LmmsEvalError, match=r"exited 0 but wrote no samples_benchfill_items\.jsonl"):
+        run_lmms(candidates, model, "math", 2, tmp_path / "b", base_url="http://127.0.0.1:9/v1",
+                 executable=shutil.which("true"))
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+@pytest.mark.skipif(not BENCHFILL_PYTHON.exists(),
+                    reason=".venv-benchfill is absent (bash scripts/setup_env.sh benchfill creates it)")
+def test_real_lmms_eval_exits_0_on_failed_requests_and_the_backend_refuses(tmp_path):
+    port = _closed_port()
+    driver = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from pathlib import Path
+from benchmeasure.verifier.base import Candidate
+from benchmeasure.verifier.lmms_backend import LmmsEvalError, rollouts_from_samples, run_lmms
+from benchmeasure.verifier.panel import load_panel
+model = load_panel({str(ROOT / 'verifier/panels/cpu_smollm.toml')!r}).models[0]
+items = [Candidate("q0", "Compute 2 + 3.", "5", "math_arith")]
+done = run_lmms(items, model, "math", 2, Path({str(tmp_path)!r}), base_url="http://127.0.0.1:{port}/v1")
+print("LMMS-EVAL EXITED 0", flush=True)
+try:
+    rollouts_from_samples(done.samples, items, model.name, "math", 2)
+except LmmsEvalError as exc:
+    print("REFUSED:", exc)
+"""
+    result = subprocess.run([str(BENCHFILL_PYTHON), "-c", driver], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "LMMS-EVAL EXITED 0" in result.stdout
+    assert "REFUSED:" in result.stdout and "[LMMS_EVAL_REQUEST_FAILED" in result.stdout, result.stdout
