@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -65,3 +66,21 @@ def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t"):
                "--results", str(tmp_path / "res")]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     return Path(done.stdout.strip()), env, server
+
+
+def make_benchmark(root, name, b, test_ids="same", id_column="item_id") -> Path:
+    """Write a benchmark folder ``root/name`` as released: ``difficulty.csv`` (``item_id,b_mean``) and ``test.jsonl``.
+
+    ``b`` are the difficulties of items 0 … N−1; ``test_ids`` the IDs written to ``test.jsonl``
+    ("same": 0 … N−1; None: no ``test.jsonl``). Returns the folder.
+    """
+    folder = root / name
+    folder.mkdir(parents=True)
+    lines = [f"{id_column},b_mean"] + [f"{i},{v}" for i, v in enumerate(b)]
+    (folder / "difficulty.csv").write_text("\n".join(lines) + "\n")
+    if test_ids == "same":
+        test_ids = list(range(len(b)))
+    if test_ids is not None:
+        (folder / "test.jsonl").write_text("".join(json.dumps({"item_id": i, "question": "?"}) + "\n"
+                                                   for i in test_ids))
+    return folder

@@ -1,24 +1,11 @@
 """Tests of the benchmark-folder data layer (data/benchmarks/<benchmark>/difficulty.csv + test.jsonl)."""
 
-import json
 
 import pytest
 
 from benchmeasure.benchmarks import find_benchmarks, load_benchmark
 from benchmeasure.errors import InputError
-
-
-def make_benchmark(root, name, b, test_ids="same", id_column="item_id"):
-    folder = root / name
-    folder.mkdir(parents=True)
-    lines = [f"{id_column},b_mean"] + [f"{i},{v}" for i, v in enumerate(b)]
-    (folder / "difficulty.csv").write_text("\n".join(lines) + "\n")
-    if test_ids == "same":
-        test_ids = list(range(len(b)))
-    if test_ids is not None:
-        (folder / "test.jsonl").write_text("".join(json.dumps({"item_id": i, "question": "?"}) + "\n"
-                                                   for i in test_ids))
-    return folder
+from conftest import make_benchmark
 
 
 def test_load_released_layout(tmp_path):

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_benchmarks import make_benchmark
 
 from benchmeasure.checks import check_matrix
 from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.reproduce import REPORTED_DIR, compare_all, markdown, read_reported
-from conftest import BENCHFILL_CLI, sim_run
+from conftest import BENCHFILL_CLI, make_benchmark, sim_run
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "reproduce_tables.py"

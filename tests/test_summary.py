@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_benchmarks import make_benchmark
 
 from benchmeasure.benchmarks import find_benchmarks
 from benchmeasure.summary import markdown_table, marked_counts, summarize
+from conftest import make_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "summarize_benchmarks.py"
