@@ -177,12 +177,10 @@ def validate(args):
     else:
         guessing = 0.0
     guessing = check_guessing(guessing, len(matrix.items), matrix.items)
-    if args.chains < 1:
-        fail(f"--chains must be at least 1, got {args.chains}")
-    if args.draws < 1:
-        fail(f"--draws must be at least 1, got {args.draws}")
-    if args.tune < 0:
-        fail(f"--tune must be 0 or more, got {args.tune}")
+    for option, value, low in (("--chains", args.chains, 1), ("--draws", args.draws, 1),
+                               ("--tune", args.tune, 1 if args.sampler == "nutpie" else 0)):
+        if value < low:
+            fail(f"{option} must be at least {low}, got {value}")
     if not (0.0 < args.target_accept < 1.0):
         fail(f"--target-accept must be strictly between 0 and 1, got {args.target_accept}")
     if args.seed is not None and not 0 <= args.seed < 2**32:

@@ -140,6 +140,8 @@ def check_settings(*, method: str, sampler: str, chains: int, tune: int, draws: 
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
                              or not 0 <= int(seed) < 2**32):
         fail(f"seed must be an integer in [0, 2^32), got {seed!r}")
+    if method == "nuts" and sampler == "nutpie" and tune < 1:
+        fail("tune must be at least 1 with the nutpie sampler (its warm-up schedule needs one step)")
     if method == "nuts" and sampler == "numpyro":
         check_numpyro_available()
 
@@ -223,8 +225,13 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
     compile_start = time.perf_counter()
     if sampler == "nutpie":
         import nutpie
+        import pytensor
 
-        compiled = nutpie.compile_pymc_model(model, var_names=["theta", "b"])
+        # PyTensor's default fast-math flags let LLVM reassociate the graph's small reductions
+        # in an address-dependent way, so the same seed could give different last bits (and
+        # then different draws). The hot loop is the fused kernel, which keeps its own flags.
+        with pytensor.config.change_flags(numba__fastmath=False):
+            compiled = nutpie.compile_pymc_model(model, var_names=["theta", "b"])
         compile_time = time.perf_counter() - compile_start
         sample_start = time.perf_counter()
         callback = _ProgressLine(chains * (tune + draws)) if progress else None

@@ -191,5 +191,8 @@ def pytensor_loglik(value, n_trials: int, guessing, theta, b):
     if np.any(g > 0):
         with np.errstate(divide="ignore"):
             log_g = np.where(g > 0, np.log(np.where(g > 0, g, 1.0)), -np.inf)
-        out = out + value * pt.softplus(log_g[None, :] - eta) + (n_trials - value) * np.log1p(-g)[None, :]
+        log1m_g = np.log1p(-g)
+        if g.ndim == 1:  # per item: broadcast along the item axis
+            log_g, log1m_g = log_g[None, :], log1m_g[None, :]
+        out = out + value * pt.softplus(log_g - eta) + (n_trials - value) * log1m_g
     return out

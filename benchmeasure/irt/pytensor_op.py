@@ -40,7 +40,7 @@ class FusedLoglikGrad(Op):
         outputs[1][0] = grad_theta
         outputs[2][0] = grad_b
 
-    def infer_shape(self, fgraph, node, input_shapes):
+    def infer_shape(self, node, input_shapes):
         return [(), input_shapes[0], input_shapes[1]]
 
     def pullback(self, inputs, outputs, cotangents):
