@@ -1,0 +1,346 @@
+"""scripts/fit_irt.py through its real command line: outputs, keys, reproducibility, MAP,
+guessing CSVs, and every rejected input (exit 2, one line, nothing written)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmeasure.matrix import ResponseMatrix, write_matrix
+from benchmeasure.simulate import simulate_counts
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "fit_irt.py"
+N_TRIALS = 3
+
+pytest.importorskip("pymc")
+pytest.importorskip("nutpie")
+
+
+def run(*args, cwd=None):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=env, stdin=subprocess.DEVNULL, timeout=300)
+
+
+def write_csv(path: Path, rows) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def matrix_file(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("matrix")
+    rng = np.random.default_rng(4)
+    counts = simulate_counts(rng.normal(size=5), rng.normal(size=12), N_TRIALS, seed=9)
+    counts[:, 0] = N_TRIALS  # every model solves item 000 every time
+    counts[:, 1] = 0         # no model ever solves item 001
+    items = [f"{i:03d}" for i in range(12)]
+    path = folder / "response_matrix.csv"
+    write_matrix(ResponseMatrix([f"model-{j}" for j in range(5)], items, counts, N_TRIALS), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def nuts_runs(matrix_file, tmp_path_factory):
+    """Two NUTS runs with the same seed (the second without --save-posterior), a little draws."""
+    out1 = tmp_path_factory.mktemp("nuts1")
+    out2 = tmp_path_factory.mktemp("nuts2")
+    common = [matrix_file, "--n-trials", N_TRIALS, "--chains", 2, "--tune", 150, "--draws", 60, "--seed", 5]
+    first = run(*common, "--output-dir", out1, "--save-posterior")
+    second = run(*common, "--output-dir", out2, "--quiet")
+    return first, out1, second, out2
+
+
+def read_rows(path: Path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+@pytest.mark.slow
+def test_outputs_columns_and_keys(nuts_runs, matrix_file):
+    first, out, _, _ = nuts_runs
+    assert first.returncode == 0, first.stderr
+    difficulty = read_rows(out / "difficulty.csv")
+    assert difficulty[0] == ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
+    assert [row[0] for row in difficulty[1:]] == [f"{i:03d}" for i in range(12)]  # IDs kept as strings, in order
+    assert all(float(row[2]) > 0 for row in difficulty[1:])
+    ability = read_rows(out / "ability.csv")
+    assert ability[0] == ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
+    assert [row[0] for row in ability[1:]] == [f"model-{j}" for j in range(5)]
+    d = json.loads((out / "diagnostics.json").read_text())
+    for key in ("max_r_hat", "min_ess_bulk", "divergences", "method", "settings", "input", "constant_items",
+                "versions", "wall_time_s", "timing", "warnings"):
+        assert key in d, key
+    assert isinstance(d["max_r_hat"], float) and isinstance(d["min_ess_bulk"], float)
+    assert isinstance(d["divergences"], int)
+    assert d["method"] == "nuts"
+    s = d["settings"]
+    assert {k: s[k] for k in ("chains", "tune", "draws", "target_accept", "seed", "sampler", "guessing")} == {
+        "chains": 2, "tune": 150, "draws": 60, "target_accept": 0.95, "seed": 5, "sampler": "nutpie", "guessing": 0.0}
+    import hashlib
+
+    assert d["input"]["sha256"] == hashlib.sha256(matrix_file.read_bytes()).hexdigest()
+    assert (d["input"]["models"], d["input"]["items"], d["input"]["n_trials"]) == (5, 12, N_TRIALS)
+    assert d["input"]["path"] == str(matrix_file.resolve())
+    assert d["constant_items"]["all_correct"] == ["000"] and d["constant_items"]["all_wrong"] == ["001"]
+    assert d["versions"]["pymc"] and d["versions"]["nutpie"] and d["versions"]["python"]
+    # no temporary files left behind
+    assert sorted(p.name for p in out.iterdir()) == ["ability.csv", "diagnostics.json", "difficulty.csv",
+                                                     "posterior.zarr"]
+
+
+@pytest.mark.slow
+def test_constant_items_are_finite_and_ordered(nuts_runs):
+    _, out, _, _ = nuts_runs
+    b = {row[0]: float(row[1]) for row in read_rows(out / "difficulty.csv")[1:]}
+    assert all(np.isfinite(list(b.values())))
+    assert b["000"] == min(b.values()) and b["001"] == max(b.values())
+
+
+@pytest.mark.slow
+def test_low_ess_warns_with_advice_and_no_progress_bar_off_a_terminal(nuts_runs):
+    first, out, _, _ = nuts_runs
+    d = json.loads((out / "diagnostics.json").read_text())
+    # 2 chains × 60 draws cannot reach a bulk ESS of 400
+    assert d["min_ess_bulk"] < 400
+    assert "warning: min bulk ESS" in first.stderr and "--draws" in first.stderr
+    assert d["warnings"] and any("ESS" in w for w in d["warnings"])
+    assert "\r" not in first.stderr and "sampling [" not in first.stderr
+
+
+@pytest.mark.slow
+def test_same_seed_identical_outputs_and_quiet(nuts_runs):
+    first, out1, second, out2 = nuts_runs
+    assert second.returncode == 0, second.stderr
+    for name in ("difficulty.csv", "ability.csv"):
+        assert (out1 / name).read_bytes() == (out2 / name).read_bytes(), name
+    d1 = json.loads((out1 / "diagnostics.json").read_text())
+    d2 = json.loads((out2 / "diagnostics.json").read_text())
+    for key in ("max_r_hat", "min_ess_bulk", "divergences"):
+        assert d1[key] == d2[key]
+    # --quiet: only warnings remain on stderr
+    assert all(line.startswith("warning:") for line in second.stderr.splitlines())
+    assert "fitting the 1PL" in first.stderr
+
+
+@pytest.mark.slow
+def test_saved_posterior_reads_back(nuts_runs):
+    import xarray as xr
+
+    _, out, _, _ = nuts_runs
+    tree = xr.open_datatree(out / "posterior.zarr", engine="zarr")
+    b = tree["posterior"]["b"]
+    assert b.shape == (2, 60, 12)
+    assert list(b.coords["item"].values) == [f"{i:03d}" for i in range(12)]
+    assert "diverging" in tree["sample_stats"].data_vars
+    difficulty = read_rows(out / "difficulty.csv")
+    assert float(difficulty[3][1]) == pytest.approx(float(b.mean(("chain", "draw"))[2]), rel=1e-6)
+
+
+def test_map_outputs_say_they_carry_no_uncertainty(matrix_file, tmp_path):
+    result = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", tmp_path / "out", "--method", "map")
+    assert result.returncode == 0, result.stderr
+    rows = read_rows(tmp_path / "out" / "difficulty.csv")
+    assert rows[0] == ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
+    assert all(row[1] != "" and row[2:] == ["", "", ""] for row in rows[1:])
+    ability = read_rows(tmp_path / "out" / "ability.csv")
+    assert all(row[2:] == ["", "", ""] for row in ability[1:])
+    d = json.loads((tmp_path / "out" / "diagnostics.json").read_text())
+    assert d["method"] == "map" and d["settings"]["method"] == "map"
+    assert d["max_r_hat"] is None and d["min_ess_bulk"] is None and d["divergences"] == 0
+    assert "no posterior uncertainty" in result.stderr or "posterior mode only" in result.stderr
+    assert d["uncertainty"].startswith("none")
+
+
+def test_guessing_csv_is_used(matrix_file, tmp_path):
+    items = [f"{i:03d}" for i in range(12)]
+    guess = write_csv(tmp_path / "guessing.csv", [["item_id", "guessing"]] + [[i, "0.25"] for i in reversed(items)])
+    out_csv = tmp_path / "csv"
+    out_const = tmp_path / "const"
+    r1 = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", out_csv, "--method", "map", "--guessing-csv", guess)
+    r2 = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", out_const, "--method", "map", "--guessing", "0.25")
+    assert r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr
+    b1 = [row[1] for row in read_rows(out_csv / "difficulty.csv")[1:]]
+    b2 = [row[1] for row in read_rows(out_const / "difficulty.csv")[1:]]
+    assert b1 == b2
+    d = json.loads((out_csv / "diagnostics.json").read_text())
+    assert d["settings"]["guessing"]["min"] == d["settings"]["guessing"]["max"] == 0.25
+
+
+# ------------------------------------------------------------------------------------------
+# rejected input: exit 2, one line on stderr naming the problem, nothing written
+
+
+def _bad_matrix(tmp_path, name, rows):
+    return write_csv(tmp_path / name, rows)
+
+
+GOOD_ROWS = [["model", "a", "b", "c"], ["m1", "1", "2", "0"], ["m2", "3", "0", "1"]]
+
+
+def _variant(change):
+    rows = [list(r) for r in GOOD_ROWS]
+    change(rows)
+    return rows
+
+
+MATRIX_CASES = {
+    "not an integer": (_variant(lambda r: r[2].__setitem__(2, "1.5")), "'1.5' is not an integer"),
+    "text": (_variant(lambda r: r[1].__setitem__(3, "x")), "item 'c'"),
+    "above n_trials": (_variant(lambda r: r[2].__setitem__(1, "4")), "count 4 is outside [0, 3]"),
+    "negative": (_variant(lambda r: r[1].__setitem__(1, "-1")), "outside [0, 3]"),
+    "empty cell": (_variant(lambda r: r[2].__setitem__(2, "")), "empty cell"),
+    "duplicate model": (_variant(lambda r: r[2].__setitem__(0, "m1")), "model ID 'm1'"),
+    "duplicate item": (_variant(lambda r: r[0].__setitem__(3, "a")), "item ID 'a'"),
+    "one model": (GOOD_ROWS[:2], "at least 2 models"),
+    "one item": ([row[:2] for row in GOOD_ROWS], "2 items"),
+}
+
+
+@pytest.mark.parametrize("case", list(MATRIX_CASES))
+def test_bad_matrix_rejected(case, tmp_path):
+    rows, expected = MATRIX_CASES[case]
+    path = _bad_matrix(tmp_path, "matrix.csv", rows)
+    out = tmp_path / "out"
+    result = run(path, "--n-trials", 3, "--output-dir", out)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and expected in lines[0], lines
+    assert not out.exists()
+
+
+def _good_matrix(tmp_path):
+    return _bad_matrix(tmp_path, "good.csv", GOOD_ROWS)
+
+
+GUESS_CASES = {
+    "guessing 1": (["--guessing", "1"], "[0, 1)"),
+    "guessing negative": (["--guessing", "-0.1"], "[0, 1)"),
+    "guessing nan": (["--guessing", "nan"], "[0, 1)"),
+    "csv misses an item": ([["item_id", "guessing"], ["a", "0.2"], ["b", "0.2"]], "'c'"),
+    "csv unknown item": ([["item_id", "guessing"], ["a", "0.2"], ["b", "0.2"], ["c", "0.2"], ["zz", "0.1"]],
+                         "'zz' is not in the matrix"),
+    "csv repeated item": ([["item_id", "guessing"], ["a", "0.2"], ["b", "0.2"], ["a", "0.3"], ["c", "0.2"]],
+                          "'a' appears more than once"),
+    "csv value 1": ([["item_id", "guessing"], ["a", "0.2"], ["b", "1.0"], ["c", "0.2"]], "outside [0, 1)"),
+    "csv not a number": ([["item_id", "guessing"], ["a", "x"], ["b", "0.1"], ["c", "0.2"]], "not a number"),
+    "csv wrong header": ([["item", "g"], ["a", "0.1"]], "'item_id'"),
+}
+
+
+@pytest.mark.parametrize("case", list(GUESS_CASES))
+def test_bad_guessing_rejected(case, tmp_path):
+    spec, expected = GUESS_CASES[case]
+    if isinstance(spec[0], list):
+        spec = ["--guessing-csv", write_csv(tmp_path / "g.csv", spec)]
+    out = tmp_path / "out"
+    result = run(_good_matrix(tmp_path), "--n-trials", 3, "--output-dir", out, *spec)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert not out.exists()
+
+
+OPTION_CASES = {
+    "n-trials 0": (["--n-trials", "0"], "--n-trials"),
+    "missing n-trials": ([], "--n-trials"),
+    "chains 0": (["--n-trials", "3", "--chains", "0"], "--chains"),
+    "draws 0": (["--n-trials", "3", "--draws", "0"], "--draws"),
+    "tune 0 with nutpie": (["--n-trials", "3", "--tune", "0"], "--tune"),
+    "target-accept 1": (["--n-trials", "3", "--target-accept", "1"], "--target-accept"),
+    "negative seed": (["--n-trials", "3", "--seed", "-3"], "--seed"),
+    "unknown sampler": (["--n-trials", "3", "--sampler", "stan"], "--sampler"),
+    "unknown method": (["--n-trials", "3", "--method", "vi"], "--method"),
+    "both guessing options": (["--n-trials", "3", "--guessing", "0.2", "--guessing-csv", "x.csv"], "not allowed"),
+    "missing matrix file": (["--n-trials", "3", "MISSING"], "no such file"),
+}
+
+
+@pytest.mark.parametrize("case", list(OPTION_CASES))
+def test_bad_options_rejected(case, tmp_path):
+    args, expected = OPTION_CASES[case]
+    matrix = _good_matrix(tmp_path)
+    if "MISSING" in args:
+        args = [a if a != "MISSING" else "" for a in args]
+        argv = [tmp_path / "nope.csv", *[a for a in args if a]]
+    else:
+        argv = [matrix, *args]
+    out = tmp_path / "out"
+    result = run(*argv, "--output-dir", out)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert not out.exists()
+
+
+def test_output_dir_that_is_a_file_is_rejected(tmp_path):
+    target = tmp_path / "taken"
+    target.write_text("keep me")
+    result = run(_good_matrix(tmp_path), "--n-trials", 3, "--output-dir", target)
+    assert result.returncode == 2 and "not a folder" in result.stderr
+    assert target.read_text() == "keep me"
+
+
+def test_rejection_leaves_an_existing_output_dir_untouched(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "difficulty.csv").write_text("previous results\n")
+    path = _bad_matrix(tmp_path, "bad.csv", MATRIX_CASES["empty cell"][0])
+    result = run(path, "--n-trials", 3, "--output-dir", out)
+    assert result.returncode == 2
+    assert [p.name for p in out.iterdir()] == ["difficulty.csv"]
+    assert (out / "difficulty.csv").read_text() == "previous results\n"
+
+
+def test_numpyro_choice_without_numpyro_is_a_clear_error(tmp_path):
+    try:
+        import jax  # noqa: F401
+        import numpyro  # noqa: F401
+    except ImportError:
+        result = run(_good_matrix(tmp_path), "--n-trials", 3, "--output-dir", tmp_path / "out",
+                     "--sampler", "numpyro")
+        assert result.returncode == 2 and "numpyro" in result.stderr and "--sampler nutpie" in result.stderr
+        assert not (tmp_path / "out").exists()
+    else:
+        pytest.skip("numpyro is installed here")
+
+
+@pytest.mark.slow
+def test_progress_bar_on_a_terminal_and_quiet_silences_it(matrix_file, tmp_path):
+    import pty
+
+    def stderr_on_a_tty(*extra):
+        master, slave = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        proc = subprocess.Popen([sys.executable, str(SCRIPT), str(matrix_file), "--n-trials", str(N_TRIALS),
+                                 "--output-dir", str(tmp_path / f"out{len(extra)}"), "--chains", "2", "--tune", "100",
+                                 "--draws", "100", "--seed", "1", *extra],
+                                stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=300)
+        os.close(master)
+        return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+    code, text = stderr_on_a_tty()
+    assert code == 0, text
+    assert "sampling [" in text and "divergences" in text
+    code, text = stderr_on_a_tty("--quiet")
+    assert code == 0 and "sampling [" not in text
