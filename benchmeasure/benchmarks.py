@@ -14,7 +14,6 @@ too; its IDs are then only required to be unique.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from .difficulty_file import read_difficulty_column
 from .errors import fail
+from .files import read_jsonl_objects
 
 DIFFICULTY = "difficulty.csv"
 TEST = "test.jsonl"
@@ -70,19 +70,7 @@ def _integer_ids(ids: list, where: str) -> list:
 
 
 def _read_test_ids(path: Path) -> list:
-    ids = []
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                fail(f"{path}: line {line_number}: not valid JSON ({exc.msg})")
-            if not isinstance(record, dict) or "item_id" not in record:
-                fail(f"{path}: line {line_number}: record has no 'item_id' field")
-            ids.append(record["item_id"])
-    return ids
+    return [record["item_id"] for _, record in read_jsonl_objects(path, ("item_id",))]
 
 
 def load_benchmark(folder: str | os.PathLike) -> Benchmark:

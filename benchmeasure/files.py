@@ -1,6 +1,6 @@
-"""Safe output files and the provenance recorded beside results. Standard library only.
+"""Safe output files, the one JSON Lines reader, and the provenance recorded beside results.
 
-Outputs are written to a temporary file in the destination folder and renamed into
+Standard library only. Outputs are written to a temporary file in the destination folder and renamed into
 place only when complete, so an interrupted or rejected run never leaves a partial
 file behind and never clobbers a good one.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import sys
@@ -17,6 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from benchmeasure.errors import fail
 
 
 @contextlib.contextmanager
@@ -41,6 +44,38 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def read_jsonl_objects(path: str | os.PathLike, required: tuple = ()) -> list[tuple[int, dict]]:
+    """``(line number, object)`` for every non-blank line of a JSON Lines file, in file order.
+
+    Each line must hold one JSON object with every key in ``required``. Anything else is an
+    :class:`~benchmeasure.errors.InputError` naming the file and line: ``PATH line N: not
+    valid JSON (…)``, ``PATH line N: not a JSON object`` or ``PATH line N: no field 'KEY'``;
+    an unreadable or non-UTF-8 file is ``PATH: cannot read (…)`` / ``PATH: not UTF-8 text``.
+    Checks beyond these (duplicates, types, an empty file) are the caller's.
+    """
+    records = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    fail(f"{path} line {number}: not valid JSON ({exc.msg})")
+                if not isinstance(record, dict):
+                    fail(f"{path} line {number}: not a JSON object")
+                for key in required:
+                    if key not in record:
+                        fail(f"{path} line {number}: no field {key!r}")
+                records.append((number, record))
+    except OSError as exc:
+        fail(f"{path}: cannot read ({exc.strerror or exc})")
+    except UnicodeDecodeError:
+        fail(f"{path}: not UTF-8 text")
+    return records
 
 
 def _umask() -> int:

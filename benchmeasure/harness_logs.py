@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import fail
+from .files import read_jsonl_objects
 from .matrix import ResponseMatrix, check_n_trials
 from .responses import assemble_matrix, factorize
 
@@ -103,23 +104,7 @@ def _flatten(value) -> list:
 
 
 def _read_jsonl(path: Path) -> list:
-    records = []
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    record = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    fail(f"{path} line {number}: not valid JSON ({exc.msg})")
-                if not isinstance(record, dict):
-                    fail(f"{path} line {number}: expected a JSON object per line")
-                records.append((number, record))
-    except OSError as exc:
-        fail(f"{path}: cannot read ({exc.strerror})")
-    except UnicodeDecodeError:
-        fail(f"{path}: not UTF-8 text")
+    records = read_jsonl_objects(path)
     if not records:
         fail(f"{path}: no samples (empty log)")
     return records

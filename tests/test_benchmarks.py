@@ -54,7 +54,7 @@ def test_difficulty_ids_must_run_from_zero(tmp_path):
 def test_test_jsonl_record_without_id(tmp_path):
     folder = make_benchmark(tmp_path, "x", [0, 1])
     (folder / "test.jsonl").write_text('{"item_id": 0}\n{"question": "?"}\n')
-    with pytest.raises(InputError, match="line 2: record has no 'item_id'"):
+    with pytest.raises(InputError, match=r"test.jsonl line 2: no field 'item_id'"):
         load_benchmark(folder)
 
 

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 
 from benchmeasure.errors import fail
+from benchmeasure.files import read_jsonl_objects
 from benchmeasure.metrics import largest_gaps, normalize_min_max
 
 
@@ -122,24 +123,12 @@ def read_pool(path: str | os.PathLike, question_field: str, answer_field: str) -
     if not os.path.isfile(path):
         fail(f"{path}: item pool not found")
     pool = {}
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                fail(f"{path}: line {line} is not valid JSON ({exc.msg})")
-            if not isinstance(record, dict):
-                fail(f"{path}: line {line} is not a JSON object")
-            for field in ("item_id", question_field, answer_field):
-                if field not in record:
-                    fail(f"{path}: line {line} has no field {field!r}")
-            item = str(record["item_id"])
-            if item in pool:
-                fail(f"{path}: line {line}: item_id {item!r} appears twice")
-            answer = record[answer_field]
-            pool[item] = (str(record[question_field]), answer if isinstance(answer, str) else json.dumps(answer))
+    for line, record in read_jsonl_objects(path, ("item_id", question_field, answer_field)):
+        item = str(record["item_id"])
+        if item in pool:
+            fail(f"{path} line {line}: item_id {item!r} appears twice")
+        answer = record[answer_field]
+        pool[item] = (str(record[question_field]), answer if isinstance(answer, str) else json.dumps(answer))
     return pool
 
 

@@ -52,7 +52,7 @@ from benchmeasure.benchfill.gaps import Target, load_benchmark
 from benchmeasure.benchfill.loop import BENCHFILL
 from benchmeasure.benchfill.runner import CONFIG, MASS_MARKER, RECORD_COLUMNS, init_run, open_loop, read_run_config
 from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file
+from benchmeasure.files import atomic_write, command_line, package_versions, read_jsonl_objects, sha256_file
 from benchmeasure.metrics import ddm, largest_gaps, max_gap, top_k_gap_sum
 
 FILLED = "filled_benchmark.json"
@@ -246,13 +246,7 @@ async def fill_many(loop, benchmark, limits: Limits, log) -> str:
 # -- outputs ---------------------------------------------------------------------------------------
 def _raw_pool(path: Path) -> dict:
     """The pool's records as written (answers keep their JSON type), by item_id."""
-    records = {}
-    with open(path, encoding="utf-8") as handle:
-        for text in handle:
-            if text.strip():
-                record = json.loads(text)
-                records[str(record["item_id"])] = record
-    return records
+    return {str(record["item_id"]): record for _, record in read_jsonl_objects(path, ("item_id",))}
 
 
 def diagnostics(z: list) -> dict:
