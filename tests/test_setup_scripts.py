@@ -70,12 +70,12 @@ def test_dry_run_quotes_env_extra_args_and_vllm_cmd(tmp_path):
         str(config),
         "--all",
         "--dry-run",
-        env={"SERVER_RUN_DIR": str(tmp_path), "VLLM_CMD": "python -m vllm.entrypoints.cli.main"},
+        env={"SERVER_RUN_DIR": str(tmp_path), "VLLM_CMD": "python -m vllm.entrypoints.openai.api_server"},
     )
     assert result.returncode == 0, result.stderr
     line = result.stdout.splitlines()[0]
     assert line == (
-        "env VLLM_CPU_KVCACHE_SPACE=2 python -m vllm.entrypoints.cli.main serve '/models/tiny lm' "
+        "env VLLM_CPU_KVCACHE_SPACE=2 python -m vllm.entrypoints.openai.api_server --model '/models/tiny lm' "
         "--served-model-name 'tiny model' --host 0.0.0.0 --port 8200 --tensor-parallel-size 1 "
         "--dtype bfloat16 --chat-template '{{ it'\\''s }}'"
     )
