@@ -281,27 +281,24 @@ def posterior_mode(matrix: ResponseMatrix, guessing=0.0, *, tol: float = 1e-10) 
     from scipy.optimize import minimize
 
     from .kernel import LoglikData
-    from .model import householder_vector
+    from .model import Rotation
 
     data = LoglikData(matrix.counts, matrix.n_trials, guessing)
     n_models, n_items = matrix.counts.shape
-    v = householder_vector(n_models, n_items)
-
-    def reflect(x):
-        return x - 2.0 * v * (x @ v)
+    rotation = Rotation(n_models, n_items)
 
     def objective(z):
-        u = reflect(z)
-        value, grad_theta, grad_b = data(u[:n_models], u[n_models:])
-        grad_u = np.concatenate([grad_theta, grad_b])
-        return -value + 0.5 * (z @ z), z - reflect(grad_u)
+        theta, b = rotation.to_stacked(z)
+        value, grad_theta, grad_b = data(theta, b)
+        # Q is orthogonal: the gradient in z is Qᵀ·(gradient in (θ, b)) = from_stacked(...)
+        return -value + 0.5 * (z @ z), z - rotation.from_stacked(grad_theta, grad_b)
 
     opt = minimize(objective, np.zeros(n_models + n_items), jac=True, method="L-BFGS-B",
                    options={"maxiter": 20000, "maxfun": 40000, "ftol": 1e-15, "gtol": tol * max(1.0, n_items) ** 0.5})
-    u = reflect(opt.x)
+    theta, b = rotation.to_stacked(opt.x)
     info = {"iterations": int(opt.nit), "evaluations": int(opt.nfev), "success": bool(opt.success),
             "message": str(opt.message), "max_abs_gradient": float(np.max(np.abs(opt.jac)))}
-    return u[:n_models], u[n_models:], info
+    return theta, b, info
 
 
 def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:

@@ -15,16 +15,16 @@ Two choices change how fast the posterior is explored, never the posterior itsel
   (:func:`benchmeasure.irt.likelihood.log_likelihood` with ``with_constant=True``).
 * **Coordinates** (``parametrization="rotated"``, the default). The likelihood depends
   on θ and b only through θ_j − b_i, so moving every θ and every b by the same amount
-  changes nothing but the prior: that common shift is the posterior's long direction.
-  The sampler works on z ~ Normal(0, I) with (θ, b) = H·z, where H is the Householder
-  reflection that maps the first coordinate onto the common-shift direction
-  1/√(M+N). H is orthogonal and its own inverse, so H·z has exactly the Normal(0, I)
-  prior of the paper, and the posterior of (θ, b) is unchanged; but in z the common
-  shift is one coordinate of its own (exactly Normal(0, 1) a posteriori, independent of
-  the rest), which a diagonal mass matrix handles. The reflected coordinate is the
-  first item's b rather than a θ, so the dense coupling H introduces falls on a
-  loosely determined parameter. ``parametrization="direct"`` samples θ and b as
-  written, for comparison.
+  changes nothing but the prior: that common shift is the posterior's long direction,
+  and the mean ability minus the mean difficulty is its tightest. The sampler works on
+  z ~ Normal(0, I) with (θ, b) = Q·z for a fixed orthogonal Q: a reflection in the plane
+  of the two block means turns z_0 into the common shift and z_M into the contrast
+  θ̄ − b̄, and a Householder reflection inside each block turns the remaining coordinates
+  into deviations from the block mean. Q is orthogonal, so Q·z has exactly the
+  Normal(0, I) prior of the paper and the posterior of (θ, b) is the same; but in z the
+  common shift is a coordinate of its own (exactly Normal(0, 1) a posteriori) and the
+  other coordinates are nearly uncorrelated, which a diagonal mass matrix handles.
+  Applying Q costs O(M + N). ``parametrization="direct"`` samples θ and b as written.
 """
 
 from __future__ import annotations
@@ -34,21 +34,61 @@ import numpy as np
 PARAMETRIZATIONS = ("rotated", "direct")
 
 
-def householder_vector(n_models: int, n_items: int) -> np.ndarray:
-    """The unit vector v of the reflection H = I − 2·v·vᵀ used by the rotated coordinates.
+def _householder(k: int) -> np.ndarray:
+    """Unit v with (I − 2vvᵀ)·e_0 = 1/√k (and back): the reflection that swaps e_0 and the mean direction."""
+    v = np.full(k, -1.0 / np.sqrt(k))
+    v[0] += 1.0
+    norm = np.linalg.norm(v)
+    return v / norm if norm > 0 else np.zeros(k)  # k = 1: nothing to reflect
 
-    H maps the basis vector of the first item's b (index ``n_models`` in the stacked
-    vector (θ, b)) onto the common-shift direction 1/√(M+N), and vice versa.
+
+class Rotation:
+    """The orthogonal map (θ, b) = Q·z of the rotated coordinates, for NumPy or PyTensor vectors.
+
+    Q = blockdiag(H_M, H_N)·R, where R reflects the plane spanned by coordinates 0 and M
+    onto (common shift, contrast) and H_k is the Householder reflection swapping e_0 with
+    1/√k. Each factor is symmetric and its own inverse, so Qᵀ = R·blockdiag(H_M, H_N).
     """
-    n = n_models + n_items
-    v = np.full(n, -1.0 / np.sqrt(n))
-    v[n_models] += 1.0
-    return v / np.linalg.norm(v)
 
+    def __init__(self, n_models: int, n_items: int):
+        self.m, self.n = n_models, n_items
+        total = n_models + n_items
+        self.c, self.s = np.sqrt(n_models / total), np.sqrt(n_items / total)
+        self.v_models = _householder(n_models)
+        self.v_items = _householder(n_items)
 
-def stacked_from_rotated(z, v: np.ndarray):
-    """(θ, b) stacked = H·z for the reflection defined by unit vector ``v`` (NumPy or PyTensor)."""
-    return z - 2.0 * v * (z @ v)
+    def _plane(self, z0, zm, concat, z_models_rest, z_items_rest):
+        a = self.c * z0 + self.s * zm
+        d = self.s * z0 - self.c * zm
+        return concat([a, z_models_rest]), concat([d, z_items_rest])
+
+    def to_stacked(self, z, backend=np):
+        """(θ, b) from z (length M + N); ``backend`` is ``numpy`` or ``pytensor.tensor``."""
+        m = self.m
+
+        def concat(parts):
+            first, rest = parts
+            return backend.concatenate([backend.reshape(first, (1,)), rest])
+
+        x_models, x_items = self._plane(z[0], z[m], concat, z[1:m], z[m + 1:])
+        theta = x_models - 2.0 * self.v_models * (x_models @ self.v_models)
+        b = x_items - 2.0 * self.v_items * (x_items @ self.v_items)
+        return theta, b
+
+    def from_stacked(self, theta, b):
+        """z from (θ, b) (NumPy), the inverse of :meth:`to_stacked`."""
+        x_models = theta - 2.0 * self.v_models * (theta @ self.v_models)
+        x_items = b - 2.0 * self.v_items * (b @ self.v_items)
+        a, d = x_models[0], x_items[0]
+        z = np.concatenate([x_models, x_items])
+        z[0] = self.c * a + self.s * d
+        z[self.m] = self.s * a - self.c * d
+        return z
+
+    def matrix(self) -> np.ndarray:
+        """Q as a dense matrix (for tests)."""
+        eye = np.eye(self.m + self.n)
+        return np.stack([np.concatenate(self.to_stacked(col)) for col in eye], axis=1)
 
 
 def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
@@ -101,11 +141,10 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
             b = pm.Normal("b", 0.0, 1.0, dims="item")
         else:
             model.add_coord("param", np.arange(n_models + n_items))
-            v = householder_vector(n_models, n_items)
             z = pm.Normal("z", 0.0, 1.0, dims="param")
-            stacked = stacked_from_rotated(z, pt.as_tensor_variable(v))
-            theta = pm.Deterministic("theta", stacked[:n_models], dims="model")
-            b = pm.Deterministic("b", stacked[n_models:], dims="item")
+            theta_, b_ = Rotation(n_models, n_items).to_stacked(z, backend=pt)
+            theta = pm.Deterministic("theta", theta_, dims="model")
+            b = pm.Deterministic("b", b_, dims="item")
 
         if kernel == "fused":
             op = loglik_op(y, n_trials, g)
