@@ -4,7 +4,8 @@
 Runs in ``.venv-benchfill`` (``bash scripts/setup_env.sh benchfill``); see
 ``docs/cpu_real_run.md`` and ``benchmeasure/verifier/cpu_run.py``. Writes
 ``WORKDIR/report.json``, ``rows_direct.csv``, ``rows_lmms.csv``, the lmms-eval task, logs and
-samples under ``WORKDIR/lmms/``, and the server log ``WORKDIR/vllm.log``.
+samples under ``WORKDIR/lmms/``, ``verifier/run_rollout.py``'s rows with each backend under
+``WORKDIR/cli/``, and the server log ``WORKDIR/vllm.log``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.errors import run_cli
 from benchmeasure.verifier.cpu_model import prepare_model
-from benchmeasure.verifier.cpu_run import run_chain
+from benchmeasure.verifier.cpu_run import command_line_rollouts, run_chain
 from benchmeasure.verifier.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
 
@@ -58,11 +59,12 @@ def main(argv=None) -> int:
             ready = time.monotonic()
             print(f"vLLM serving {', '.join(plan.names)} at {plan.url} ({ready - prepared:.0f} s)", file=sys.stderr)
             report = run_chain(panel, plan.url, args.workdir, args.n_trials)
+            cli_seconds = command_line_rollouts(args.panel, report, args.workdir, args.n_trials)
     except RuntimeError as exc:  # server failed to start, or lmms-eval failed
         print(f"error: {' '.join(str(exc).split())[:2000]}", file=sys.stderr)
         return 1
     report_timings = report["timings_s"]
-    report_timings.update({"model_s": prepared - start, "server_start_s": ready - prepared,
+    report_timings.update({**cli_seconds, "model_s": prepared - start, "server_start_s": ready - prepared,
                            "total_s": time.monotonic() - start})
     print(f"done: {len(report['rows_direct'])} direct rows, {len(report['rows_lmms'])} lmms-eval rows; "
           + ", ".join(f"{k} {v:.0f}" for k, v in report_timings.items()), file=sys.stderr)

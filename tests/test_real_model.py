@@ -122,3 +122,17 @@ def test_calibration_annotates_each_valid_item_from_its_counts(run):
             assert math.isfinite(note["b_mean"]) and note["b_sd"] > 0
             b_min, b_max = report["b_range_assumed"]
             assert note["z"] == pytest.approx((note["b_mean"] - b_min) / (b_max - b_min))
+
+
+def test_the_command_line_gives_the_same_rows_with_either_backend(run):
+    workdir, report = run
+    greedy = {m.name for m in PANEL.models if m.temperature == 0}
+    valid = {v["item_id"] for v in report["validity"] if v["valid"]}
+    out = {}
+    for backend in ("direct", "lmms-eval"):
+        rows = (workdir / "cli" / f"rows_{backend}.csv").read_text()
+        raw = [json.loads(line) for line in open(workdir / "cli" / f"rows_{backend}.raw.jsonl")]
+        out[backend] = rows, [(r["model"], r["item_id"], r["trial"], r["correct"], r["response"].strip()) for r in raw]
+    assert out["lmms-eval"] == out["direct"]
+    assert {(m, i, t) for m, i, t, _, _ in out["direct"][1]} == {
+        (m, i, t) for m in greedy for i in valid for t in range(N_TRIALS)}

@@ -2,6 +2,7 @@
 and the direct rollout backend's script run against it."""
 
 import csv
+import importlib.util
 import json
 import math
 import subprocess
@@ -13,8 +14,10 @@ import pytest
 
 from benchmeasure.sim.server import serve
 from benchmeasure.sim.world import World, item_text
+from conftest import assert_rejected
 
 REPO = Path(__file__).resolve().parents[1]
+BENCHFILL_PYTHON = REPO / ".venv-benchfill" / "bin" / "python"
 
 
 @pytest.fixture
@@ -80,3 +83,63 @@ def test_run_rollout_script(server, tmp_path):
                           str(tmp_path / "none.jsonl"), "--panel", str(panel), "--benchmark", "aime24",
                           "--output", str(tmp_path / "x.csv")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and not (tmp_path / "x.csv").exists()
+
+
+def _rollout_cli(python, tmp_path, url, backend, *extra):
+    """run_rollout.py on two sure-to-be-right/wrong models (1PL abilities ±40 on b = 0 items)."""
+    panel = tmp_path / "sure_panel.toml"
+    panel.write_text(f'[[model]]\nname = "sure"\ntemperature = 1.0\nbase_url = "{url}"\n'
+                     f'[[model]]\nname = "never"\ntemperature = 1.0\nbase_url = "{url}"\n')
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"q{i}", "question": item_text(0.0, i, "x"), "answer": str(i)})
+                             + "\n" for i in range(2)))
+    out = tmp_path / f"rows_{backend}.csv"
+    done = subprocess.run([str(python), str(REPO / "verifier" / "run_rollout.py"), "--backend", backend,
+                           "--candidates", str(items), "--panel", str(panel), "--benchmark", "aime24",
+                           "--n-trials", "2", "--output", str(out), *extra], capture_output=True, text=True,
+                          timeout=600)
+    return done, out
+
+
+@pytest.fixture
+def sure_server():
+    srv, url = serve(World({"sure": 40.0, "never": -40.0}, seed=5))
+    yield url
+    srv.shutdown()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lmms_eval") is not None, reason="lmms-eval is installed here")
+def test_run_rollout_lmms_backend_without_lmms_eval_is_one_line_error(sure_server, tmp_path):
+    done, out = _rollout_cli(sys.executable, tmp_path, sure_server, "lmms-eval")
+    assert_rejected(done, "--backend lmms-eval needs lmms-eval", "not installed", ".venv-benchfill")
+    assert not out.exists() and not out.with_suffix(".raw.jsonl").exists()
+
+
+def test_run_rollout_backend_options_are_checked(sure_server, tmp_path):
+    done, out = _rollout_cli(sys.executable, tmp_path, sure_server, "direct", "--workdir", str(tmp_path / "w"))
+    assert_rejected(done, "--workdir applies to --backend lmms-eval only")
+    assert not out.exists()
+    done, _ = _rollout_cli(sys.executable, tmp_path, sure_server, "vllm")
+    assert done.returncode == 2 and "invalid choice: 'vllm'" in done.stderr
+    done, out = _rollout_cli(sys.executable, tmp_path, sure_server, "direct")  # the default backend, named
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().splitlines() == ["model,item_id,trial,correct", "sure,q0,0,1", "sure,q0,1,1",
+                                            "never,q0,0,0", "never,q0,1,0", "sure,q1,0,1", "sure,q1,1,1",
+                                            "never,q1,0,0", "never,q1,1,0"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not BENCHFILL_PYTHON.exists(),
+                    reason=".venv-benchfill is absent (bash scripts/setup_env.sh benchfill creates it)")
+def test_run_rollout_backends_write_the_same_rows(sure_server, tmp_path):
+    direct, direct_out = _rollout_cli(BENCHFILL_PYTHON, tmp_path, sure_server, "direct")
+    lmms, lmms_out = _rollout_cli(BENCHFILL_PYTHON, tmp_path, sure_server, "lmms-eval",
+                                  "--workdir", str(tmp_path / "lmms"))
+    assert direct.returncode == 0, direct.stderr
+    assert lmms.returncode == 0, lmms.stderr[-3000:]
+    assert lmms_out.read_text() == direct_out.read_text()  # rows named after the panel models, same order
+    raw = [json.loads(line) for line in open(lmms_out.with_suffix(".raw.jsonl"))]
+    assert [(r["model"], r["item_id"], r["trial"]) for r in raw] == [
+        (m, f"q{i}", t) for i in range(2) for m in ("sure", "never") for t in range(2)]
+    assert all(("\\boxed{" + r["item_id"][1:] + "}" in r["response"]) == bool(r["correct"]) for r in raw)
+    assert list((tmp_path / "lmms").glob("*/out/**/*samples_*.jsonl"))  # --workdir keeps lmms-eval's files

@@ -1,34 +1,46 @@
 #!/usr/bin/env python3
-"""Roll out candidate items on every panel model (direct backend) and write graded response rows.
+"""Roll out candidate items on every panel model and write graded response rows.
 
 Output: ``model,item_id,trial,correct`` CSV (what ``scripts/prepare_response_matrix.py`` and the
-online calibration read) plus a JSON Lines side file with each raw response.
+online calibration read) plus a JSON Lines side file with each raw response. Two backends give
+the same rows: ``direct`` (the ``openai`` SDK against each model's OpenAI-compatible server,
+``benchmeasure.verifier.rollouts``) and ``lmms-eval`` (the installed lmms-eval program with our
+task definition, ``benchmeasure.verifier.lmms_backend``; run from ``.venv-benchfill``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
+import importlib.util
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.files import atomic_write
+from benchmeasure.files import atomic_write, read_jsonl_objects
 from benchmeasure.llm_client import LLMCallError, LLMClient
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.grading import KINDS, kind_for
+from benchmeasure.verifier.lmms_backend import LmmsEvalError, LmmsRollouts, default_executable
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.rollouts import DirectRollouts
+
+BACKENDS = ("direct", "lmms-eval")
 
 EXAMPLES = """examples:
   python verifier/run_rollout.py --candidates items.jsonl --panel verifier/panels/paper.toml \\
       --benchmark aime24 --output rows.csv
   python verifier/run_rollout.py --candidates items.jsonl --panel panel.toml --benchmark bbh_3obj \\
       --n-trials 4 --output rows.csv --raw-output raw.jsonl
+  .venv-benchfill/bin/python verifier/run_rollout.py --backend lmms-eval --candidates items.jsonl \
+      --panel panel.toml --benchmark aime24 --output rows.csv --workdir lmms_run/
 """
 
 
@@ -36,24 +48,12 @@ def read_candidates(path: str, benchmark: str) -> list:
     if not Path(path).is_file():
         fail(f"{path}: candidates file not found")
     out, seen = [], set()
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                fail(f"{path}: line {line} is not valid JSON ({exc.msg})")
-            if not isinstance(record, dict):
-                fail(f"{path}: line {line} is not a JSON object")
-            for key in ("item_id", "question", "answer"):
-                if key not in record:
-                    fail(f"{path}: line {line} has no field {key!r}")
-            item = str(record["item_id"])
-            if item in seen:
-                fail(f"{path}: line {line}: item_id {item!r} appears twice")
-            seen.add(item)
-            out.append(Candidate(item, str(record["question"]), str(record["answer"]), benchmark))
+    for line, record in read_jsonl_objects(path, ("item_id", "question", "answer")):
+        item = str(record["item_id"])
+        if item in seen:
+            fail(f"{path} line {line}: item_id {item!r} appears twice")
+        seen.add(item)
+        out.append(Candidate(item, str(record["question"]), str(record["answer"]), benchmark))
     if not out:
         fail(f"{path}: no candidates")
     return out
@@ -64,6 +64,38 @@ async def collect(candidates, backend) -> list:
         return await asyncio.gather(*(backend.for_candidate(c) for c in candidates))
     finally:
         await backend.client.close()
+
+
+def lmms_eval_program() -> str:
+    """The ``lmms-eval`` program beside this interpreter (or on PATH); one-line error when absent."""
+    program = default_executable()
+    if importlib.util.find_spec("lmms_eval") is None or shutil.which(program) is None:
+        fail(f"--backend lmms-eval needs lmms-eval, which is not installed for {sys.executable}: run with "
+             ".venv-benchfill/bin/python (bash scripts/setup_env.sh benchfill installs it)")
+    return program
+
+
+def run_direct(candidates, models, n_trials: int, kind: str, args) -> list:
+    client = LLMClient(args.concurrency, args.timeout, args.retries)
+    backend = DirectRollouts(client, models, n_trials, kind)
+    try:
+        return asyncio.run(collect(candidates, backend))
+    except LLMCallError as exc:
+        fail(str(exc))
+
+
+def run_lmms_eval(candidates, models, n_trials: int, kind: str, args, program: str) -> list:
+    """lmms-eval once per model in ``--workdir`` (default: a temporary folder, removed afterwards)."""
+    for model in models:
+        model.resolve_base_url()  # a model without an endpoint fails before any run
+    with contextlib.ExitStack() as stack:
+        workdir = args.workdir or stack.enter_context(tempfile.TemporaryDirectory(prefix="run_rollout_lmms_"))
+        backend = LmmsRollouts(models, n_trials, kind, Path(workdir), executable=program,
+                               num_concurrent=args.concurrency)
+        try:
+            return backend.run(candidates)
+        except LmmsEvalError as exc:
+            fail(str(exc))
 
 
 def main(argv=None) -> int:
@@ -77,10 +109,18 @@ def main(argv=None) -> int:
     parser.add_argument("--models", help="comma-separated subset of panel models")
     parser.add_argument("--output", required=True, help="CSV of model,item_id,trial,correct")
     parser.add_argument("--raw-output", help="JSON Lines of raw responses (default: OUTPUT with .raw.jsonl)")
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
-    parser.add_argument("--retries", type=int, default=6)
+    parser.add_argument("--backend", choices=BACKENDS, default="direct",
+                        help="direct: the openai SDK (default); lmms-eval: the installed lmms-eval program "
+                             "(run from .venv-benchfill). Both write the same rows")
+    parser.add_argument("--workdir", help="lmms-eval only: keep its task, items, logs and samples here "
+                                          "(default: a temporary folder, removed afterwards)")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="requests in flight (lmms-eval: its num_concurrent, per model)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per request (direct)")
+    parser.add_argument("--retries", type=int, default=6, help="retries per request (direct)")
     args = parser.parse_args(argv)
+    if args.workdir and args.backend != "lmms-eval":
+        fail("--workdir applies to --backend lmms-eval only")
     panel = load_panel(args.panel)
     models = list(panel.models)
     if args.models:
@@ -93,13 +133,12 @@ def main(argv=None) -> int:
     if args.concurrency < 1 or args.retries < 0 or args.timeout <= 0:
         fail("--concurrency >= 1, --retries >= 0 and --timeout > 0 are required")
     kind = args.kind or kind_for(args.benchmark)
+    program = lmms_eval_program() if args.backend == "lmms-eval" else None  # the wrong interpreter fails first
     candidates = read_candidates(args.candidates, args.benchmark)
-    client = LLMClient(args.concurrency, args.timeout, args.retries)
-    backend = DirectRollouts(client, models, n_trials, kind)
-    try:
-        results = asyncio.run(collect(candidates, backend))
-    except LLMCallError as exc:
-        fail(str(exc))
+    if program:
+        results = run_lmms_eval(candidates, models, n_trials, kind, args, program)
+    else:
+        results = run_direct(candidates, models, n_trials, kind, args)
     raw = args.raw_output or str(Path(args.output).with_suffix(".raw.jsonl"))
     with atomic_write(args.output) as rows, atomic_write(raw) as side:
         writer = csv.writer(rows, lineterminator="\n")
@@ -109,8 +148,8 @@ def main(argv=None) -> int:
                 writer.writerow([r.model, candidate.item_id, r.trial, r.correct])
                 side.write(json.dumps({"model": r.model, "item_id": candidate.item_id, "trial": r.trial,
                                        "correct": r.correct, "response": r.response}, ensure_ascii=False) + "\n")
-    print(f"{sum(len(r) for r in results)} rows for {len(candidates)} items x {len(models)} models -> {args.output}",
-          file=sys.stderr)
+    print(f"{sum(len(r) for r in results)} rows for {len(candidates)} items x {len(models)} models "
+          f"({args.backend}) -> {args.output}", file=sys.stderr)
     return 0
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Roll out candidate items on the verifier panel (direct backend: OpenAI-compatible servers) and
-# write model,item_id,trial,correct rows plus raw responses. Arguments go to verifier/run_rollout.py:
+# Roll out candidate items on the verifier panel and write model,item_id,trial,correct rows plus
+# raw responses; --backend direct (default, openai SDK) or lmms-eval. Args go to verifier/run_rollout.py:
 #
 #   bash verifier/run_rollout.sh --candidates items.jsonl --panel verifier/panels/paper.toml \
-#       --benchmark aime24 --output rows.csv
+#       --benchmark aime24 --output rows.csv [--backend lmms-eval]
 #
 # Endpoints and keys come from env.local (sourced when present). BENCHFILL_PYTHON picks the interpreter.
 set -euo pipefail

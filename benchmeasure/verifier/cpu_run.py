@@ -19,6 +19,8 @@ arithmetic items of our own go through
 Everything lands in ``WORKDIR/report.json`` (plus ``rows_direct.csv``/``rows_lmms.csv``):
 the test ``tests/test_real_model.py`` checks it, notably that the two backends give the same
 rows for the temperature-0 model, whose replies vLLM on CPU repeats exactly.
+:func:`command_line_rollouts` then runs the user's command, ``verifier/run_rollout.py``, with
+each ``--backend`` on that model (``WORKDIR/cli/``), for the same check through the CLI.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import asyncio
 import csv
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +41,7 @@ from benchmeasure.files import atomic_write, package_versions
 from benchmeasure.llm_client import Endpoint, LLMClient, MalformedReply
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.lmms_backend import LmmsRollouts
+from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.rollouts import DirectRollouts
 from benchmeasure.verifier.validity import confirmed_by_solve, static_checks
 
@@ -130,6 +135,38 @@ def _split(models) -> tuple[list, list]:
     """
     greedy = [m for m in models if m.temperature == 0]
     return greedy, [m for m in models if m.temperature != 0]
+
+
+def command_line_rollouts(panel_path, report: dict, workdir: Path, n_trials: int) -> dict:
+    """Run ``verifier/run_rollout.py`` once per backend on the valid items, temperature-0 models only.
+
+    One request at a time (``--concurrency 1``, see :func:`_split`), so both backends' rows and
+    responses must be identical. Writes ``WORKDIR/cli/rows_<backend>.csv`` (+ ``.raw.jsonl``)
+    and returns ``{backend: seconds}``. Raises RuntimeError when either run fails.
+    """
+    folder = Path(workdir) / "cli"
+    folder.mkdir(parents=True, exist_ok=True)
+    items = folder / "items.jsonl"
+    with atomic_write(items) as handle:
+        for v in report["validity"]:
+            if v["valid"]:
+                handle.write(json.dumps({"item_id": v["item_id"], "question": v["question"],
+                                         "answer": v["answer"]}) + "\n")
+    greedy = [m.name for m in _split(load_panel(panel_path).models)[0]]
+    script = Path(__file__).resolve().parents[2] / "verifier" / "run_rollout.py"
+    seconds = {}
+    for backend in ("direct", "lmms-eval"):
+        argv = [sys.executable, str(script), "--backend", backend, "--candidates", str(items), "--panel",
+                str(panel_path), "--benchmark", BENCHMARK, "--models", ",".join(greedy), "--n-trials",
+                str(n_trials), "--concurrency", "1", "--output", str(folder / f"rows_{backend}.csv")]
+        if backend == "lmms-eval":
+            argv += ["--workdir", str(folder / "lmms")]
+        start = time.monotonic()
+        done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise RuntimeError(f"run_rollout.py --backend {backend} exited {done.returncode}: {done.stderr[-2000:]}")
+        seconds[f"cli_{backend}_s"] = time.monotonic() - start
+    return seconds
 
 
 def run_chain(panel, base_url: str, workdir: Path, n_trials: int = 3) -> dict:

@@ -147,7 +147,7 @@ def run_lmms(candidates, model, kind: str, n_trials: int, workdir: Path, base_ur
     LmmsEvalError
         Non-zero exit, time-out, or no sample log; the message carries the log's tail.
     """
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()  # lmms-eval runs with cwd=workdir: the paths it gets must be absolute
     tasks = write_task(workdir, item_documents(candidates, kind), model, n_trials)
     out = workdir / "out"
     argv = lmms_command(executable or default_executable(), tasks, model.name, base_url or model.resolve_base_url(),
