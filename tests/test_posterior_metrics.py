@@ -64,7 +64,6 @@ def _netcdf(path, draws):
 
 
 def test_reads_netcdf(tmp_path):
-    pytest.importorskip("h5netcdf", reason="writing NetCDF needs h5netcdf or netCDF4, not in requirements_irt.txt")
     draws = np.random.default_rng(2).normal(size=(2, 5, 4))
     _netcdf(tmp_path / "p.nc", draws)
     items, b = read_posterior_b(tmp_path / "p.nc")
