@@ -40,28 +40,181 @@ def _variables(idata, var_names):
     return names
 
 
+def _average_ranks(rows: np.ndarray) -> np.ndarray:
+    """Ranks 1 … n within each row, ties sharing their average rank (scipy's ``method="average"``)."""
+    n_rows, size = rows.shape
+    order = np.argsort(rows, axis=1)
+    ordered = np.take_along_axis(rows, order, axis=1)
+    ranked = np.broadcast_to(np.arange(1.0, size + 1.0), (n_rows, size))
+    tied = ordered[:, 1:] == ordered[:, :-1]  # tied[r, k]: sorted positions k and k+1 of row r are equal
+    if tied.any():
+        ranked = ranked.copy()
+        rows_idx, pos = np.nonzero(tied)  # row-major: grouped by row, increasing positions
+        # a run of ties starts where the previous tie is not the immediately preceding pair of the same row
+        starts = np.ones(pos.size, dtype=bool)
+        starts[1:] = (rows_idx[1:] != rows_idx[:-1]) | (pos[1:] != pos[:-1] + 1)
+        run = np.cumsum(starts) - 1
+        first = pos[starts]                                   # first sorted position of each run
+        last = np.zeros(first.size, dtype=int)
+        np.maximum.at(last, run, pos + 1)                     # last sorted position of each run
+        run_rows = rows_idx[starts]
+        average = (first + last) / 2.0 + 1.0
+        lengths = last - first + 1
+        which = np.repeat(np.arange(first.size), lengths)
+        offsets = np.arange(which.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        ranked[run_rows[which], first[which] + offsets] = average[which]
+    ranks = np.empty((n_rows, size))
+    np.put_along_axis(ranks, order, ranked, axis=1)
+    return ranks
+
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Rank-normalize each parameter over its chains and draws (x: (P, chains, draws), C-contiguous)."""
+    from scipy import special
+
+    n_params, chains, draws = x.shape
+    size = chains * draws
+    ranks = _average_ranks(x.reshape(n_params, size))
+    return special.ndtri((ranks - 3 / 8) / (size - 2 * 3 / 8 + 1)).reshape(x.shape)
+
+
+def _split_chains(x: np.ndarray) -> np.ndarray:
+    """(P, chains, draws) → (P, 2·chains, draws // 2): first and last halves as separate chains."""
+    half = x.shape[2] // 2
+    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half:]], axis=1)
+
+
+def _rhat_basic(x: np.ndarray) -> np.ndarray:
+    n = x.shape[2]
+    chain_mean = x.mean(axis=2)
+    chain_var = x.var(axis=2, ddof=1)
+    between = n * chain_mean.var(axis=1, ddof=1)
+    within = chain_var.mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((between / within + n - 1) / n)
+
+
+def _by_parameter(x) -> np.ndarray:
+    """(chains, draws, P) → C-contiguous (P, chains, draws) floats."""
+    return np.ascontiguousarray(np.moveaxis(np.asarray(x, dtype=float), 2, 0))
+
+
+def rhat_rank(x: np.ndarray) -> np.ndarray:
+    """Rank-normalized split R-hat (max of bulk and folded), per parameter of x: (chains, draws, P).
+
+    The same figure as ``arviz.rhat(..., method="rank")`` (Vehtari et al. 2021), vectorized
+    over parameters. NaN with fewer than 2 chains or 4 draws, or non-finite draws.
+    """
+    x = _by_parameter(x)
+    out = np.full(x.shape[0], np.nan)
+    if x.shape[1] < 2 or x.shape[2] < 4:
+        return out
+    ok = np.all(np.isfinite(x), axis=(1, 2))
+    if not ok.any():
+        return out
+    split = _split_chains(x[ok])
+    bulk = _rhat_basic(_z_scale(split))
+    folded = np.abs(split - np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None])
+    tail = _rhat_basic(_z_scale(folded))
+    out[ok] = np.maximum(bulk, tail)
+    return out
+
+
+def _ess_geyer(x: np.ndarray) -> np.ndarray:
+    """Effective sample size by Geyer's initial monotone sequence, per parameter of x: (P, chains, draws)."""
+    from scipy.fft import irfft, next_fast_len, rfft
+
+    n_params, n_chain, n_draw = x.shape
+    m = next_fast_len(2 * n_draw)
+    centered = x - x.mean(axis=2, keepdims=True)
+    spectrum = rfft(centered, n=m, axis=2)
+    spectrum *= np.conjugate(spectrum)
+    acov = irfft(spectrum, n=m, axis=2)[:, :, :n_draw] / n_draw
+    mean_acov = np.ascontiguousarray(acov.mean(axis=1).T)  # (n_draw, P)
+    chain_mean = x.mean(axis=2)
+    mean_var = mean_acov[0] * n_draw / (n_draw - 1.0)
+    var_plus = mean_var * (n_draw - 1.0) / n_draw
+    if n_chain > 1:
+        var_plus = var_plus + chain_mean.var(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.zeros((n_draw, n_params))
+        even = np.ones(n_params)
+        odd = 1.0 - (mean_var - mean_acov[1]) / var_plus
+        rho[0] = 1.0
+        rho[1] = odd
+        t = 1
+        t_end = np.ones(n_params, dtype=int)
+        active = (t < n_draw - 3) & (even + odd > 0.0)
+        while active.any():  # Geyer's initial positive sequence, all parameters in step
+            new_even = 1.0 - (mean_var - mean_acov[t + 1]) / var_plus
+            new_odd = 1.0 - (mean_var - mean_acov[t + 2]) / var_plus
+            even = np.where(active, new_even, even)
+            odd = np.where(active, new_odd, odd)
+            keep = active & (even + odd >= 0)
+            rho[t + 1] = np.where(keep, even, rho[t + 1])
+            rho[t + 2] = np.where(keep, odd, rho[t + 2])
+            t += 2
+            t_end = np.where(active, t, t_end)
+            active = active & (t < n_draw - 3) & (even + odd > 0.0)
+        max_t = t_end - 2
+        cols = np.arange(n_params)
+        improve = even > 0
+        rho[max_t[improve] + 1, cols[improve]] = even[improve]
+        t = 1
+        while t <= max_t.max() - 2:  # Geyer's initial monotone sequence
+            sel = t <= max_t - 2
+            bump = sel & ((rho[t + 1] + rho[t + 2]) > (rho[t - 1] + rho[t]))
+            avg = (rho[t - 1] + rho[t]) / 2.0
+            rho[t + 1] = np.where(bump, avg, rho[t + 1])
+            rho[t + 2] = np.where(bump, avg, rho[t + 2])
+            t += 2
+        lags = np.arange(n_draw)[:, None]
+        head = np.where(lags < max_t + 1, rho, 0.0).sum(axis=0)
+        next_one = np.where(lags == max_t + 1, rho, 0.0).sum(axis=0)
+        total = n_chain * n_draw
+        tau = np.maximum(-1.0 + 2.0 * head + next_one, 1 / np.log10(total))
+        ess = total / tau
+    ess[np.isnan(rho).any(axis=0)] = np.nan
+    return ess
+
+
+def ess_bulk(x: np.ndarray) -> np.ndarray:
+    """Bulk effective sample size per parameter of x: (chains, draws, P).
+
+    The same figure as ``arviz.ess(..., method="bulk")`` (rank-normalized split chains,
+    Geyer's initial monotone sequence), vectorized over parameters.
+    """
+    x = _by_parameter(x)
+    out = np.full(x.shape[0], np.nan)
+    if x.shape[2] < 4:
+        return out
+    ok = np.all(np.isfinite(x), axis=(1, 2))
+    spread = np.ptp(np.where(np.isfinite(x), x, 0.0).reshape(x.shape[0], -1), axis=1)
+    constant = ok & (spread < np.finfo(float).resolution)
+    varying = ok & ~constant
+    out[constant] = x.shape[1] * (x.shape[2] // 2) * 2
+    if varying.any():
+        out[varying] = _ess_geyer(_z_scale(_split_chains(x[varying])))
+    return out
+
+
 def per_parameter(idata, var_name: str) -> dict:
     """Posterior mean, sd, split R-hat (rank-normalized) and bulk ESS of each element of ``var_name``.
 
     Returns a dict of flat NumPy arrays ``mean``, ``sd``, ``r_hat``, ``ess_bulk`` (one entry
-    per element, in the variable's order). R-hat is NaN with a single chain.
+    per element, in the variable's order); the R-hat and ESS are ArviZ's definitions
+    (:func:`rhat_rank`, :func:`ess_bulk`). R-hat is NaN with a single chain.
     """
-    import arviz as az
-
     draws = _posterior(idata)[var_name]
-    values = np.asarray(draws.values, dtype=float)  # (chain, draw, *shape)
+    dims = [d for d in draws.dims if d not in ("chain", "draw")]
+    values = np.asarray(draws.transpose("chain", "draw", *dims).values, dtype=float)
     n_chains, n_draws = values.shape[:2]
     flat = values.reshape(n_chains, n_draws, -1)
-    ess = np.asarray(az.ess(idata, var_names=[var_name], method="bulk")[var_name].values, dtype=float).ravel()
-    if n_chains > 1 or n_draws >= 4:
-        r_hat = np.asarray(az.rhat(idata, var_names=[var_name])[var_name].values, dtype=float).ravel()
-    else:
-        r_hat = np.full(flat.shape[2], np.nan)
     return {
         "mean": flat.mean(axis=(0, 1)),
         "sd": flat.std(axis=(0, 1), ddof=1) if n_chains * n_draws > 1 else np.full(flat.shape[2], np.nan),
-        "r_hat": r_hat,
-        "ess_bulk": ess,
+        "r_hat": rhat_rank(flat),
+        "ess_bulk": ess_bulk(flat),
     }
 
 
@@ -70,7 +223,8 @@ def _finite_or_none(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | None = None) -> dict:
+def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | None = None,
+                          stats: dict | None = None) -> dict:
     """Convergence and cost of a posterior sample (any ArviZ DataTree from PyMC, nutpie or numpyro).
 
     Parameters
@@ -82,6 +236,8 @@ def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | Non
         Variables to check (default: every posterior variable).
     sampling_time_s : float, optional
         Seconds spent sampling; adds ``min_ess_bulk_per_s``.
+    stats : dict, optional
+        ``{name: per_parameter(idata, name)}`` already computed, to avoid doing it twice.
 
     Returns
     -------
@@ -100,16 +256,16 @@ def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | Non
     max_r_hat, worst_r_hat = -np.inf, None
     min_ess, worst_ess = np.inf, None
     for name in names:
-        stats = per_parameter(idata, name)
+        st = stats[name] if stats is not None and name in stats else per_parameter(idata, name)
         labels = _labels(posterior[name])
-        if np.any(np.isfinite(stats["r_hat"])):
-            k = int(np.nanargmax(stats["r_hat"]))
-            if stats["r_hat"][k] > max_r_hat:
-                max_r_hat, worst_r_hat = float(stats["r_hat"][k]), labels[k]
-        if stats["ess_bulk"].size and np.any(np.isfinite(stats["ess_bulk"])):
-            k = int(np.nanargmin(stats["ess_bulk"]))
-            if stats["ess_bulk"][k] < min_ess:
-                min_ess, worst_ess = float(stats["ess_bulk"][k]), labels[k]
+        if np.any(np.isfinite(st["r_hat"])):
+            k = int(np.nanargmax(st["r_hat"]))
+            if st["r_hat"][k] > max_r_hat:
+                max_r_hat, worst_r_hat = float(st["r_hat"][k]), labels[k]
+        if st["ess_bulk"].size and np.any(np.isfinite(st["ess_bulk"])):
+            k = int(np.nanargmin(st["ess_bulk"]))
+            if st["ess_bulk"][k] < min_ess:
+                min_ess, worst_ess = float(st["ess_bulk"][k]), labels[k]
     sample_stats = _sample_stats(idata)
     divergences = 0
     steps = None

@@ -257,9 +257,10 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         sampling_time = float(reported) if reported else total
         compile_time = max(total - sampling_time, 0.0)
     idata = _keep(idata, ["theta", "b"])
-    diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=sampling_time)
     b_stats = per_parameter(idata, "b")
     theta_stats = per_parameter(idata, "theta")
+    diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=sampling_time,
+                                        stats={"theta": theta_stats, "b": b_stats})
     diagnostics["compile_time_s"] = compile_time
     diagnostics["wall_time_s"] = time.perf_counter() - wall_start
     return FitResult(
