@@ -344,3 +344,15 @@ def test_progress_bar_on_a_terminal_and_quiet_silences_it(matrix_file, tmp_path)
     assert "sampling [" in text and "divergences" in text
     code, text = stderr_on_a_tty("--quiet")
     assert code == 0 and "sampling [" not in text
+
+
+@pytest.mark.slow
+def test_pymc_sampler_through_the_command_line(matrix_file, tmp_path):
+    out = tmp_path / "out"
+    result = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", out, "--sampler", "pymc", "--chains", 2,
+                 "--tune", 100, "--draws", 100, "--seed", 4, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert all(line.startswith("warning:") for line in result.stderr.splitlines()), result.stderr
+    d = json.loads((out / "diagnostics.json").read_text())
+    assert d["settings"]["sampler"] == "pymc" and d["max_r_hat"] is not None
+    assert len(read_rows(out / "difficulty.csv")) == 13

@@ -108,3 +108,19 @@ def test_pytensor_op_and_elementwise_graph_agree(name):
         assert value == pytest.approx(outs[0][0], rel=1e-10)
         np.testing.assert_allclose(grad_theta, outs[0][1], rtol=1e-8, atol=1e-8)
         np.testing.assert_allclose(grad_b, outs[0][2], rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("n_trials", [1, 2, 31, 1500])  # 1500: beyond the blocked guessing path
+def test_guessing_value_and_gradient_for_any_number_of_trials(n_trials):
+    rng = np.random.default_rng(n_trials)
+    theta, b = rng.normal(size=4) * 3, rng.normal(size=9) * 3
+    g = np.linspace(0.0, 0.5, 9)
+    counts = simulate_counts(theta, b, n_trials, seed=2, guessing=g)
+    data = LoglikData(counts, n_trials, g)
+    value, grad_theta, grad_b = data(theta, b)
+    assert value == pytest.approx(log_likelihood(counts, n_trials, theta[:, None] - b[None, :], g).sum(), rel=1e-12)
+    eps = 1e-6
+    fd = (data(theta, b + eps * np.eye(9)[4])[0] - data(theta, b - eps * np.eye(9)[4])[0]) / (2 * eps)
+    assert fd == pytest.approx(grad_b[4], rel=1e-5, abs=1e-4 * n_trials)
+    fd = (data(theta + eps * np.eye(4)[1], b)[0] - data(theta - eps * np.eye(4)[1], b)[0]) / (2 * eps)
+    assert fd == pytest.approx(grad_theta[1], rel=1e-5, abs=1e-4 * n_trials)

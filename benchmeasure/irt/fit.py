@@ -17,6 +17,8 @@ uncertainty (sd, R-hat and ESS are NaN).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import os
 import sys
@@ -248,10 +250,11 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         if sampler == "numpyro":
             kwargs["nuts_sampler_kwargs"] = {"chain_method": "parallel" if cores > 1 else "sequential"}
         sample_start = time.perf_counter()
-        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
-                          target_accept=float(target_accept), nuts_sampler=sampler, model=model,
-                          progressbar=progress, compute_convergence_checks=False, var_names=["theta", "b"],
-                          **kwargs)
+        with _quiet_logger("pymc", quiet=not progress):
+            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
+                              target_accept=float(target_accept), nuts_sampler=sampler, model=model,
+                              progressbar=progress, compute_convergence_checks=False, var_names=["theta", "b"],
+                              **kwargs)
         total = time.perf_counter() - sample_start
         reported = idata["posterior"].attrs.get("sampling_time")
         sampling_time = float(reported) if reported else total
@@ -333,6 +336,19 @@ def _keep(idata, names):
     if extra:
         idata["posterior"] = posterior.drop_vars(extra)
     return idata
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str, quiet: bool):
+    """Silence a library's informational log lines (PyMC's "Initializing NUTS…") unless showing progress."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _available_cpus() -> int:

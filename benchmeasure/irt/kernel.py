@@ -119,6 +119,67 @@ def _guessing_terms(theta, b, y, g, log_g_pos, grad_theta, grad_b):
     return total
 
 
+@numba.njit(cache=True, fastmath=_FLAGS, error_model="numpy")
+def _guessing_rowwise(theta, b, y, g, log_g_pos, n_trials, grad_theta, grad_b):
+    """Σ Y·log1p(g·e^(−η)) and its gradient (added into the buffers), without a log per cell.
+
+    With x = g·e^(−η) = g·e^(−θ_j)·e^(b_i): log1p(x) = log(1 + x) for x ≤ 1, and
+    (log g − η) + log(1 + 1/x) for x > 1; the first part of the second case is linear in
+    θ and b, and (1 + w)^Y with w = min(x, 1/x) ∈ [0, 1] is at most 2^K, so a block of
+    ⌊1000/K⌋ cells can be multiplied before one log is taken. (1 + w)^Y is formed by
+    binary exponentiation over the bits of K. Only for |θ| + |b| < 600 (caller checks).
+    """
+    m = theta.shape[0]
+    n = b.shape[0]
+    k = int(n_trials)
+    n_bits = 0
+    while (1 << n_bits) <= k:
+        n_bits += 1
+    block = max(1, 1000 // max(k, 1))
+    e_mb = np.exp(b)
+    inv_g = np.zeros(n)
+    for i in range(n):
+        if g[i] > 0.0:
+            inv_g[i] = 1.0 / g[i]
+    e_b = np.exp(-b)
+    dcol = np.zeros(n)
+    total = 0.0
+    for j in range(m):
+        th = theta[j]
+        ai = math.exp(-th)
+        a = math.exp(th)
+        linear = 0.0
+        logs = 0.0
+        drow = 0.0
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            prod = 1.0
+            for i in range(start, stop):
+                yy = y[j, i]
+                yf = float(yy)
+                x = g[i] * ai * e_mb[i]           # g·e^(−η)
+                xi = inv_g[i] * a * e_b[i]         # 1/x (0 where g = 0, then unused)
+                big = x > 1.0
+                w = xi if big else x
+                linear += yf * (log_g_pos[i] - th + b[i]) if big else 0.0
+                base = 1.0 + w
+                power = 1.0
+                for bit in range(n_bits):
+                    power *= base if (yy >> bit) & 1 else 1.0
+                    base *= base
+                prod *= power
+                q = 1.0 / (1.0 + w)
+                d = yf * (q if big else w * q)     # Y·x/(1 + x)
+                drow += d
+                dcol[i] += d
+            logs += math.log(prod)
+        total += linear + logs
+        grad_theta[j] -= drow
+    for i in range(n):
+        grad_b[i] += dcol[i]
+    return total
+
+
 @numba.njit(cache=True, error_model="numpy")
 def loglik_and_grad(theta, b, y, row_sums, col_sums, n_trials, g, log_g_pos, has_guessing, constant):
     """ℓ(θ, b) and its gradient (see the module docstring); returns (ℓ, ∂ℓ/∂θ, ∂ℓ/∂b)."""
@@ -141,7 +202,10 @@ def loglik_and_grad(theta, b, y, row_sums, col_sums, n_trials, g, log_g_pos, has
         value -= b[i] * col_sums[i]
         grad_b[i] = n_trials * sig_col[i] - col_sums[i]
     if has_guessing:
-        value += _guessing_terms(theta, b, y, g, log_g_pos, grad_theta, grad_b)
+        if bound < SAFE_RANGE and n_trials <= 1000:
+            value += _guessing_rowwise(theta, b, y, g, log_g_pos, n_trials, grad_theta, grad_b)
+        else:
+            value += _guessing_terms(theta, b, y, g, log_g_pos, grad_theta, grad_b)
     return value, grad_theta, grad_b
 
 
