@@ -7,8 +7,8 @@ matrix through :func:`benchmeasure.responses.assemble_matrix`, the same checks a
 messages as the CSV path. ``item_id`` is the harness's ``doc_id`` (the position in the
 evaluated item pool), ``trial`` the repeat index.
 
-Formats, checked against the installed versions lmms-eval 0.7.3 and
-lm-evaluation-harness (``lm-eval``) 0.4.13 on logs they wrote (``tests/fixtures/harness_logs``):
+Formats, checked against the installed versions lmms-eval 0.7.3, lm-evaluation-harness
+(``lm-eval``) 0.4.13 and lighteval 0.13.0 on logs they wrote (``tests/fixtures/harness_logs``):
 
 - lmms-eval: ``OUT/<model>/<date>_samples_<task>.jsonl`` beside ``<date>_results.json``;
   one line per document with ``doc_id``, ``target``, ``filtered_resps`` (a list: all
@@ -20,9 +20,14 @@ lm-evaluation-harness (``lm-eval``) 0.4.13 on logs they wrote (``tests/fixtures/
   ``target``, ``resps``, ``filtered_resps`` (``[[r1, …, rK]]`` under a ``take_first_k``
   filter), ``filter``, ``metrics`` (the metric names) and one value per metric. One filter
   is used (``filter_name``, default the first in the file), so no document counts twice.
-- lighteval (``details/<model>/<date>/details_<task>_<date>.parquet``) is not read: its
-  pinned release (0.13.0) cannot be installed beside lmms-eval (it pins ``nltk==3.9.1``),
-  so no real log could be produced to check a reader against (``docs/harness_logs.md``).
+- lighteval: ``OUT/details/<model>/<date>/details_<task>|<few-shot>_<date>.parquet`` (the model
+  name may hold a ``/``, e.g. ``openai/x``) beside ``OUT/results/<model>/results_<date>.json``
+  (``config_general.model_name``); one row per document, NOT in document order, with the
+  columns ``doc`` (``id`` = the document's index as a string, ``choices``, ``gold_index``,
+  ``num_samples``), ``metric`` (one value per metric, e.g. ``em``, ``avg@n:n=3``) and
+  ``model_response`` (``text``: the ``num_samples`` responses; ``text_post_processed``). A
+  request that failed after its retries, or whose first sample came back empty, is logged
+  as the one response ``""``; a row whose response count is not ``num_samples`` is rejected.
 
 Per-trial correctness: when a document holds K responses but a single metric value (lmms-eval
 with repeats does exactly this), each response is graded against ``target`` with the project's
@@ -45,10 +50,11 @@ from .files import read_jsonl_objects
 from .matrix import ResponseMatrix, check_n_trials
 from .responses import assemble_matrix, factorize
 
-HARNESSES = ("lmms-eval", "lm-eval")
+HARNESSES = ("lmms-eval", "lm-eval", "lighteval")
 FAILED_MARK = "[LMMS_EVAL_REQUEST_FAILED"
 _LMMS_SAMPLES = re.compile(r"^(?P<date>.+?)_samples_(?P<task>.+)\.jsonl$")
 _LM_EVAL_SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$")
+_LIGHTEVAL_DETAILS = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.parquet$")
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ class Sample:
     values : dict of str to object
         Every top-level key of the log line (metric values among them).
     line : int
-        Line number in the samples file (1-based).
+        Line number in the samples file (row number of a parquet file), 1-based.
     failed_request : str or None
         The first response that marks a failed lmms-eval request.
     """
@@ -132,7 +138,7 @@ def _pick(path: Path, pattern: re.Pattern, task: str | None) -> list:
         return [path]
     if not path.is_dir():
         fail(f"{path}: no such file or folder")
-    found = sorted(p for p in path.rglob("*.jsonl") if pattern.match(p.name)
+    found = sorted(p for p in path.rglob("*") if p.is_file() and pattern.match(p.name)
                    and (task is None or pattern.match(p.name).group("task") == task))
     return found
 
@@ -206,22 +212,97 @@ def read_lm_eval_log(path: Path, filter_name: str | None = None) -> HarnessLog:
     return HarnessLog("lm-eval", sample_file, model, task, samples)
 
 
-def _no_repeated_doc(path: Path, samples: list) -> None:
+def _read_parquet_rows(path: Path, columns: tuple) -> list:
+    """The rows of a parquet file as dicts (nested columns as dicts and lists); ``columns`` required."""
+    import pyarrow.parquet as pq  # only lighteval logs need it
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
+        fail(f"{path}: not a readable parquet file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
+    missing = [name for name in columns if name not in table.column_names]
+    if missing:
+        fail(f"{path}: no {missing[0]!r} column (columns: {', '.join(table.column_names)}; "
+             "is this a lighteval details file?)")
+    rows = table.to_pylist()
+    if not rows:
+        fail(f"{path}: no samples (empty log)")
+    return rows
+
+
+def _lighteval_target(where: str, doc: dict) -> str:
+    """``choices[gold_index]`` (several gold answers: their JSON list)."""
+    choices, gold = doc.get("choices"), doc.get("gold_index")
+    golds = gold if isinstance(gold, list) else [gold]
+    if not isinstance(choices, list) or not all(isinstance(g, int) and 0 <= g < len(choices) for g in golds):
+        fail(f"{where}: doc gold_index {gold!r} does not index its choices {choices!r}")
+    answers = [choices[g] for g in golds]
+    return answers[0] if len(answers) == 1 and isinstance(answers[0], str) else json.dumps(answers)
+
+
+def _lighteval_sample(path: Path, number: int, row: dict) -> Sample:
+    doc, metric, response = row.get("doc"), row.get("metric"), row.get("model_response")
+    if not isinstance(doc, dict) or not isinstance(response, dict) or not isinstance(metric, dict):
+        fail(f"{path} row {number}: doc, metric and model_response must be records")
+    doc_id = doc.get("id")
+    if not isinstance(doc_id, str) or not doc_id.isdigit():
+        fail(f"{path} row {number}: doc id must be a document index, got {doc_id!r}")
+    where = f"{path} row {number} (doc_id {int(doc_id)})"
+    texts = response.get("text_post_processed") or response.get("text") or []
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        fail(f"{where}: model_response text must be a list of strings, got {texts!r}")
+    wanted = doc.get("num_samples")
+    if texts and isinstance(wanted, int) and len(texts) != wanted:
+        fail(f"{where}: {len(texts)} response(s) logged for num_samples {wanted} (lighteval logs a request that "
+             "failed after its retries, or whose first sample came back empty, as one empty response); rerun it")
+    return Sample(int(doc_id), _lighteval_target(where, doc), tuple(texts), metric, number)
+
+
+def _lighteval_model(details: Path, date: str) -> str:
+    """``config_general.model_name`` of ``OUT/results/<model>/results_<date>.json``, else ``<model>`` of the path."""
+    parts = details.parent.parent.parts  # .../details/<model…>; details.parent is the <date> folder
+    if "details" not in parts:
+        return details.parent.parent.name
+    at = len(parts) - 1 - parts[::-1].index("details")
+    model = "/".join(parts[at + 1:]) or details.parent.parent.name
+    results = Path(*parts[:at]) / "results" / model / f"results_{date}.json"
+    try:
+        name = json.loads(results.read_text(encoding="utf-8"))["config_general"]["model_name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return model
+    return name if isinstance(name, str) and name else model
+
+
+def read_lighteval_log(path: Path) -> HarnessLog:
+    """One lighteval details log (the parquet file, or a folder holding exactly one)."""
+    details = _one_file(Path(path), _LIGHTEVAL_DETAILS, "lighteval")
+    match = _LIGHTEVAL_DETAILS.match(details.name)
+    rows = _read_parquet_rows(details, ("doc", "metric", "model_response"))
+    samples = [_lighteval_sample(details, number, row) for number, row in enumerate(rows, 1)]
+    _no_repeated_doc(details, samples, "row")
+    return HarnessLog("lighteval", details, _lighteval_model(details, match.group("date")), match.group("task"),
+                      samples)
+
+
+def _no_repeated_doc(path: Path, samples: list, unit: str = "line") -> None:
     seen: dict = {}
     for sample in samples:
         if sample.doc_id in seen:
-            fail(f"{path} line {sample.line}: doc_id {sample.doc_id} appears twice (also line {seen[sample.doc_id]})")
+            fail(f"{path} {unit} {sample.line}: doc_id {sample.doc_id} appears twice (also {unit} "
+                 f"{seen[sample.doc_id]})")
         seen[sample.doc_id] = sample.line
 
 
 def read_log(harness: str, path: Path, filter_name: str | None = None) -> HarnessLog:
-    """Dispatch on ``harness`` (``lmms-eval`` or ``lm-eval``)."""
-    if harness == "lmms-eval":
-        if filter_name is not None:
-            fail("--filter applies to lm-eval logs only (an lmms-eval log has one line per document)")
-        return read_lmms_log(path)
+    """Dispatch on ``harness`` (``lmms-eval``, ``lm-eval`` or ``lighteval``)."""
     if harness == "lm-eval":
         return read_lm_eval_log(path, filter_name)
+    if filter_name is not None and harness in HARNESSES:
+        fail(f"--filter applies to lm-eval logs only (a {harness} log has one record per document)")
+    if harness == "lmms-eval":
+        return read_lmms_log(path)
+    if harness == "lighteval":
+        return read_lighteval_log(path)
     fail(f"unknown harness {harness!r} (choose from {', '.join(HARNESSES)})")
 
 
@@ -268,8 +349,11 @@ def log_rows(log: HarnessLog, metric: str | None, n_trials: int, threshold: floa
         from .verifier.grading import grade  # imported only when grading (SymPy worker)
     single = [s for s in log.samples if len(s.responses) == 1]
     if n_trials > 1 and len(single) == len(log.samples):
-        hint = (" (lmms-eval logs every repeat only when the task has a take_first_k filter with k = repeats)"
-                if log.harness == "lmms-eval" else " (log all repeats with a take_first_k filter)")
+        hint = {"lmms-eval": " (lmms-eval logs every repeat only when the task has a take_first_k filter with "
+                             "k = repeats)",
+                "lm-eval": " (log all repeats with a take_first_k filter)",
+                "lighteval": " (lighteval samples K responses only for a metric that asks for them, e.g. "
+                             "avg@n with n = K)"}[log.harness]
         fail(f"{log.path}: every document has one response but --n-trials is {n_trials}{hint}")
     for sample in sorted(log.samples, key=lambda s: s.doc_id):  # item order = the pool's order
         where = f"{log.path} doc_id {sample.doc_id}"

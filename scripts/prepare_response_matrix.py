@@ -44,6 +44,8 @@ from evaluation-harness sample logs (item_id = the harness's doc_id, trial = rep
       --metric exact_match --filter first --n-trials 1 --output matrix.csv
   python3 scripts/prepare_response_matrix.py --from lmms-eval out/model-a out/model-b \
       --grade math --n-trials 3 --output matrix.csv --responses-out responses.csv
+  python3 scripts/prepare_response_matrix.py --from lighteval out/details/openai/model-a \
+      out/details/openai/model-b --grade math --n-trials 3 --output matrix.csv
   (a log with K responses per document but one metric value needs --grade KIND: each
   response is graded against the logged target with the project's graders)
 

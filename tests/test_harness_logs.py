@@ -1,7 +1,7 @@
 """benchmeasure/harness_logs.py through ``prepare_response_matrix.py --from``, on real harness logs.
 
-The fixtures under tests/fixtures/harness_logs were written by lmms-eval 0.7.3 and lm-eval 0.4.13
-against a real vLLM server (see its README); every error case runs on an edited copy.
+The fixtures under tests/fixtures/harness_logs were written by lmms-eval 0.7.3, lm-eval 0.4.13 and
+lighteval 0.13.0 against a real vLLM server (see its README); every error case runs on an edited copy.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from benchmeasure.harness_logs import binarize, read_lm_eval_log, read_lmms_log
+from benchmeasure.harness_logs import binarize, read_lighteval_log, read_lm_eval_log, read_lmms_log
 from benchmeasure.verifier.grading import grade
 from conftest import ROOT, assert_rejected, run_script
 
@@ -249,3 +251,183 @@ def test_malformed_line_is_located(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     result = prepare("--from", "lmms-eval", edited, "--grade", "math", "--n-trials", 3, "--output", tmp_path / "m.csv")
     assert_rejected(result, f"{path} line 3: not valid JSON")
+
+
+# ---------------------------------------------------------------- lighteval (parquet details)
+
+LIGHTEVAL_MODELS = ("smollm2-t07", "smollm2-t10")  # lighteval logs them as openai/<name>
+
+
+def lighteval(root, model):
+    """The model folder ``details/openai/<model>`` of a lighteval output folder ``root``."""
+    return root / "details" / "openai" / model
+
+
+LIGHTEVAL = FIX / "lighteval"
+
+
+def details_of(folder):
+    (path,) = folder.rglob("details_*.parquet")
+    return path, pq.read_table(path)
+
+
+def edit_details(folder, change):
+    """Rewrite the details file under ``folder`` with ``change(list_of_rows) -> list_of_rows`` (same schema)."""
+    path, table = details_of(folder)
+    pq.write_table(pa.Table.from_pylist(change(table.to_pylist()), schema=table.schema), path)
+    return path
+
+
+def copy_lighteval(tmp_path):
+    """A copy of the whole lighteval output folder (details and results, so model names stay)."""
+    return Path(shutil.copytree(LIGHTEVAL, tmp_path / "lighteval"))
+
+
+def test_lighteval_samples_are_graded_one_by_one(tmp_path):
+    out, rows = tmp_path / "m.csv", tmp_path / "rows.csv"
+    result = prepare("--from", "lighteval", *(lighteval(LIGHTEVAL, m) for m in LIGHTEVAL_MODELS), "--grade", "math",
+                     "--n-trials", 3, "--output", out, "--responses-out", rows)
+    assert result.returncode == 0, result.stderr
+    items, counts = read_matrix_csv(out)
+    assert items == ["0", "1", "2", "3"]
+    for model in LIGHTEVAL_MODELS:
+        _, table = details_of(lighteval(LIGHTEVAL, model))
+        records = table.to_pylist()
+        assert [r["doc"]["id"] for r in records] != items  # lighteval's row order is not the documents' order
+        records.sort(key=lambda r: int(r["doc"]["id"]))
+        texts = [r["model_response"]["text"] for r in records]
+        assert {len(t) for t in texts} == {3} and {r["doc"]["num_samples"] for r in records} == {3}
+        assert {isinstance(r["metric"]["avg@n:n=3"], float) for r in records} == {True}  # one value per document
+        expected = [sum(grade("math", t, r["doc"]["choices"][r["doc"]["gold_index"]]) for t in ts)
+                    for r, ts in zip(records, texts)]
+        assert counts[f"openai/{model}"] == expected
+    long = rows.read_text().splitlines()
+    assert len(long) - 1 == 2 * 4 * 3 and {line.split(",")[2] for line in long[1:]} == {"0", "1", "2"}
+
+
+def test_lighteval_model_name_and_paths(tmp_path):
+    path, _ = details_of(lighteval(LIGHTEVAL, LIGHTEVAL_MODELS[0]))
+    for given in (LIGHTEVAL / "details" / "openai" / LIGHTEVAL_MODELS[0], path.parent, path):
+        log = read_lighteval_log(given)
+        assert (log.model, log.task, log.path) == ("openai/smollm2-t07", "tiny_arith|0", path)
+    alone = tmp_path / "run" / path.parent.name  # no results file beside it: the folder name
+    shutil.copytree(path.parent, alone)
+    assert read_lighteval_log(alone).model == "run"
+
+
+def test_lighteval_metric_of_single_samples_binarized(tmp_path):
+    root = copy_lighteval(tmp_path)
+
+    def one_sample(records):  # as a task without a sampling metric logs it: one response, one value
+        for r in records:
+            r["doc"]["num_samples"] = 1
+            r["model_response"]["text"] = r["model_response"]["text"][:1]
+            r["model_response"]["text_post_processed"] = r["model_response"]["text_post_processed"][:1]
+            r["metric"]["avg@n:n=3"] = 0.7 if r["doc"]["id"] == "1" else 0.2
+        return records
+
+    edit_details(lighteval(root, LIGHTEVAL_MODELS[0]), one_sample)
+    for threshold, expected in (("0.5", [0, 1, 0, 0]), ("0.8", [0, 0, 0, 0])):
+        out = tmp_path / f"m{threshold}.csv"
+        result = prepare("--from", "lighteval", lighteval(root, LIGHTEVAL_MODELS[0]), "--metric", "avg@n:n=3",
+                         "--threshold", threshold, "--n-trials", 1, "--output", out)
+        assert result.returncode == 0, result.stderr
+        assert read_matrix_csv(out)[1]["openai/smollm2-t07"] == expected
+    result = prepare("--from", "lighteval", lighteval(root, LIGHTEVAL_MODELS[0]), "--grade", "math", "--n-trials", 3,
+                     "--output", tmp_path / "m.csv")
+    assert_rejected(result, "every document has one response but --n-trials is 3", "avg@n")
+
+
+LIGHTEVAL_CASES = {
+    "one metric value for 3 samples, no --grade": (
+        ["--metric", "em", "--n-trials", 3], ("doc_id 0", "3 responses but one 'em' value", "--grade")),
+    "unknown metric": (["--metric", "acc", "--n-trials", 3], ("doc_id 0", "no metric 'acc'", "avg@n:n=3, em")),
+    "trial count differs from --n-trials": (["--grade", "math", "--n-trials", 2],
+                                            ("has 3 trials, expected --n-trials 2",)),
+    "--filter on a lighteval log": (["--filter", "all", "--grade", "math", "--n-trials", 3],
+                                    ("--filter applies to lm-eval logs only",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIGHTEVAL_CASES))
+def test_lighteval_rejected(case, tmp_path):
+    args, fragments = LIGHTEVAL_CASES[case]
+    out = tmp_path / "m.csv"
+    result = prepare("--from", "lighteval", lighteval(LIGHTEVAL, LIGHTEVAL_MODELS[0]), *args, "--output", out,
+                     "--responses-out", tmp_path / "rows.csv")
+    line = assert_rejected(result, *fragments)
+    assert "--filter" in case or str(details_of(lighteval(LIGHTEVAL, LIGHTEVAL_MODELS[0]))[0]) in line
+    assert not out.exists() and not (tmp_path / "rows.csv").exists()
+
+
+def test_lighteval_same_model_twice_and_several_logs(tmp_path):
+    folder = lighteval(LIGHTEVAL, LIGHTEVAL_MODELS[0])
+    result = prepare("--from", "lighteval", folder, folder, "--grade", "math", "--n-trials", 3,
+                     "--output", tmp_path / "m.csv")
+    assert_rejected(result, "model 'openai/smollm2-t07' already comes from", "the same model twice")
+    result = prepare("--from", "lighteval", LIGHTEVAL / "details", "--grade", "math", "--n-trials", 3,
+                     "--output", tmp_path / "m.csv")
+    assert_rejected(result, "holds 2 lighteval sample logs", "give one file per model")
+
+
+def _set_text(doc_id, texts):
+    def change(records):
+        for r in records:
+            if r["doc"]["id"] == doc_id:
+                r["model_response"]["text"] = r["model_response"]["text_post_processed"] = texts
+        return records
+    return change
+
+
+def _set_doc(doc_id, **values):
+    def change(records):
+        for r in records:
+            if r["doc"]["id"] == doc_id:
+                r["doc"].update(values)
+        return records
+    return change
+
+
+LIGHTEVAL_EDITED = {
+    "document missing from one model's log": (
+        lambda rows: [r for r in rows if r["doc"]["id"] != "3"],
+        ("model 'openai/smollm2-t10' has no responses for item '3'",)),
+    "failed request (one empty response)": (_set_text("1", [""]), ("(doc_id 1)", "1 response(s) logged for "
+                                                                   "num_samples 3", "failed")),
+    "doc_id twice in one log": (lambda rows: [*rows, rows[0]], ("row 5: doc_id 2 appears twice (also row 1)",)),
+    "doc id not an index": (_set_doc("1", id="q1"), ("row 2: doc id must be a document index, got 'q1'",)),
+    "gold_index outside the choices": (_set_doc("1", gold_index=4), ("(doc_id 1)", "gold_index 4 does not index",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIGHTEVAL_EDITED))
+def test_lighteval_rejected_edited_log(case, tmp_path):
+    change, fragments = LIGHTEVAL_EDITED[case]
+    root = copy_lighteval(tmp_path)
+    path = edit_details(lighteval(root, LIGHTEVAL_MODELS[1]), change)
+    out = tmp_path / "m.csv"
+    result = prepare("--from", "lighteval", lighteval(root, LIGHTEVAL_MODELS[0]), lighteval(root, LIGHTEVAL_MODELS[1]),
+                     "--grade", "math", "--n-trials", 3, "--output", out)
+    line = assert_rejected(result, *fragments)
+    assert str(path) in line or "openai/smollm2-t10" in line
+    assert not out.exists()
+
+
+def test_lighteval_task_mismatch_and_broken_files(tmp_path):
+    root = copy_lighteval(tmp_path)
+    path, table = details_of(lighteval(root, LIGHTEVAL_MODELS[1]))
+    renamed = path.with_name(path.name.replace("details_tiny_arith|0_", "details_other|0_"))
+    path.rename(renamed)
+    both = (lighteval(root, LIGHTEVAL_MODELS[0]), lighteval(root, LIGHTEVAL_MODELS[1]))
+    result = prepare("--from", "lighteval", *both, "--grade", "math", "--n-trials", 3, "--output", tmp_path / "m.csv")
+    assert_rejected(result, str(renamed), "task 'other|0' differs from 'tiny_arith|0'")
+    pq.write_table(table.drop_columns(["metric"]), renamed)
+    result = prepare("--from", "lighteval", both[1], "--grade", "math", "--n-trials", 3, "--output", tmp_path / "m.csv")
+    assert_rejected(result, f"{renamed}: no 'metric' column", "lighteval details file")
+    renamed.write_bytes(b"not parquet at all")
+    result = prepare("--from", "lighteval", both[1], "--grade", "math", "--n-trials", 3, "--output", tmp_path / "m.csv")
+    assert_rejected(result, f"{renamed}: not a readable parquet file")
+    pq.write_table(table.slice(0, 0), renamed)
+    result = prepare("--from", "lighteval", both[1], "--grade", "math", "--n-trials", 3, "--output", tmp_path / "m.csv")
+    assert_rejected(result, f"{renamed}: no samples (empty log)")
+    assert not (tmp_path / "m.csv").exists()
