@@ -10,6 +10,7 @@ PyTensor's Numba back end (nutpie) and through ``perform`` (PyMC's NUTS, ``find_
 from __future__ import annotations
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
@@ -66,7 +67,22 @@ class FusedLoglik:
         d = self.data
         scalars = np.array([d.n_trials, 1.0 if d.has_guessing else 0.0, d.constant])
         constants = [d.y, d.row_sums, d.col_sums, d.g, d.log_g_pos, scalars]
-        return self._op(theta, b, *[pt.constant(c) for c in constants])[0]
+        return self._op(theta, b, *[pytensor.shared(c, borrow=False) for c in constants])[0]
+
+
+def _kernel_version() -> int:
+    """A number that changes whenever kernel.py or this file changes (PyTensor's cache key salt)."""
+    import hashlib
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in ("kernel.py", "pytensor_op.py"):
+        digest.update((here / name).read_bytes())
+    return int.from_bytes(digest.digest()[:6], "big")
+
+
+_KERNEL_VERSION = _kernel_version()
 
 
 def _register_numba():
@@ -76,12 +92,17 @@ def _register_numba():
     def _funcify(op, node=None, **kwargs):
         @numba_njit
         def fused(theta, b, y, row_sums, col_sums, g, log_g_pos, scalars):
+            # PyTensor hands arrays over with layout "any"; asking for C-contiguous views (no
+            # copy) makes Numba use the kernel's vectorized C-layout specialization.
             value, grad_theta, grad_b = loglik_and_grad(
-                np.ascontiguousarray(theta), np.ascontiguousarray(b), y, row_sums, col_sums,
-                scalars[0], g, log_g_pos, scalars[1] > 0.5, scalars[2])
+                np.ascontiguousarray(theta), np.ascontiguousarray(b), np.ascontiguousarray(y),
+                np.ascontiguousarray(row_sums), np.ascontiguousarray(col_sums), scalars[0],
+                np.ascontiguousarray(g), np.ascontiguousarray(log_g_pos), scalars[1] > 0.5, scalars[2])
             return np.asarray(value), grad_theta, grad_b
 
-        return fused, 1
+        # PyTensor caches this compiled wrapper on disk under a key made of the Op and this
+        # number; the kernel is linked into it, so the number must change with the kernel.
+        return fused, _KERNEL_VERSION
 
 
 _register_numba()
