@@ -186,3 +186,15 @@ def test_warnings_say_what_to_try():
     text = " ".join(warnings_for(summary))
     assert "R-hat" in text and "--draws" in text and "--target-accept" in text and "b[q1]" in text
     assert warnings_for({"max_r_hat": 1.001, "min_ess_bulk": 900.0, "divergences": 0}) == []
+
+
+@pytest.mark.slow
+def test_numpyro_samples_the_same_posterior_when_installed():
+    pytest.importorskip("jax")
+    pytest.importorskip("numpyro")
+    matrix, _, _ = _matrix(5, 10, 4, seed=21)
+    jax_fit = fit_1pl(matrix, sampler="numpyro", chains=2, tune=300, draws=500, seed=1)
+    fast = fit_1pl(matrix, chains=2, tune=300, draws=500, seed=1)
+    se = np.sqrt(jax_fit.b_sd**2 / jax_fit.ess_bulk + fast.b_sd**2 / fast.ess_bulk)
+    assert np.max(np.abs(jax_fit.b_mean - fast.b_mean) / se) < 4.0
+    assert jax_fit.settings["sampler"] == "numpyro"

@@ -246,15 +246,11 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
     else:
         import pymc as pm
 
-        kwargs = {}
-        if sampler == "numpyro":
-            kwargs["nuts_sampler_kwargs"] = {"chain_method": "parallel" if cores > 1 else "sequential"}
         sample_start = time.perf_counter()
         with _quiet_logger("pymc", quiet=not progress):
             idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
                               target_accept=float(target_accept), nuts_sampler=sampler, model=model,
-                              progressbar=progress, compute_convergence_checks=False, var_names=["theta", "b"],
-                              **kwargs)
+                              progressbar=progress, compute_convergence_checks=False, var_names=["theta", "b"])
         total = time.perf_counter() - sample_start
         reported = idata["posterior"].attrs.get("sampling_time")
         sampling_time = float(reported) if reported else total
