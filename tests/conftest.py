@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,23 @@ def make_benchmark(root, name, b, test_ids="same", id_column="item_id") -> Path:
         (folder / "test.jsonl").write_text("".join(json.dumps({"item_id": i, "question": "?"}) + "\n"
                                                    for i in test_ids))
     return folder
+
+
+def journalled(folder: Path) -> int:
+    """Lines in a run folder's ``events.jsonl`` journal (0 before it exists)."""
+    path = Path(folder) / "events.jsonl"
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def kill_after_progress(folder: Path, proc: subprocess.Popen, events: int, timeout: float = 60) -> bool:
+    """SIGKILL ``proc`` once the journal has grown by ``events`` lines; True if it was still running then.
+
+    Waiting for journalled progress rather than a fixed time keeps a kill mid-run on a fast machine too.
+    """
+    target, deadline = journalled(folder) + events, time.time() + timeout
+    while journalled(folder) < target and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    alive = proc.poll() is None
+    proc.kill()
+    proc.wait()
+    return alive
