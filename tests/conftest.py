@@ -105,3 +105,13 @@ def kill_after_progress(folder: Path, proc: subprocess.Popen, events: int, timeo
     proc.kill()
     proc.wait()
     return alive
+
+
+def wait_for_lock(folder: Path, proc: subprocess.Popen, timeout: float = 30) -> None:
+    """Wait until ``proc`` holds the run folder's lock (fails the test if it exits or never takes it)."""
+    from benchmeasure.benchfill.eventlog import lock_holder
+
+    deadline = time.time() + timeout
+    while lock_holder(folder) != str(proc.pid):
+        assert proc.poll() is None and time.time() < deadline, "the run never took its lock"
+        time.sleep(0.02)

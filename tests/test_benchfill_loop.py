@@ -5,13 +5,12 @@ import csv
 import json
 import random
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import BENCHFILL_CLI as CLI
-from conftest import kill_after_progress, sim_run
+from conftest import kill_after_progress, sim_run, wait_for_lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -94,15 +93,17 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
 @pytest.mark.slow
 def test_second_run_refuses_while_first_holds_lock(tmp_path):
     folder, env, server = sim_run(tmp_path, 3, client={"max_concurrency": 2})
+    server.sim.pause()  # the first run stays in progress, holding the lock, until the checks are done
     first = subprocess.Popen([*CLI, "run", str(folder)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 20
-    while time.time() < deadline and not (folder / "events.jsonl").exists():
-        time.sleep(0.1)
+    wait_for_lock(folder, first)
     second = run_cli(folder, env)
     status = subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True, env=env)
+    still_running = first.poll() is None
     first.kill()
     first.wait()
+    server.sim.resume()
     server.shutdown()
+    assert still_running
     assert second.returncode == 2
     assert second.stderr.count("\n") == 1 and "already in progress" in second.stderr
     assert "running (pid" in status.stdout

@@ -7,7 +7,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +17,7 @@ from benchmeasure.metrics import largest_gaps, max_gap, normalize_min_max
 from benchmeasure.sim.dataset import make_sim_benchmark
 from benchmeasure.sim.server import serve
 from benchmeasure.sim.world import World
-from conftest import kill_after_progress
+from conftest import kill_after_progress, wait_for_lock
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, str(REPO / "propose" / "mass_fill" / "mass_fill.py")]
@@ -157,15 +156,16 @@ def test_resume_after_kill_9_and_lock(tmp_path):
                    env=env)
         folder = Path(made.stdout.strip())
         for attempt in range(3):
+            if attempt == 0:
+                server.sim.pause()  # hold the first run in progress while a second one is refused
             proc = subprocess.Popen([*CLI, "run", str(folder)], env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             if attempt == 0:
-                deadline = time.time() + 20
-                while time.time() < deadline and not (folder / "events.jsonl").exists():
-                    time.sleep(0.05)
+                wait_for_lock(folder, proc)
                 second = cli("run", folder, env=env)
                 assert second.returncode == 2 and second.stderr.count("\n") == 1
                 assert "already in progress" in second.stderr
+                server.sim.resume()
             # a full run journals ~1,170 events: three kills of at most 250 events each land mid-run
             alive.append(kill_after_progress(folder, proc, rng.randint(50, 250)))
             assert "not running" in cli("status", folder, env=env).stdout

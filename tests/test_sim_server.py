@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import openai
@@ -27,6 +28,25 @@ def server():
     yield url
     srv.shutdown()
 
+
+
+def test_pause_holds_requests_until_resume():
+    srv, url = serve(World({"weak": -2.0}, seed=3))
+    client = openai.OpenAI(base_url=url, api_key="x")
+    replies = []
+    ask = threading.Thread(target=lambda: replies.append(client.chat.completions.create(
+        model="weak", messages=[{"role": "user", "content": item_text(0.0, 1, "q")}])))
+    try:
+        srv.sim.pause()
+        ask.start()
+        ask.join(0.5)
+        assert ask.is_alive() and not replies
+        srv.sim.resume()
+        ask.join(10)
+        assert not ask.is_alive() and len(replies) == 1
+    finally:
+        srv.sim.resume()
+        srv.shutdown()
 
 def test_panel_answers_follow_1pl(server):
     client = openai.OpenAI(base_url=server, api_key="x")

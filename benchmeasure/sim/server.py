@@ -4,8 +4,9 @@
 (``n`` choices, token counts); ``GET /v1/models`` lists them. Failure injection, for testing
 the client's retries: with probability ``fail_rate`` a request gets, in equal shares, HTTP 500,
 HTTP 429, a reply delayed by ``hang_s`` seconds (longer than the client's timeout), or a
-malformed body (status 200, not JSON). Standard library only (``http.server``, one thread per
-connection).
+malformed body (status 200, not JSON). ``server.sim.pause()`` holds every request until
+``server.sim.resume()``, so a test can keep a run in progress for as long as it needs.
+Standard library only (``http.server``, one thread per connection).
 
 Run it with ``python -m benchmeasure.sim.server --world WORLD.json --port 0``: it prints
 ``listening on http://127.0.0.1:PORT/v1`` once ready (port 0 picks a free one).
@@ -38,6 +39,15 @@ class SimState:
         self.seen: dict = {}
         self.failure_rng = random.Random(f"failures/{seed}")
         self.requests = 0
+        self.open = threading.Event()
+        self.open.set()
+
+    def pause(self):
+        """Hold new and waiting requests until :meth:`resume`."""
+        self.open.clear()
+
+    def resume(self):
+        self.open.set()
 
     def rng_for(self, body: bytes) -> random.Random:
         digest = hashlib.sha256(body).hexdigest()
@@ -80,6 +90,7 @@ def make_handler(state: SimState):
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            state.open.wait()
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._json(404, {"error": {"message": "not found"}})
             failure = state.failure()
@@ -114,8 +125,10 @@ def make_handler(state: SimState):
 
 
 def serve(world: World, port: int = 0, fail_rate: float = 0.0, hang_s: float = 5.0, seed: int = 0):
-    """Start the server in a background thread; returns ``(server, base_url)``."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(SimState(world, fail_rate, hang_s, seed)))
+    """Start the server in a background thread; returns ``(server, base_url)``; ``server.sim`` is its SimState."""
+    state = SimState(world, fail_rate, hang_s, seed)
+    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(state))
+    server.sim = state
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
