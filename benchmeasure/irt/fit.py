@@ -236,7 +236,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
             compiled = nutpie.compile_pymc_model(model, var_names=["theta", "b"])
         compile_time = time.perf_counter() - compile_start
         sample_start = time.perf_counter()
-        callback = _ProgressLine(chains * (tune + draws)) if progress else None
+        callback = _ProgressLine(chains * (tune + draws), chains) if progress else None
         idata = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
                               target_accept=float(target_accept), adaptation=adaptation, progress_bar=False,
                               progress_callback=callback, save_warmup=False)
@@ -355,29 +355,36 @@ def _available_cpus() -> int:
 
 
 class _ProgressLine:
-    """A one-line progress display on stderr fed by nutpie's progress callback."""
+    """A one-line progress display on stderr fed by nutpie's progress callback (every 100 ms).
 
-    def __init__(self, total: int, stream=None):
+    :meth:`finish` always draws the final state, so a run shorter than one callback still shows it.
+    """
+
+    def __init__(self, total: int, chains: int, stream=None):
         self.total = max(total, 1)
+        self.chains = chains
+        self.divergences = 0
         self.stream = stream or sys.stderr
         self.start = time.perf_counter()
         self.last = ""
 
-    def __call__(self, progress) -> None:
-        done = sum(int(p.finished_draws) for p in progress)
-        divergences = sum(int(p.divergences) for p in progress)
-        tuning = any(bool(p.tuning) and bool(p.started) for p in progress)
+    def _draw(self, done: int, phase: str) -> None:
         frac = min(done / self.total, 1.0)
         width = 30
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        line = (f"\rsampling [{bar}] {100 * frac:5.1f}% {'warm-up' if tuning else 'draws  '} "
-                f"{len(progress)} chains, {divergences} divergences, {time.perf_counter() - self.start:5.1f} s")
+        line = (f"\rsampling [{bar}] {100 * frac:5.1f}% {phase} {self.chains} chains, "
+                f"{self.divergences} divergences, {time.perf_counter() - self.start:5.1f} s")
         if line != self.last:
             self.stream.write(line)
             self.stream.flush()
             self.last = line
 
+    def __call__(self, progress) -> None:
+        self.divergences = sum(int(p.divergences) for p in progress)
+        tuning = any(bool(p.tuning) and bool(p.started) for p in progress)
+        self._draw(sum(int(p.finished_draws) for p in progress), "warm-up" if tuning else "draws  ")
+
     def finish(self) -> None:
-        if self.last:
-            self.stream.write("\n")
-            self.stream.flush()
+        self._draw(self.total, "done   ")
+        self.stream.write("\n")
+        self.stream.flush()
