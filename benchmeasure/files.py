@@ -46,6 +46,13 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
         raise
 
 
+def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=None) -> None:
+    """Write ``obj`` as indented UTF-8 JSON with a final newline, atomically (see :func:`atomic_write`)."""
+    with atomic_write(path) as handle:
+        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=sort_keys, default=default)
+        handle.write("\n")
+
+
 def read_jsonl_objects(path: str | os.PathLike, required: tuple = ()) -> list[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of a JSON Lines file, in file order.
 

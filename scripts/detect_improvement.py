@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.detection import read_pre_post, stratified_test
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file
+from benchmeasure.files import command_line, package_versions, sha256_file, write_json
 
 EXAMPLES = """\
 examples:
@@ -59,9 +59,7 @@ def main(argv=None) -> int:
         records.append({"model": model, **result.as_dict(args.alpha), **settings})
     payload = records[0] if len(records) == 1 else records
     if args.output:
-        with atomic_write(args.output) as handle:
-            json.dump(payload, handle, indent=2)
-            handle.write("\n")
+        write_json(args.output, payload)
     if args.json:
         print(json.dumps(payload, indent=2))
         return 0

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import os
 import shutil
@@ -26,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
 
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
@@ -296,9 +295,7 @@ def write_outputs(out_dir: Path, result, diagnostics: dict, save_posterior: bool
                    ([model, _cell(m, 8), _cell(s), _cell(r), _cell(e, 5)]
                     for model, m, s, r, e in zip(result.models, result.theta_mean, result.theta_sd,
                                                  result.theta_r_hat, result.theta_ess_bulk)))
-        with atomic_write(staging / "diagnostics.json") as handle:
-            json.dump(diagnostics, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
+        write_json(staging / "diagnostics.json", diagnostics)
         if save_posterior and result.posterior is not None:
             save_posterior_zarr(result.posterior, staging / POSTERIOR_NAME)
         # everything is complete: move into place (the posterior first, diagnostics.json last)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fit_irt import read_guessing_csv  # scripts/ (this file's folder) is on sys.path: fit_irt.py's own reader
 
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
 
 EXAMPLES = """\
@@ -106,9 +105,7 @@ def main(argv=None) -> int:
                    "command": command_line(),
                    "package_versions": package_versions(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
     out = Path(args.output_dir)
-    with atomic_write(out / "robustness.json") as handle:
-        json.dump(record, handle, indent=2, default=float)
-        handle.write("\n")
+    write_json(out / "robustness.json", record, default=float)
     text = markdown(record, name)
     with atomic_write(out / "robustness.md") as handle:
         handle.write(text)

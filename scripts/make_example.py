@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 from benchmeasure.errors import run_cli
-from benchmeasure.files import atomic_write
+from benchmeasure.files import atomic_write, write_json
 from benchmeasure.simulate import gapped_difficulties, simulate_trials
 
 
@@ -56,9 +55,7 @@ def main(argv=None) -> int:
                 "models": args.models, "items": args.items, "trials": args.trials, "guessing": 0.0,
                 "difficulty_range": [-2.5, 2.5], "empty_difficulty_intervals": [[-0.9, -0.3], [0.6, 1.3], [1.8, 2.2]],
                 "ability_prior": "Normal(0, 1), sorted"}
-    with atomic_write(out / "settings.json") as handle:
-        json.dump(settings, handle, indent=2)
-        handle.write("\n")
+    write_json(out / "settings.json", settings)
     print(f"wrote the simulated example to {out}", file=sys.stderr)
     return 0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions
+from benchmeasure.files import command_line, package_versions, write_json
 from benchmeasure.metrics import diagnose
 from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
 
@@ -59,9 +59,7 @@ def main(argv=None) -> int:
         "package_versions": package_versions(["numpy", "xarray"]),
     }
     if args.output:
-        with atomic_write(args.output) as handle:
-            json.dump(record, handle, indent=2)
-            handle.write("\n")
+        write_json(args.output, record)
     if args.json:
         print(json.dumps(record, indent=2))
         return 0

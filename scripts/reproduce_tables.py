@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.errors import fail, run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions
+from benchmeasure.files import atomic_write, command_line, package_versions, write_json
 from benchmeasure.reproduce import TABLES, compare_all, markdown, write_csv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,9 +111,7 @@ def main(argv=None) -> int:
         record = {"rows": [{"table": r.table, "row": r.key, "quantity": r.quantity, "reported": r.reported,
                             "local": r.local, "difference": r.difference, "source": r.note} for r in rows],
                   "command": command_line(), "package_versions": package_versions(["numpy"])}
-        with atomic_write(out / "reproduction.json") as handle:
-            json.dump(record, handle, indent=2)
-            handle.write("\n")
+        write_json(out / "reproduction.json", record)
     print(text, end="")
     return 0
 

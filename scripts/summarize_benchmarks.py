@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.benchmarks import find_benchmarks
 from benchmeasure.errors import run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.summary import (
     DEFAULT_DOMAINS,
     THRESHOLDS,
@@ -69,9 +69,7 @@ def main(argv=None) -> int:
             write_csv(rows, handle)
         with atomic_write(out / "table1.md") as handle:
             handle.write(table)
-        with atomic_write(out / "table1.json") as handle:
-            json.dump(record, handle, indent=2)
-            handle.write("\n")
+        write_json(out / "table1.json", record)
     print(json.dumps(record, indent=2) if args.json else table, end="\n" if args.json else "")
     return 0
 

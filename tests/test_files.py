@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmeasure.errors import InputError
-from benchmeasure.files import read_jsonl_objects
+from benchmeasure.files import read_jsonl_objects, write_json
 
 
 def test_objects_come_with_their_line_numbers_and_blank_lines_are_skipped(tmp_path):
@@ -34,3 +34,20 @@ def test_bad_lines_name_file_and_line(tmp_path, data, message):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match=r"none\.jsonl: cannot read \(No such file"):
         read_jsonl_objects(tmp_path / "none.jsonl")
+
+
+def test_write_json_is_readable_utf8_with_final_newline(tmp_path):
+    path = tmp_path / "new" / "out.json"
+    write_json(path, {"b": "é", "a": [1, 2]}, sort_keys=True)
+    text = path.read_text(encoding="utf-8")
+    assert text == '{\n  "a": [\n    1,\n    2\n  ],\n  "b": "é"\n}\n'
+    assert [p.name for p in path.parent.iterdir()] == ["out.json"]
+
+
+def test_write_json_failure_keeps_the_old_file(tmp_path):
+    path = tmp_path / "out.json"
+    write_json(path, {"kept": True})
+    with pytest.raises(TypeError):
+        write_json(path, {"bad": object()})
+    assert path.read_text(encoding="utf-8") == '{\n  "kept": true\n}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]

@@ -52,7 +52,7 @@ from benchmeasure.benchfill.gaps import Target, load_benchmark
 from benchmeasure.benchfill.loop import BENCHFILL
 from benchmeasure.benchfill.runner import CONFIG, MASS_MARKER, RECORD_COLUMNS, init_run, open_loop, read_run_config
 from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, command_line, package_versions, read_jsonl_objects, sha256_file
+from benchmeasure.files import atomic_write, command_line, package_versions, read_jsonl_objects, sha256_file, write_json
 from benchmeasure.metrics import ddm, largest_gaps, max_gap, top_k_gap_sum
 
 FILLED = "filled_benchmark.json"
@@ -107,8 +107,7 @@ def read_limits(folder: Path) -> Limits:
 
 
 def write_limits(folder: Path, limits: Limits) -> None:
-    with atomic_write(folder / MASS_MARKER) as handle:
-        json.dump({"limits": asdict(limits)}, handle, indent=2, sort_keys=True)
+    write_json(folder / MASS_MARKER, {"limits": asdict(limits)}, sort_keys=True)
 
 
 # -- ids of the filled benchmark -------------------------------------------------------------------
@@ -291,15 +290,12 @@ def write_outputs(folder: Path, config, benchmark, loop, limits: Limits, reason:
         "outputs": {"filled_benchmark": FILLED, "records": RECORDS},
         "versions": package_versions(["numpy", "scipy", "openai"]), "command": command_line(),
         "written": datetime.datetime.now().isoformat(timespec="seconds")}
-    with atomic_write(folder / FILLED) as handle:
-        json.dump(filled, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+    write_json(folder / FILLED, filled)
     with atomic_write(folder / RECORDS) as handle:
         writer = csv.DictWriter(handle, MASS_COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(records)
-    with atomic_write(folder / SUMMARY) as handle:
-        json.dump(summary, handle, indent=2, sort_keys=True)
+    write_json(folder / SUMMARY, summary, sort_keys=True)
     return summary
 
 

@@ -31,7 +31,7 @@ from benchmeasure.benchfill.prompts import Prompts
 from benchmeasure.benchfill.summary import format_table, table2
 from benchmeasure.benchfill.validity_check import ValidityCheck
 from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, package_versions, sha256_file
+from benchmeasure.files import atomic_write, package_versions, sha256_file, write_json
 from benchmeasure.llm_client import LLMClient
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.panel_verifier import PanelVerifier
@@ -61,8 +61,7 @@ def init_run(config_path, results_root, run_name: str | None = None) -> Path:
     record = {"config": config.as_dict(), "source": str(config_path), "inputs": inputs,
               "created": datetime.datetime.now().isoformat(timespec="seconds"),
               "versions": package_versions(["numpy", "scipy", "openai"])}
-    with atomic_write(folder / CONFIG) as handle:
-        json.dump(record, handle, indent=2, sort_keys=True)
+    write_json(folder / CONFIG, record, sort_keys=True)
     return folder
 
 
@@ -167,8 +166,7 @@ def write_outputs(folder: Path, config: RunConfig, benchmark, loop, targets, res
     text = format_table(benchmark.name, rows)
     with atomic_write(folder / "table2.txt") as handle:
         handle.write(text + "\n")
-    with atomic_write(folder / "summary.json") as handle:
-        json.dump(summary, handle, indent=2, sort_keys=True)
+    write_json(folder / "summary.json", summary, sort_keys=True)
     return summary
 
 

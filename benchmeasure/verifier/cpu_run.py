@@ -37,7 +37,7 @@ from pathlib import Path
 from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import Prompts, parse_child
-from benchmeasure.files import atomic_write, package_versions
+from benchmeasure.files import atomic_write, package_versions, write_json
 from benchmeasure.llm_client import Endpoint, LLMClient, MalformedReply
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.lmms_backend import LmmsRollouts
@@ -227,6 +227,5 @@ def run_chain(panel, base_url: str, workdir: Path, n_trials: int = 3) -> dict:
     }
     _write_rows(workdir / "rows_direct.csv", report["rows_direct"])
     _write_rows(workdir / "rows_lmms.csv", report["rows_lmms"])
-    with atomic_write(workdir / "report.json") as handle:
-        json.dump(report, handle, indent=2, ensure_ascii=False)
+    write_json(workdir / "report.json", report)
     return report
