@@ -35,11 +35,16 @@ find_python312() {
 }
 
 # make_venv DIR PYTHON REQUIREMENTS...: create DIR with PYTHON and install the files' pins.
+# Each installed file's hash is kept in DIR/.installed/, so a set already installed (for example
+# requirements_irt.txt after `dev`, which installs it too) is not installed again.
 make_venv() {
   local dir=$1 python=$2; shift 2
-  local stamp="$dir/.requirements.sha256" want
-  want=$(cat "$@" | sha256sum | cut -d' ' -f1)
-  if [ -x "$dir/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  local file missing=()
+  for file in "$@"; do
+    [ "$(cat "$dir/.installed/$(basename "$file")" 2>/dev/null)" = "$(sha256sum < "$file" | cut -d' ' -f1)" ] \
+      || missing+=("$file")
+  done
+  if [ -x "$dir/bin/python" ] && [ ${#missing[@]} -eq 0 ]; then
     log "$dir is up to date"; return 0
   fi
   if [ ! -x "$dir/bin/python" ]; then
@@ -50,7 +55,8 @@ make_venv() {
   for file in "$@"; do args+=(-r "$file"); done
   log "installing ${*} into $dir (first time: a few minutes)"
   "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "${args[@]}"
-  echo "$want" > "$stamp"
+  mkdir -p "$dir/.installed"
+  for file in "$@"; do sha256sum < "$file" | cut -d' ' -f1 > "$dir/.installed/$(basename "$file")"; done
 }
 
 setup_irt() {
