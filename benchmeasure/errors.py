@@ -4,11 +4,14 @@ Every command-line front end wraps its ``main`` with :func:`run_cli`. Code that
 finds a problem in what the user gave raises :class:`InputError` with a message
 that names what is wrong and where (file, line, model, item, ...); ``run_cli``
 prints it as ``error: <message>`` and exits with status 2, without a traceback.
-Standard library only.
+Command lines build their parsers with :class:`ArgumentParser`, so a bad flag is
+reported the same way. Standard library only.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from typing import Callable, NoReturn
 
@@ -24,6 +27,13 @@ def fail(message: str) -> NoReturn:
     raise InputError(message)
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors are one ``error:`` line and exit 2 (via :func:`run_cli`)."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{self.prog}: {message} (see --help)")
+
+
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> NoReturn:
     """Run ``main(argv)`` and exit: 0 on success, 2 with one stderr line on :class:`InputError`."""
     try:
@@ -36,5 +46,8 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except BrokenPipeError:
-        sys.exit(0)
+        # The reader of stdout went away (e.g. `| head`): the work may be unfinished, so do not report
+        # success; exit as a process killed by SIGPIPE would, and keep Python quiet at shutdown.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + 13)
     sys.exit(code or 0)

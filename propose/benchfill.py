@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmeasure.benchfill import runner
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.llm_client import LLMCallError
 
 EXAMPLES = """examples:
@@ -25,7 +25,7 @@ EXAMPLES = """examples:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
+    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("init", help="create a run folder with the resolved config")

@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.checks import THRESHOLDS, check_matrix
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.matrix import read_matrix
 
 EXAMPLES = """\
@@ -32,7 +32,7 @@ LABELS = {
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="check_response_matrix.py",
         description="Compute model/item information and inversion rates of a count matrix and compare "
                     "them with the paper's pass thresholds.",

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.compare import compare
 from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 
 EXAMPLE = """\
 example (the bundled simulated benchmark):
@@ -29,7 +29,7 @@ the z errors are computed, so the fit's arbitrary location and scale are not cou
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="compare_difficulty.py", description=__doc__.splitlines()[0],
+    parser = ArgumentParser(prog="compare_difficulty.py", description=__doc__.splitlines()[0],
                                      epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("estimate", help="difficulty CSV to check (e.g. fit_irt.py's difficulty.csv)")
     parser.add_argument("reference", help="difficulty CSV to compare against")

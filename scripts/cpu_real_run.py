@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.verifier.cpu_model import prepare_model
 from benchmeasure.verifier.cpu_run import command_line_rollouts, run_chain
 from benchmeasure.verifier.cpu_server import plan_server, running_server
@@ -39,7 +39,7 @@ def free_port() -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="cpu_real_run.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+    parser = ArgumentParser(prog="cpu_real_run.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, required=True, help="where the report, rows and logs go")
     parser.add_argument("--panel", default=str(ROOT / "verifier" / "panels" / "cpu_smollm.toml"))

@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.detection import read_pre_post, stratified_test
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import command_line, package_versions, sha256_file, write_json
 
 EXAMPLES = """\
@@ -30,7 +30,7 @@ per-item accuracy; one-sided p = (1 + #{permuted >= observed}) / (1 + B).
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="detect_improvement.py",
         description="One-sided stratified randomization test of an accuracy gain between pre and post rollouts.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

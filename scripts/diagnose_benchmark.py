@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.metrics import diagnose
 
 EXAMPLES = """\
@@ -33,7 +33,7 @@ definitions (paper, Table 1):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="diagnose_benchmark.py",
         description="Measure how a benchmark's items cover the difficulty axis (DDM, Max Gap, Top-k Gap Sum).",
         epilog=EXAMPLES,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
 
@@ -62,13 +62,8 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2, like every other rejected input
-        fail(f"{self.prog}: {message}")
-
-
 def parse_args(argv):
-    parser = _Parser(
+    parser = ArgumentParser(
         prog="fit_irt.py",
         description="Fit item difficulties and model abilities jointly (Bayesian 1PL, NUTS) from a count matrix.",
         epilog=EXAMPLES,

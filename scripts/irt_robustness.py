@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fit_irt import read_guessing_csv  # scripts/ (this file's folder) is on sys.path: fit_irt.py's own reader
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
 
@@ -38,7 +38,7 @@ scripts/reproduce_tables.py reads results/robustness/<benchmark>/robustness.json
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="irt_robustness.py",
         description="Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

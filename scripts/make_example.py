@@ -8,7 +8,6 @@ that leave three deliberately wide gaps. Seeded, so the files are reproducible b
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
@@ -17,13 +16,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.files import atomic_write, write_json
 from benchmeasure.simulate import gapped_difficulties, simulate_trials
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", default=str(Path(__file__).resolve().parent.parent / "data/example_simulated"))
     parser.add_argument("--models", type=int, default=12)
     parser.add_argument("--items", type=int, default=60)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.verifier.panel import load_panel
 
 EPILOG = """examples:
@@ -41,7 +41,7 @@ def shell_lines(model) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         description="Print the serving settings of panel models as shell assignments "
         "(used by scripts/setup_server.sh and scripts/setup_diff_minimax.sh).",
         epilog=EPILOG,

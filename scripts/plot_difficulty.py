@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
 from benchmeasure.plots import plot_before_after, plot_benchmarks
 
@@ -26,7 +26,7 @@ normalized per file unless --normalized. The panel title is the folder holding t
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="plot_difficulty.py",
         description="ECDF of normalized difficulties against the uniform reference, widest gaps shaded.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import command_line, package_versions, write_json
 from benchmeasure.metrics import diagnose
 from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
@@ -31,7 +31,7 @@ metrics are computed per draw; the interval is the central (equal-tailed) one. T
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="posterior_metrics.py",
         description="Posterior intervals of DDM, Max Gap and Top-k Gap Sum, one value per posterior draw.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.verifier.cpu_model import CACHE_ENV, prepare_model
 
 EXAMPLES = f"""\
@@ -27,7 +27,7 @@ The folder is rebuilt only when it is missing, incomplete, or made from another 
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="prepare_cpu_model.py",
         description="Build (or reuse) the Hugging Face folder of SmolLM2-135M-Instruct for vLLM on CPU.",
         epilog=EXAMPLES,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import atomic_write
 from benchmeasure.harness_logs import HARNESSES, logs_to_matrix, read_log
 from benchmeasure.matrix import ResponseMatrix, write_matrix
@@ -56,7 +56,7 @@ every item; anything else is rejected with the line that breaks the rule.
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="prepare_response_matrix.py",
         description="Count correct responses per model and item (the input of fit_irt.py).",
         epilog=EXAMPLES,

@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.matrix import read_matrix
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
 from benchmeasure.rank_flip import rank_flip_bound
@@ -31,7 +31,7 @@ D_B = mean over items of (accuracy of A - accuracy of B). Items are matched by I
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="rank_flip_bound.py",
         description="Apply the paper's Theorem 2.1 to pairs of models on one benchmark.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import atomic_write, command_line, package_versions, write_json
 from benchmeasure.reproduce import TABLES, compare_all, markdown, write_csv
 
@@ -36,7 +36,7 @@ Missing data is listed as absent, with the path looked for; it is never filled i
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="reproduce_tables.py",
         description="Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

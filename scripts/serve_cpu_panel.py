@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.verifier.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
 
@@ -33,7 +33,7 @@ examples:
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="serve_cpu_panel.py",
         description="Start a real vLLM server on CPU for a panel whose models share one checkpoint.",
         epilog=EXAMPLES,

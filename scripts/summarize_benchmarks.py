@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.benchmarks import find_benchmarks
-from benchmeasure.errors import run_cli
+from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.summary import (
     DEFAULT_DOMAINS,
@@ -36,7 +36,7 @@ min-max normalized per benchmark. Each benchmark is a folder holding difficulty.
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="summarize_benchmarks.py",
         description="Table 1 of the paper for your benchmark folders: DDM, Max Gap, Top-5 Gap Sum and item count.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmeasure.benchfill.abilities import fit_abilities
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 
 EXAMPLES = """examples:
   python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32
@@ -23,7 +23,7 @@ EXAMPLES = """examples:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
+    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("matrix", help="response matrix CSV (model,<item>,…; correct counts)")
     parser.add_argument("--n-trials", type=int, required=True, help="trials per model-item pair")

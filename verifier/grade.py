@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.verifier.grading import KINDS, grade
 from benchmeasure.verifier.grading.extract import extract_math_answer
 
@@ -24,7 +24,7 @@ EPILOG = r"""examples:
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         description="Judge one model response against a reference answer with the same graders "
         "the verifier uses (benchmeasure.verifier.grading). The last line printed is 1 (correct) or 0.",
         epilog=EPILOG,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import atomic_write, read_jsonl_objects
 from benchmeasure.llm_client import LLMCallError, LLMClient
 from benchmeasure.verifier.base import Candidate
@@ -99,7 +99,7 @@ def run_lmms_eval(candidates, models, n_trials: int, kind: str, args, program: s
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
+    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidates", required=True, help="JSON Lines with item_id, question, answer")
     parser.add_argument("--panel", required=True, help="panel config (TOML)")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmeasure.errors import fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 
 EXAMPLES = """examples:
   # create a run folder: stop at Max Gap 0.05, or after 20 items or 5000 model calls, whichever comes first
@@ -45,7 +45,7 @@ def limits_of(args) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
+    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("init", help="create a mass-fill run folder with the resolved config and stop rules",
