@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --config) [ $# -ge 2 ] || die "--config needs a file"; CONFIG=$2; shift 2 ;;
     --dry-run) DRY=1; PASS+=(--dry-run); shift ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; PASS+=(--timeout "$2"); shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

