@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser, fail, run_cli
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
 from benchmeasure.rank_flip import rank_flip_bound
@@ -22,6 +23,8 @@ examples:
   python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 --lipschitz 1
   python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
       --lipschitz 2 --models model-a model-b --json
+  python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
+      --lipschitz 1 --output-dir results/rank_flip
 
 Theorem 2.1: if the accuracy difference of two models is L-Lipschitz in normalized
 difficulty, the benchmark gap D_B and the gap D_mu under the uniform target satisfy
@@ -44,7 +47,48 @@ def parse_args(argv):
     parser.add_argument("--column", default="b_mean")
     parser.add_argument("--normalized", action="store_true", help="difficulties are already on [0, 1]")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--output-dir", metavar="DIR",
+                        help="also write rank_flip.json (results, settings, input SHA-256s, versions) and rank_flip.md")
     return parser.parse_args(argv)
+
+
+def _table(results, lipschitz) -> list[str]:
+    first = results[0]
+    lines = [f"W1(benchmark, uniform) = {first.w1_uniform:.4f} (DDM {first.ddm:.4f}); "
+             f"L = {lipschitz:g}; bound L·W1 = {first.bound:.4f}",
+             "| Model A | Model B | D_B (A − B) | D_μ interval | Rank flip possible |",
+             "|---|---|---|---|---|"]
+    for r in results:
+        low, high = r.benchmark_gap - r.bound, r.benchmark_gap + r.bound
+        lines.append(f"| {r.model_a} | {r.model_b} | {r.benchmark_gap:+.4f} | [{low:+.4f}, {high:+.4f}] | "
+                     f"{'yes' if r.flip_possible else 'no'} |")
+    return lines
+
+
+def _write_outputs(args, matrix, results) -> None:
+    out = Path(args.output_dir)
+    if out.exists() and not out.is_dir():
+        fail(f"--output-dir {out}: exists and is not a folder")
+    records = [r.as_dict() for r in results]
+    record = {
+        "pairs": records,
+        "settings": {"n_trials": matrix.n_trials, "lipschitz": args.lipschitz, "column": args.column,
+                     "normalized": args.normalized, "models": args.models},
+        "inputs": {"matrix": {"path": args.matrix, "sha256": sha256_file(args.matrix)},
+                   "difficulty": {"path": args.difficulty, "sha256": sha256_file(args.difficulty)}},
+        "items": len(matrix.items),
+        "command": command_line(),
+        "package_versions": package_versions(["numpy"]),
+    }
+    lines = _table(results, args.lipschitz)
+    text = "\n".join([f"Matrix `{args.matrix}`, difficulties `{args.difficulty}` ({len(matrix.items)} items)", "",
+                      lines[0], "", *lines[1:]]) + "\n"
+    try:
+        with atomic_write(out / "rank_flip.md") as handle:
+            handle.write(text)
+        write_json(out / "rank_flip.json", record)
+    except OSError as exc:
+        fail(f"--output-dir {out}: cannot write ({exc.strerror or exc})")
 
 
 def main(argv=None) -> int:
@@ -73,19 +117,13 @@ def main(argv=None) -> int:
     else:
         pairs = list(itertools.combinations(matrix.models, 2))
     results = [rank_flip_bound(accuracy[index[a]], accuracy[index[b]], z, args.lipschitz, a, b) for a, b in pairs]
+    if args.output_dir:
+        _write_outputs(args, matrix, results)
     if args.json:
         records = [r.as_dict() for r in results]
         print(json.dumps(records[0] if len(records) == 1 else records, indent=2))
         return 0
-    first = results[0]
-    print(f"W1(benchmark, uniform) = {first.w1_uniform:.4f} (DDM {first.ddm:.4f}); "
-          f"L = {args.lipschitz:g}; bound L·W1 = {first.bound:.4f}")
-    print("| Model A | Model B | D_B (A − B) | D_μ interval | Rank flip possible |")
-    print("|---|---|---|---|---|")
-    for r in results:
-        low, high = r.benchmark_gap - r.bound, r.benchmark_gap + r.bound
-        print(f"| {r.model_a} | {r.model_b} | {r.benchmark_gap:+.4f} | [{low:+.4f}, {high:+.4f}] | "
-              f"{'yes' if r.flip_possible else 'no'} |")
+    print("\n".join(_table(results, args.lipschitz)))
     return 0
 
 

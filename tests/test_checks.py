@@ -1,5 +1,6 @@
 """Tests of the pre-fit response-matrix checks (paper Table 5) and their command line."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -122,3 +123,56 @@ def test_fit_irt_warns_on_failing_matrix_and_still_fits(tmp_path):
     warnings = [line for line in out.stderr.splitlines() if "pre-fit checks" in line]
     assert len(warnings) == 1 and warnings[0].startswith("warning:")
     assert (tmp_path / "fit" / "difficulty.csv").is_file()
+
+
+def test_cli_output_dir_writes_json_and_markdown(tmp_path):
+    path = tmp_path / "m.csv"
+    write_matrix(_matrix(WORKED, 2), path)
+    out_dir = tmp_path / "out"
+    out = _run(path, "--n-trials", 2, "--output-dir", out_dir)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == _run(path, "--n-trials", 2).stdout      # stdout unchanged by --output-dir
+    assert sorted(p.name for p in out_dir.iterdir()) == ["checks.json", "checks.md"]
+    record = json.loads((out_dir / "checks.json").read_text())
+    assert record["model_information"] == pytest.approx(0.232143, abs=1e-6)
+    assert record["item_inversion_rate"] == pytest.approx(2 / 9)
+    assert record["passed"] is False and len(record["failures"]) == 1
+    assert record["settings"] == {"n_trials": 2}
+    assert record["input"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (record["input"]["models"], record["input"]["items"]) == (3, 4)
+    assert record["thresholds"]["model_information"] == {"op": ">=", "limit": 0.3}
+    assert "check_response_matrix.py" in record["command"] and "--output-dir" in record["command"]
+    assert record["package_versions"]["numpy"] == np.__version__
+    table = (out_dir / "checks.md").read_text()
+    assert "| 0.232 | 0.614 | 0.286 | 0.222 | no |" in table and "- FAILS: model_information" in table
+    # --json keeps printing only the five figures
+    json_out = _run(path, "--n-trials", 2, "--json", "--output-dir", tmp_path / "out2")
+    assert set(json.loads(json_out.stdout)) == {"model_information", "item_information", "model_inversion_rate",
+                                                "item_inversion_rate", "passed"}
+    assert (tmp_path / "out2" / "checks.json").is_file()
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "no such file"),
+    ("model,q0,q1\na,1,3\nb,0,1\n", "outside [0, 2]"),
+])
+def test_cli_failing_run_writes_nothing(tmp_path, content, fragment):
+    path = tmp_path / "bad.csv"
+    if content is not None:
+        path.write_text(content)
+    out_dir = tmp_path / "out"
+    out = _run(path, "--n-trials", 2, "--output-dir", out_dir)
+    assert out.returncode == 2 and out.stdout == "" and not out_dir.exists()
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
+
+
+def test_cli_output_dir_that_is_a_file_is_rejected(tmp_path):
+    path = tmp_path / "m.csv"
+    write_matrix(_matrix(WORKED, 2), path)
+    blocker = tmp_path / "out"
+    blocker.write_text("keep me")
+    out = _run(path, "--n-trials", 2, "--output-dir", blocker)
+    assert out.returncode == 2 and out.stdout == "" and blocker.read_text() == "keep me"
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not a folder" in lines[0]

@@ -1,5 +1,6 @@
 """Tests of Theorem 2.1's bound (benchmeasure.rank_flip) and scripts/rank_flip_bound.py."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -93,3 +94,44 @@ def test_cli_rejects(files, extra, difficulty, fragment):
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0]
+
+
+def test_cli_output_dir_writes_json_and_markdown(files):
+    out_dir = files / "out"
+    args = [files / "m.csv", files / "d.csv", "--n-trials", 4, "--lipschitz", 1]
+    out = _run(*args, "--output-dir", out_dir)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == _run(*args).stdout                     # stdout unchanged by --output-dir
+    assert sorted(p.name for p in out_dir.iterdir()) == ["rank_flip.json", "rank_flip.md"]
+    record = json.loads((out_dir / "rank_flip.json").read_text())
+    assert [(p["model_a"], p["model_b"]) for p in record["pairs"]] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert record["pairs"][0]["benchmark_gap"] == pytest.approx(7 / 12)
+    assert record["pairs"][0]["w1_uniform"] == pytest.approx(w1_to_uniform([0.0, 0.5, 1.0]))
+    assert record["settings"] == {"n_trials": 4, "lipschitz": 1.0, "column": "b_mean", "normalized": False,
+                                  "models": None}
+    for name, file in (("matrix", "m.csv"), ("difficulty", "d.csv")):
+        assert record["inputs"][name]["sha256"] == hashlib.sha256((files / file).read_bytes()).hexdigest()
+    assert record["items"] == 3
+    assert "rank_flip_bound.py" in record["command"]
+    assert record["package_versions"]["numpy"] == np.__version__
+    table = (out_dir / "rank_flip.md").read_text()
+    assert "| Model A | Model B | D_B (A − B) | D_μ interval | Rank flip possible |" in table
+    assert "| a | b | +0.5833 |" in table
+    one = _run(*args, "--models", "b", "c", "--json", "--output-dir", files / "out2")
+    assert one.returncode == 0 and json.loads(one.stdout)["model_a"] == "b"       # --json output unchanged
+    assert json.loads((files / "out2" / "rank_flip.json").read_text())["settings"]["models"] == ["b", "c"]
+
+
+@pytest.mark.parametrize("extra, difficulty, fragment", [
+    (["--models", "a", "zz"], None, "no model 'zz'"),
+    ([], "item,b_mean\nq0,1\nq1,2\nq9,3\n", "item 'q2' of the matrix is not in"),
+    ([], "item,b\nq0,1\nq1,2\nq2,3\n", "no column 'b_mean'"),
+])
+def test_cli_failing_run_writes_nothing(files, extra, difficulty, fragment):
+    if difficulty:
+        (files / "d.csv").write_text(difficulty)
+    out_dir = files / "out"
+    out = _run(files / "m.csv", files / "d.csv", "--n-trials", 4, "--lipschitz", 1, "--output-dir", out_dir, *extra)
+    assert out.returncode == 2 and out.stdout == "" and not out_dir.exists()
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
