@@ -13,7 +13,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from .errors import fail
+from .errors import fail, file_errors
 
 ID_COLUMNS = ("item", "item_id")
 
@@ -42,7 +42,7 @@ def read_difficulty_column(path: str | os.PathLike, column: str = "b_mean") -> D
     path = os.fspath(path)
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
-    try:
+    with file_errors(path):
         with open(path, encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(handle)
             header = next(reader, None)
@@ -67,10 +67,6 @@ def read_difficulty_column(path: str | os.PathLike, column: str = "b_mean") -> D
                     fail(f"{path}: line {line_number}, item {item!r}: {column} is {cell!r}, not a finite number")
                 ids.append(item)
                 values.append(value)
-    except UnicodeDecodeError as exc:
-        fail(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
-    except csv.Error as exc:
-        fail(f"{path}: malformed CSV ({exc})")
     if len(values) < 2:
         fail(f"{path}: need at least 2 items, found {len(values)}")
     return DifficultyColumn(path=path, column=column, item_ids=ids, values=values)

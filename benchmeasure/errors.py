@@ -11,8 +11,11 @@ reported the same way. Standard library only.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
 import os
 import sys
+from collections.abc import Iterator
 from typing import Callable, NoReturn
 
 EXIT_BAD_INPUT = 2
@@ -25,6 +28,18 @@ class InputError(ValueError):
 def fail(message: str) -> NoReturn:
     """Raise :class:`InputError` with ``message``."""
     raise InputError(message)
+
+
+@contextlib.contextmanager
+def file_errors(path: str | os.PathLike) -> Iterator[None]:
+    """Report a text-decoding or CSV-syntax error raised while reading ``path`` as an :class:`InputError`."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start:exc.start + 1].hex()
+        fail(f"{os.fspath(path)}: not UTF-8 text (byte 0x{byte}: {exc.reason}); save it as UTF-8")
+    except csv.Error as exc:
+        fail(f"{os.fspath(path)}: malformed CSV ({exc})")
 
 
 class ArgumentParser(argparse.ArgumentParser):

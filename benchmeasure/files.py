@@ -22,14 +22,30 @@ from typing import IO
 from benchmeasure.errors import fail
 
 
+def check_output_path(path: str | os.PathLike) -> Path:
+    """Fail with an :class:`InputError` unless ``path`` can be written as a file (checked before any work)."""
+    target = Path(path)
+    if target.is_dir():
+        fail(f"{target}: is a folder; give the path of a file to write")
+    ancestor = target.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        fail(f"{target}: cannot create the folder {target.parent}: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        fail(f"{target}: no permission to write in {ancestor}")
+    return target
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None = "") -> Iterator[IO]:
     """Open a temporary file beside ``path``; rename it onto ``path`` if the block succeeds.
 
-    Missing parent folders are created. On any exception the temporary file is removed
+    Missing parent folders are created; a path that cannot be written (a folder, a file in the
+    way of a parent folder, no permission) is an :class:`InputError`. On any exception the temporary file is removed
     and ``path`` is left as it was.
     """
-    target = Path(path)
+    target = check_output_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:

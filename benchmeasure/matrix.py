@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import fail
+from .errors import fail, file_errors
 from .files import atomic_write
 
 
@@ -77,6 +78,9 @@ def _duplicate(names: list) -> str | None:
     return next((name for name in names if seen[name] > 1), None)
 
 
+INTEGER = re.compile(r"-?[0-9]+")
+
+
 def read_matrix(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
     """Read and validate a count matrix CSV.
 
@@ -89,7 +93,7 @@ def read_matrix(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
     path = os.fspath(path)
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
-    with open(path, encoding="utf-8-sig", newline="") as handle:
+    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.reader(handle))
     if not rows:
         fail(f"{path}: file is empty (expected a header 'model,<item>,…')")
@@ -116,10 +120,9 @@ def read_matrix(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
             text = cell.strip()
             if not text:
                 fail(f"{path}: line {line}, model {model!r}, item {item!r}: empty cell")
-            try:
-                value = int(text)
-            except ValueError:
+            if not INTEGER.fullmatch(text):  # int() would also take '+1', '1_0' and '٣'
                 fail(f"{path}: line {line}, model {model!r}, item {item!r}: {text!r} is not an integer count")
+            value = int(text)
             if not 0 <= value <= n_trials:
                 fail(f"{path}: line {line}, model {model!r}, item {item!r}: count {value} is outside "
                      f"[0, {n_trials}] (--n-trials {n_trials})")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import fail
+from .errors import fail, file_errors
 
 PROBABILITY = 0.94
 
@@ -127,7 +127,7 @@ def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list
         return _read_datatree(path, variable, None)
     if path.endswith(".npz"):
         return _read_npz(path, variable)
-    with open(path, encoding="utf-8-sig", newline="") as handle:
+    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.reader(handle))
     if len(rows) < 2:
         fail(f"{path}: expected a header of item IDs and at least one row of draws")

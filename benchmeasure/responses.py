@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .errors import fail
+from .errors import fail, file_errors
 from .matrix import ResponseMatrix, check_n_trials
 
 COLUMNS = ("model", "item_id", "trial", "correct")
@@ -127,7 +127,7 @@ def factorize(values) -> tuple[np.ndarray, list]:
 def _read_header(path: str) -> list:
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
-    with open(path, encoding="utf-8-sig", newline="") as handle:
+    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
         header = next(csv.reader(handle), None)
     if not header:
         fail(f"{path}: file is empty (expected the header {','.join(COLUMNS)})")
@@ -188,13 +188,16 @@ def read_responses_csv(path: str | os.PathLike, n_trials: int) -> ResponseMatrix
             if bad.any():
                 r = int(np.flatnonzero(bad)[0])
                 row = chunk.iloc[r]
-                fail(f"{path} line {lines[r]}: model {row['model']!r}, item {row['item_id']!r}: "
-                     f"correct is {row['correct']!r}, expected 0 or 1")
+                fail(f"{path} line {lines[r]}: model {row['model']!r}, item {row['item_id']!r}, "
+                     f"trial {row['trial']!r}: correct is {row['correct']!r}, expected 0 or 1")
             parts["correct"].append((correct.to_numpy() == "1").astype(np.int8))
             parts["line"].append(lines)
             for name, coder in coders.items():
                 parts[name].append(coder.encode(chunk[name]))
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        with file_errors(path):
+            raise exc
+    except pd.errors.ParserError as exc:
         fail(f"{path}: malformed CSV ({' '.join(str(exc).split())})")
     except pd.errors.EmptyDataError:
         fail(f"{path}: file is empty (expected the header {','.join(COLUMNS)})")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.errors import ArgumentParser, fail, run_cli
+from benchmeasure.errors import ArgumentParser, fail, file_errors, run_cli
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
 
@@ -105,13 +105,8 @@ def read_guessing_csv(path: str, items: list) -> list:
     """Per-item guessing in matrix order from ``item_id,guessing``; InputError on any problem."""
     if not os.path.isfile(path):
         fail(f"{path}: no such file (--guessing-csv)")
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.reader(handle))
-    except UnicodeDecodeError as exc:
-        fail(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
-    except csv.Error as exc:
-        fail(f"{path}: malformed CSV ({exc})")
+    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle))
     if not rows:
         fail(f"{path}: file is empty (expected a header 'item_id,guessing')")
     header = [name.strip() for name in rows[0]]

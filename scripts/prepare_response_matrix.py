@@ -3,6 +3,8 @@
 
 The rows come from a ``model,item_id,trial,correct`` CSV, or (``--from``) straight from
 evaluation-harness sample logs (``benchmeasure/harness_logs.py``, ``docs/harness_logs.md``).
+Beside the matrix, ``<output>.json`` records how it was made: the inputs and their SHA-256,
+the settings, the command and the package versions.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmeasure.errors import ArgumentParser, fail, run_cli
-from benchmeasure.files import atomic_write
+from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions, sha256_file, write_json
 from benchmeasure.harness_logs import HARNESSES, logs_to_matrix, read_log
 from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.responses import read_responses_csv
@@ -91,8 +93,11 @@ def parse_args(argv):
     return args
 
 
-def matrix_from_logs(args) -> ResponseMatrix:
-    """The --from path: read every log, apply --model, convert and validate, write --responses-out."""
+def matrix_from_logs(args) -> tuple[ResponseMatrix, list]:
+    """The --from path: read every log, apply --model, convert and validate, write --responses-out.
+
+    Returns the matrix and the logs' provenance (file, SHA-256, model, task).
+    """
     if args.model is not None and len(args.responses) != 1:
         fail(f"--model renames a single log; {len(args.responses)} logs were given")
     logs = [read_log(args.harness, Path(path), args.filter_name) for path in args.responses]
@@ -104,17 +109,37 @@ def matrix_from_logs(args) -> ResponseMatrix:
             writer = csv.writer(handle, lineterminator="\n")
             writer.writerow(["model", "item_id", "trial", "correct"])
             writer.writerows(zip(rows.model, rows.item, rows.trial, rows.correct))
-    return matrix
+    inputs = [{"path": str(log.path), "sha256": sha256_file(log.path), "model": log.model, "task": log.task}
+              for log in logs]
+    return matrix, inputs
+
+
+def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
+    """The record written to ``<output>.json``."""
+    settings = {"n_trials": args.n_trials}
+    if args.harness is not None:
+        settings.update({"from": args.harness, "metric": args.metric, "threshold": args.threshold,
+                         "filter": args.filter_name, "grade": args.grade, "model": args.model,
+                         "responses_out": args.responses_out})
+    harness_package = {"lmms-eval": "lmms_eval", "lm-eval": "lm_eval", "lighteval": "lighteval"}.get(args.harness)
+    return {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings,
+            "inputs": inputs, "command": command_line(),
+            "package_versions": package_versions(["numpy", "pandas", *([harness_package] if harness_package else [])])}
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
+    for path in (args.output, args.responses_out):
+        if path is not None:
+            check_output_path(path)  # before reading what may be gigabytes of input
     if args.harness is not None:
-        matrix = matrix_from_logs(args)
+        matrix, inputs = matrix_from_logs(args)
     else:
         matrix = read_responses_csv(args.responses[0], args.n_trials)
+        inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
     write_matrix(matrix, args.output)
+    write_json(f"{args.output}.json", provenance(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
         print(f"wrote {args.output}: {n_models} models x {n_items} items, {args.n_trials} trials each "

@@ -196,6 +196,8 @@ def _variant(change):
 MATRIX_CASES = {
     "not an integer": (_variant(lambda r: r[2].__setitem__(2, "1.5")), "'1.5' is not an integer"),
     "text": (_variant(lambda r: r[1].__setitem__(3, "x")), "item 'c'"),
+    "digit separator": (_variant(lambda r: r[1].__setitem__(1, "1_0")), "'1_0' is not an integer"),
+    "plus sign": (_variant(lambda r: r[1].__setitem__(1, "+1")), "'+1' is not an integer"),
     "above n_trials": (_variant(lambda r: r[2].__setitem__(1, "4")), "count 4 is outside [0, 3]"),
     "negative": (_variant(lambda r: r[1].__setitem__(1, "-1")), "outside [0, 3]"),
     "empty cell": (_variant(lambda r: r[2].__setitem__(2, "")), "empty cell"),
@@ -356,3 +358,12 @@ def test_pymc_sampler_through_the_command_line(matrix_file, tmp_path):
     d = json.loads((out / "diagnostics.json").read_text())
     assert d["settings"]["sampler"] == "pymc" and d["max_r_hat"] is not None
     assert len(read_rows(out / "difficulty.csv")) == 13
+
+
+def test_non_utf8_matrix_is_one_line(tmp_path):
+    path = tmp_path / "matrix.csv"
+    path.write_bytes("model,a,b\nm\xe8,1,2\nm2,0,1\n".encode("latin-1"))
+    result = run(path, "--n-trials", 3, "--output-dir", tmp_path / "out")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "not UTF-8" in result.stderr and str(path) in result.stderr
+    assert not (tmp_path / "out").exists()

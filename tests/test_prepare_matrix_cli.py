@@ -28,7 +28,21 @@ def test_readme_example_exactly(write_csv, tmp_path):
     result = prepare(write_csv("responses.csv", README_EXAMPLE), out)
     assert result.returncode == 0, result.stderr
     assert out.read_text() == "model,q0,q1\nmodel-a,1,2\nmodel-b,0,1\n"
-    assert [p.name for p in out.parent.iterdir()] == ["response_matrix.csv"]  # no temporary file left
+    # no temporary file left; the provenance record beside the matrix
+    assert sorted(p.name for p in out.parent.iterdir()) == ["response_matrix.csv", "response_matrix.csv.json"]
+
+
+def test_provenance_record_names_input_hash_and_settings(write_csv, tmp_path):
+    import hashlib
+    import json
+
+    source = write_csv("responses.csv", README_EXAMPLE)
+    out = tmp_path / "m.csv"
+    assert prepare(source, out).returncode == 0
+    record = json.loads((tmp_path / "m.csv.json").read_text())
+    assert record["inputs"] == [{"path": str(source), "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}]
+    assert record["settings"] == {"n_trials": 2} and (record["models"], record["items"]) == (2, 2)
+    assert "prepare_response_matrix.py" in record["command"] and record["package_versions"]["pandas"]
 
 
 def test_ids_kept_exactly_in_first_seen_order_and_extra_columns_ignored(write_csv, tmp_path):
@@ -80,6 +94,28 @@ def test_rejected_inputs_leave_no_output(case, tmp_path):
     assert_rejected(prepare(path, out), fragment)
     assert not out.exists()
     assert not out.parent.exists() or not any(out.parent.iterdir())
+
+
+def test_bad_correct_value_names_model_item_trial_and_line(write_csv, tmp_path):
+    text = README_EXAMPLE.replace("model-b,q1,1,0", "model-b,q1,1,2")
+    assert_rejected(prepare(write_csv("r.csv", text), tmp_path / "m.csv"),
+                    "line 9", "'model-b'", "'q1'", "trial '1'", "'2'")
+
+
+def test_non_utf8_input_is_one_line(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(README_EXAMPLE.strip().replace("model-b", "mod\xe8le-b").encode("latin-1") + b"\n")
+    assert_rejected(prepare(path, tmp_path / "m.csv"), str(path), "not UTF-8", "0xe8")
+    assert not (tmp_path / "m.csv").exists()
+
+
+def test_unwritable_output_path_is_refused_before_reading(write_csv, tmp_path):
+    source = write_csv("r.csv", README_EXAMPLE)
+    (tmp_path / "folder").mkdir()
+    assert_rejected(prepare(source, tmp_path / "folder"), "is a folder")
+    (tmp_path / "afile.csv").write_text("x\n")
+    assert_rejected(prepare(source, tmp_path / "afile.csv" / "m.csv"), "is a file")
+    assert (tmp_path / "afile.csv").read_text() == "x\n"
 
 
 def test_error_names_model_item_trial_and_line(write_csv, tmp_path):
