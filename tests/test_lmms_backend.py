@@ -8,11 +8,15 @@ failed, and the backend must refuse the log.
 
 from __future__ import annotations
 
+import dataclasses
+import http.server
 import json
 import shutil
 import socket
 import subprocess
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -23,6 +27,7 @@ from benchmeasure.verifier.lmms_backend import (
     LmmsEvalError,
     item_documents,
     lmms_command,
+    lmms_environment,
     rollouts_from_samples,
     run_lmms,
     task_yaml,
@@ -82,11 +87,23 @@ def test_write_task_lays_out_the_include_folder(tmp_path):
 def test_command_line():
     argv = lmms_command("lmms-eval", Path("/w/tasks"), "m", "http://127.0.0.1:9/v1", Path("/w/out"), num_concurrent=1)
     assert argv[:3] == ["lmms-eval", "--model", "openai"]
-    assert "model=m,base_url=http://127.0.0.1:9/v1,api_key=EMPTY,num_concurrent=1" in argv[4]
+    assert "model=m,base_url=http://127.0.0.1:9/v1,num_concurrent=1" in argv[4]
+    assert not [a for a in argv if "api_key" in a]  # the key goes through the environment (lmms_environment)
     for flag, value in (("--tasks", TASK), ("--include_path", "/w/tasks"), ("--output_path", "/w/out"),
                         ("--timezone", "UTC")):
         assert argv[argv.index(flag) + 1] == value
     assert "--log_samples" in argv
+
+
+def test_the_models_api_key_goes_to_the_environment_not_the_command_line(tmp_path):
+    model = dataclasses.replace(PANEL.models[0], api_key_env="BENCHFILL_TEST_KEY")
+    env = lmms_environment(model, tmp_path, {"BENCHFILL_TEST_KEY": "sk-test-123", "OPENAI_API_BASE": "http://x/v1",
+                                             "PATH": "/bin"})
+    assert env["OPENAI_API_KEY"] == "sk-test-123" and "OPENAI_API_BASE" not in env and env["PATH"] == "/bin"
+    assert env["HF_DATASETS_CACHE"] == str(tmp_path / "hf_datasets")
+    assert lmms_environment(model, tmp_path, {})["OPENAI_API_KEY"] == "EMPTY"
+    # an OPENAI_API_KEY of the caller's shell does not replace the panel model's key
+    assert lmms_environment(model, tmp_path, {"OPENAI_API_KEY": "other"})["OPENAI_API_KEY"] == "EMPTY"
 
 
 def test_rows_are_graded_per_response_from_a_real_log():
@@ -154,6 +171,7 @@ def test_real_lmms_eval_exits_0_on_failed_requests_and_the_backend_refuses(tmp_p
 import sys
 sys.path.insert(0, {str(ROOT)!r})
 from pathlib import Path
+from typing import ClassVar
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.lmms_backend import LmmsEvalError, rollouts_from_samples, run_lmms
 from benchmeasure.verifier.panel import load_panel
@@ -170,3 +188,59 @@ except LmmsEvalError as exc:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "LMMS-EVAL EXITED 0" in result.stdout
     assert "REFUSED:" in result.stdout and "[LMMS_EVAL_REQUEST_FAILED" in result.stdout, result.stdout
+
+
+class _RecordingOpenAI(http.server.BaseHTTPRequestHandler):
+    """A loopback OpenAI-compatible endpoint: records each request's Authorization header, answers 5."""
+
+    seen: ClassVar[list] = []
+
+    def _send(self, body: dict):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.seen.append(("GET", self.path, self.headers.get("Authorization")))
+        self._send({"object": "list", "data": [{"id": "smollm2-t07", "object": "model"}]})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(("POST", self.path, self.headers.get("Authorization")))
+        self._send({"id": "c1", "object": "chat.completion", "created": 0, "model": "smollm2-t07",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "The answer is \\boxed{5}."}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (BENCHFILL_PYTHON.parent / "lmms-eval").exists(),
+                    reason=".venv-benchfill is absent (bash scripts/setup_env.sh benchfill creates it)")
+def test_real_lmms_eval_sends_the_panel_models_key_and_writes_it_nowhere(tmp_path, monkeypatch):
+    key = "sk-benchfill-test-8f3a1c"
+    monkeypatch.setenv("BENCHFILL_TEST_KEY", key)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-the-panel-key")
+    _RecordingOpenAI.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingOpenAI)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = dataclasses.replace(PANEL.model("smollm2-t07"), api_key_env="BENCHFILL_TEST_KEY")
+        items = [Candidate("q0", "Compute 2 + 3.", "5", "math_arith")]
+        done = run_lmms(items, model, "math", 2, tmp_path / "w", base_url=f"http://127.0.0.1:{server.server_port}/v1",
+                        executable=str(BENCHFILL_PYTHON.parent / "lmms-eval"), num_concurrent=1, timeout_s=300)
+    finally:
+        server.shutdown()
+        server.server_close()
+    posts = [entry for entry in _RecordingOpenAI.seen if entry[0] == "POST"]
+    assert len(posts) == 2 and {auth for _, _, auth in posts} == {f"Bearer {key}"}
+    rows = rollouts_from_samples(done.samples, items, model.name, "math", 2)
+    assert [r.correct for r in rows[0]] == [1, 1]
+    written = [p for p in (tmp_path / "w").rglob("*") if p.is_file()]
+    assert any(p.name.endswith("_results.json") for p in written)
+    assert not [p for p in written if key.encode() in p.read_bytes()]

@@ -16,6 +16,10 @@ lmms-eval (pinned in ``requirements_benchfill.txt``) is driven as an installed p
   ``model,item_id,trial,correct`` rows (:class:`~benchmeasure.verifier.base.Rollout`), trial
   = repeat index.
 
+The panel model's API key (its ``api_key_env``) reaches lmms-eval as ``OPENAI_API_KEY`` in
+the subprocess environment, never on the command line, whose ``model_args`` lmms-eval copies
+into its results file.
+
 lmms-eval's OpenAI model refuses ``n > 1``, so the K repeats are K requests; it exits 0
 even when every request failed, so the log is checked for ``[LMMS_EVAL_REQUEST_FAILED``
 responses (:class:`LmmsEvalError`). Checked with lmms-eval 0.7.3.
@@ -124,12 +128,32 @@ def write_task(workdir: Path, documents: list, model, n_trials: int) -> Path:
 
 def lmms_command(executable: str, tasks: Path, model_name: str, base_url: str, out: Path,
                  num_concurrent: int = 4, max_retries: int = 2, timeout: int = 120) -> list:
-    """The ``lmms-eval`` command line for one panel model."""
-    model_args = (f"model={model_name},base_url={base_url},api_key=EMPTY,"
+    """The ``lmms-eval`` command line for one panel model.
+
+    It carries no API key: lmms-eval writes ``model_args`` into its results file, so the key
+    travels in the subprocess environment instead (``OPENAI_API_KEY``, see :func:`lmms_environment`).
+    """
+    model_args = (f"model={model_name},base_url={base_url},"
                   f"num_concurrent={num_concurrent},max_retries={max_retries},timeout={timeout}")
     return [executable, "--model", "openai", "--model_args", model_args, "--tasks", TASK,
             "--include_path", str(tasks), "--batch_size", "1", "--log_samples", "--output_path", str(out),
             "--timezone", "UTC", "--verbosity", "WARNING"]
+
+
+def lmms_environment(model, workdir: Path, environ=None) -> dict:
+    """The environment of the lmms-eval subprocess for ``model``.
+
+    ``OPENAI_API_KEY`` is the panel model's key (``model.api_key()``: its ``api_key_env``
+    variable, ``"EMPTY"`` when unset), which lmms-eval's OpenAI client sends as
+    ``Authorization: Bearer …`` when ``model_args`` has no ``api_key``; ``OPENAI_API_BASE`` is
+    dropped (the base URL is in ``model_args``). Hugging Face runs offline, with a dataset
+    cache inside ``workdir``.
+    """
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if k != "OPENAI_API_BASE"}
+    env.update({"OPENAI_API_KEY": model.api_key(environ), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                "TOKENIZERS_PARALLELISM": "false", "HF_DATASETS_CACHE": str(Path(workdir) / "hf_datasets")})
+    return env
 
 
 def default_executable() -> str:
@@ -152,8 +176,7 @@ def run_lmms(candidates, model, kind: str, n_trials: int, workdir: Path, base_ur
     out = workdir / "out"
     argv = lmms_command(executable or default_executable(), tasks, model.name, base_url or model.resolve_base_url(),
                         out, num_concurrent=num_concurrent)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "HF_DATASETS_CACHE": str(workdir / "hf_datasets")}
+    env = lmms_environment(model, workdir)
     log_path = workdir / "lmms-eval.log"
     with open(log_path, "w", encoding="utf-8") as log:
         try:
