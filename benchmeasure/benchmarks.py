@@ -6,20 +6,25 @@ Each benchmark is a folder named after it holding
   layout the IDs are the integers 0 … N−1, one row each (the paper's README);
 * ``test.jsonl`` — one JSON object per line with an ``item_id`` field (the evaluated item).
 
-When ``test.jsonl`` is present the two must describe the same items: every ID 0 … N−1
-exactly once in each file. A folder holding only a ``difficulty.csv`` (for example what
-``fit_irt.py`` writes, with an ``item`` column of arbitrary IDs) is accepted as a benchmark
-too; its IDs are then only required to be unique.
+A ``difficulty.csv`` whose ID column is ``item_id`` (the released layout) must list every ID
+0 … N−1 exactly once, with or without a ``test.jsonl``; when ``test.jsonl`` is present it must
+list the same IDs (0 … N−1 exactly once, as many records as difficulty rows), whatever the
+difficulty file's ID column is called. A folder holding only a ``difficulty.csv`` with an
+``item`` column of arbitrary IDs (what ``fit_irt.py`` writes) is accepted as a benchmark too;
+its IDs are then only required to be unique. The first problem found is named: the file, the
+line, and the first out-of-range ID and the first missing one.
 """
 
 from __future__ import annotations
 
+import csv
 import os
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .difficulty_file import read_difficulty_column
+from .difficulty_file import ID_COLUMNS, read_difficulty_column
 from .errors import fail
 from .files import read_jsonl_objects
 
@@ -50,27 +55,43 @@ class Benchmark:
     test_items: int | None
 
 
-def _integer_ids(ids: list, where: str) -> list:
-    """Check that ``ids`` are exactly the integers 0 … N−1 (any order); return them as ints."""
+def _integer_ids(ids: list, lines: list, where: str) -> list:
+    """Check that ``ids`` (found on ``lines`` of ``where``) are the integers 0 … N−1 in any order; return them."""
+    last = len(ids) - 1
     values = []
-    for position, text in enumerate(ids, start=2):
+    for text, line in zip(ids, lines):
         try:
             values.append(int(str(text).strip()))
         except ValueError:
-            fail(f"{where}: line {position}: item_id {text!r} is not an integer (expected 0 … {len(ids) - 1})")
-    counts = Counter(values)
-    duplicate = next((v for v in values if counts[v] > 1), None)
-    if duplicate is not None:
-        fail(f"{where}: item_id {duplicate} appears {counts[duplicate]} times")
-    outside = sorted(v for v in values if not 0 <= v < len(values))
-    if outside:
-        missing = sorted(set(range(len(values))) - set(values))
-        fail(f"{where}: item IDs must run 0 … {len(values) - 1}; found {outside[0]}, missing {missing[0]}")
+            fail(f"{where}: line {line}: item_id {text!r} is not an integer (expected 0 … {last})")
+    seen = {}
+    for value, line in zip(values, lines):
+        if value in seen:
+            fail(f"{where}: line {line}: item_id {value} appears {Counter(values)[value]} times "
+                 f"(first on line {seen[value]})")
+        seen[value] = line
+    outside = next(((v, line) for v, line in zip(values, lines) if not 0 <= v <= last), None)
+    if outside is not None:
+        missing = min(set(range(len(values))) - set(values))
+        fail(f"{where}: item IDs must run 0 … {last}; found {outside[0]}, missing {missing} "
+             f"({outside[0]} is on line {outside[1]})")
     return values
 
 
-def _read_test_ids(path: Path) -> list:
-    return [record["item_id"] for _, record in read_jsonl_objects(path, ("item_id",))]
+def _id_column(path: Path) -> tuple:
+    """The ID column's name in ``path``'s header (``item``, ``item_id`` or None) and the line of each data row.
+
+    Rows are counted as :func:`~benchmeasure.difficulty_file.read_difficulty_column` counts them
+    (blank rows skipped), so the i-th line belongs to its i-th value. Call after that reader has
+    accepted the file.
+    """
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = [name.strip() for name in next(reader)]
+        lines = [number for number, row in enumerate(reader, start=2)
+                 if row and any(cell.strip() for cell in row)]
+    name = next((n for n in ID_COLUMNS if n in header), None)
+    return name, lines
 
 
 def load_benchmark(folder: str | os.PathLike) -> Benchmark:
@@ -82,29 +103,41 @@ def load_benchmark(folder: str | os.PathLike) -> Benchmark:
     if not difficulty_path.is_file():
         fail(f"{folder}: not a benchmark folder (no {DIFFICULTY})")
     column = read_difficulty_column(difficulty_path, "b_mean")
+    id_name, lines = _id_column(difficulty_path)
     counts = Counter(column.item_ids)
     duplicate = next((i for i in column.item_ids if counts[i] > 1), None)
-    if duplicate is not None:
+    if duplicate is not None and id_name != "item_id":
         fail(f"{difficulty_path}: item ID {duplicate!r} appears {counts[duplicate]} times")
     test_path = folder / TEST
+    if id_name == "item_id" or test_path.is_file():
+        _integer_ids(column.item_ids, lines, str(difficulty_path))
     test_items = None
     if test_path.is_file():
-        ids = _integer_ids(column.item_ids, str(difficulty_path))
-        test_ids = _read_test_ids(test_path)
-        if len(test_ids) != len(ids):
-            fail(f"{folder}: {DIFFICULTY} has {len(ids)} items but {TEST} has {len(test_ids)}")
-        _integer_ids(test_ids, str(test_path))
-        test_items = len(test_ids)
+        records = read_jsonl_objects(test_path, ("item_id",))
+        if len(records) != len(column.item_ids):
+            fail(f"{folder}: {DIFFICULTY} has {len(column.item_ids)} items but {TEST} has {len(records)}")
+        _integer_ids([r["item_id"] for _, r in records], [n for n, _ in records], str(test_path))
+        test_items = len(records)
     return Benchmark(folder.name, str(folder), column.item_ids, column.values, test_items)
 
 
-def find_benchmarks(paths: list) -> list:
+def skipped_warning(folder) -> str:
+    """The one stderr line for a subfolder skipped while scanning a parent folder."""
+    return f"warning: {folder}: skipped, not a benchmark folder (no {DIFFICULTY})"
+
+
+def find_benchmarks(paths: list, skipped: list | None = None) -> list:
     """Benchmarks named by ``paths``: benchmark folders, ``difficulty.csv`` files, or a folder of folders.
 
     A folder with its own ``difficulty.csv`` is one benchmark; any other folder is searched
-    one level down for benchmark folders (sorted by name) and must hold at least one.
+    one level down for benchmark folders (sorted by name) and must hold at least one. Each
+    subfolder there without a ``difficulty.csv`` is skipped with one ``warning:`` line on stderr
+    (:func:`skipped_warning`), printed once all benchmarks have loaded, so a rejected call prints
+    none. Pass a list as ``skipped`` to receive those folders instead and print the warnings
+    yourself, for instance only once the rest of the run has succeeded.
     """
-    benchmarks = []
+    benchmarks, passed = [], skipped
+    skipped = [] if passed is None else passed
     for raw in paths:
         path = Path(raw)
         if path.is_file():
@@ -114,9 +147,11 @@ def find_benchmarks(paths: list) -> list:
         elif (path / DIFFICULTY).is_file():
             benchmarks.append(load_benchmark(path))
         elif path.is_dir():
-            found = sorted(p for p in path.iterdir() if (p / DIFFICULTY).is_file())
+            folders = sorted(p for p in path.iterdir() if p.is_dir())
+            found = [p for p in folders if (p / DIFFICULTY).is_file()]
             if not found:
                 fail(f"{path}: no benchmark folders (no */{DIFFICULTY} inside)")
+            skipped.extend(p for p in folders if p not in found)
             benchmarks.extend(load_benchmark(p) for p in found)
         else:
             fail(f"{path}: no such benchmark folder or file")
@@ -124,4 +159,7 @@ def find_benchmarks(paths: list) -> list:
     repeated = next((n for n in names if names[n] > 1), None)
     if repeated is not None:
         fail(f"benchmark {repeated!r} is given more than once")
+    if passed is None:  # only once everything loaded, so a rejected call prints its one error line alone
+        for folder in skipped:
+            print(skipped_warning(folder), file=sys.stderr)
     return benchmarks

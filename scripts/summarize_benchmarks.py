@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmeasure.benchmarks import find_benchmarks
+from benchmeasure.benchmarks import find_benchmarks, skipped_warning
 from benchmeasure.errors import ArgumentParser, run_cli
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.summary import (
@@ -31,7 +31,8 @@ examples:
 
 marks: DDM >= 0.10, Max Gap >= 0.10, Top-5 Sum >= 0.30 (paper Table 1); difficulties are
 min-max normalized per benchmark. Each benchmark is a folder holding difficulty.csv
-(item_id,b_mean) and, optionally, test.jsonl whose item IDs must match.
+(item_id,b_mean, IDs 0 ... N-1) and, optionally, test.jsonl whose item IDs must match;
+subfolders without difficulty.csv are skipped with a warning.
 """
 
 
@@ -52,13 +53,15 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(argv)
     domains = read_domains(args.domains)
-    benchmarks = find_benchmarks(args.paths)
+    skipped = []
+    benchmarks = find_benchmarks(args.paths, skipped)
     rows = summarize(benchmarks, domains)
     record = {
         "benchmarks": [r.as_dict() for r in rows],
         "thresholds": THRESHOLDS,
         "marked_counts": {m: {"marked": c, "total": n} for m, (c, n) in marked_counts(rows).items()},
         "inputs": {b.name: sha256_file(Path(b.folder) / "difficulty.csv") for b in benchmarks},
+        "skipped_folders": [str(folder) for folder in skipped],
         "command": command_line(),
         "package_versions": package_versions([]),
     }
@@ -70,6 +73,8 @@ def main(argv=None) -> int:
         with atomic_write(out / "table1.md") as handle:
             handle.write(table)
         write_json(out / "table1.json", record)
+    for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
+        print(skipped_warning(folder), file=sys.stderr)
     print(json.dumps(record, indent=2) if args.json else table, end="\n" if args.json else "")
     return 0
 

@@ -63,3 +63,57 @@ def test_released_ids_must_be_integers(tmp_path):
     (folder / "difficulty.csv").write_text("item_id,b_mean\n0,0\nq1,1\n")
     with pytest.raises(InputError, match="line 3: item_id 'q1' is not an integer"):
         load_benchmark(folder)
+
+
+@pytest.mark.parametrize("rows, fragment", [
+    ("1,0\n2,1\n3,2\n", "difficulty.csv: item IDs must run 0 … 2; found 3, missing 0 (3 is on line 4)"),
+    ("0,0\n5,1\n1,2\n", "difficulty.csv: item IDs must run 0 … 2; found 5, missing 2 (5 is on line 3)"),
+    ("0,0\n1,1\n1,2\n", "difficulty.csv: line 4: item_id 1 appears 2 times (first on line 3)"),
+    ("0,0\nq1,1\n", "difficulty.csv: line 3: item_id 'q1' is not an integer (expected 0 … 1)"),
+])
+def test_released_layout_ids_checked_without_test_jsonl(tmp_path, rows, fragment):
+    folder = make_benchmark(tmp_path, "x", [0, 1, 2], test_ids=None)
+    (folder / "difficulty.csv").write_text("item_id,b_mean\n" + rows)
+    with pytest.raises(InputError) as info:
+        load_benchmark(folder)
+    assert str(info.value) == f"{folder / 'difficulty.csv'}: " + fragment.split(": ", 1)[1]
+
+
+def test_released_layout_without_test_jsonl_accepts_ids_in_any_order(tmp_path):
+    folder = make_benchmark(tmp_path, "x", [0, 1, 2], test_ids=None)
+    (folder / "difficulty.csv").write_text("item_id,b_mean\n2,0.5\n\n0,1.5\n1,2.5\n")
+    b = load_benchmark(folder)
+    assert b.item_ids == ["2", "0", "1"] and b.difficulties == [0.5, 1.5, 2.5] and b.test_items is None
+
+
+def test_line_numbers_count_blank_rows_and_test_jsonl_lines(tmp_path):
+    folder = make_benchmark(tmp_path, "x", [0, 1, 2], test_ids=None)
+    (folder / "difficulty.csv").write_text("item_id,b_mean\n0,0\n\n7,1\n1,2\n")
+    with pytest.raises(InputError, match=r"found 7, missing 2 \(7 is on line 4\)"):
+        load_benchmark(folder)
+    folder = make_benchmark(tmp_path, "y", [0, 1], test_ids=None)
+    (folder / "test.jsonl").write_text('{"item_id": "a"}\n{"item_id": 1}\n')
+    with pytest.raises(InputError, match=r"test.jsonl: line 1: item_id 'a' is not an integer"):
+        load_benchmark(folder)
+
+
+def test_scanning_a_parent_warns_once_per_skipped_folder(tmp_path, capsys):
+    make_benchmark(tmp_path, "a", [0, 1, 2])
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "test.jsonl").write_text('{"item_id": 0}\n')
+    (tmp_path / "README.md").write_text("not a folder: no warning\n")
+    assert [b.name for b in find_benchmarks([tmp_path])] == ["a"]
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"warning: {tmp_path / 'half'}: skipped, not a benchmark folder (no difficulty.csv)",
+                     f"warning: {tmp_path / 'notes'}: skipped, not a benchmark folder (no difficulty.csv)"]
+    find_benchmarks([tmp_path / "a"])                  # naming a benchmark folder scans nothing
+    assert capsys.readouterr().err == ""
+
+
+def test_skipped_folders_can_be_collected_instead_of_printed(tmp_path, capsys):
+    make_benchmark(tmp_path, "a", [0, 1])
+    (tmp_path / "notes").mkdir()
+    skipped = []
+    assert [b.name for b in find_benchmarks([tmp_path], skipped)] == ["a"]
+    assert skipped == [tmp_path / "notes"] and capsys.readouterr().err == ""

@@ -74,3 +74,37 @@ def test_cli_rejects(tmp_path, make, fragment):
     assert out.returncode == 2 and out.stdout == "" and not out_dir.exists()
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
+
+
+def test_cli_warns_about_skipped_folders_and_still_summarizes(root):
+    (root / "notes").mkdir()
+    out = _run(root, "--json")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert [b["benchmark"] for b in record["benchmarks"]] == ["AIME24", "Even"]
+    assert record["skipped_folders"] == [str(root / "notes")]
+    warning = f"warning: {root / 'notes'}: skipped, not a benchmark folder (no difficulty.csv)"
+    assert out.stderr.splitlines() == [warning]
+
+
+def test_cli_released_ids_checked_without_test_jsonl_and_no_warning_before_an_error(tmp_path):
+    make_benchmark(tmp_path, "Gappy", [0, 1, 2], test_ids=None)
+    (tmp_path / "Gappy" / "difficulty.csv").write_text("item_id,b_mean\n0,0.1\n1,0.2\n4,0.3\n")
+    (tmp_path / "notes").mkdir()
+    out_dir = tmp_path / "out"
+    out = _run(tmp_path, "--output-dir", out_dir)
+    assert out.returncode == 2 and out.stdout == "" and not out_dir.exists()
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Gappy" in lines[0]
+    assert "found 4, missing 2 (4 is on line 4)" in lines[0]
+    flat = tmp_path / "flat"                         # loads, then fails in the summary: still one line
+    make_benchmark(flat, "Flat", [1.0, 1.0, 1.0])
+    (flat / "notes").mkdir()
+    out = _run(flat)
+    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert out.stderr.startswith("error:") and "Flat" in out.stderr
+    empty = tmp_path / "empty"
+    (empty / "notes").mkdir(parents=True)
+    out = _run(empty)
+    assert out.returncode == 2 and out.stderr.splitlines() == [
+        f"error: {empty}: no benchmark folders (no */difficulty.csv inside)"]
