@@ -59,7 +59,12 @@ class Comparison:
 
 
 def compare(estimate: DifficultyColumn, reference: DifficultyColumn, top_k: int = 5) -> Comparison:
-    """Match items by ID and compare; every item must be in both files."""
+    """Match items by ID and compare; every item must be in both files, once."""
+    for column in (estimate, reference):
+        seen = set()
+        repeated = next((item for item in column.item_ids if item in seen or seen.add(item)), None)
+        if repeated is not None:
+            fail(f"{column.path}: item {repeated!r} appears more than once (items are matched by ID)")
     ref = dict(zip(reference.item_ids, reference.values))
     missing = [item for item in estimate.item_ids if item not in ref]
     if missing:
