@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-from benchmeasure.errors import ArgumentParser, run_cli
+from benchmeasure.errors import ArgumentParser, fail, run_cli
 from benchmeasure.files import atomic_write, write_json
 from benchmeasure.simulate import gapped_difficulties, simulate_trials
 
@@ -29,6 +29,9 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
+    for flag, value, least in (("--models", args.models, 2), ("--items", args.items, 2), ("--trials", args.trials, 1)):
+        if value < least:
+            fail(f"{flag} must be at least {least}, got {value}")
     out = Path(args.output_dir)
     b = gapped_difficulties(args.items, seed=args.seed)
     theta = np.sort(np.random.default_rng(args.seed + 1).normal(0.0, 1.0, args.models))
