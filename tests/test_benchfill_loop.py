@@ -5,14 +5,16 @@ import csv
 import json
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import BENCHFILL_CLI as CLI
-from conftest import kill_after_progress, sim_run, wait_for_lock
+from conftest import assert_rejected, kill_after_progress, sim_run, wait_for_lock
 
 REPO = Path(__file__).resolve().parents[1]
+BENCHFILL_PYTHON = REPO / ".venv-benchfill" / "bin" / "python"
 
 
 def run_cli(folder, env, **kw):
@@ -117,6 +119,23 @@ def test_failing_server_still_completes(tmp_path):
     server.shutdown()
     assert done.returncode == 0, done.stderr
     assert json.loads((folder / "summary.json").read_text())["calls_this_session"]["retries"] > 0
+
+
+@pytest.mark.parametrize("python", [
+    pytest.param(sys.executable, id="test-env"),
+    pytest.param(str(BENCHFILL_PYTHON), id="benchfill-env", marks=pytest.mark.skipif(
+        not BENCHFILL_PYTHON.exists(), reason=".venv-benchfill is absent (bash scripts/setup_env.sh benchfill)"))])
+def test_call_failing_after_last_retry_is_one_error_line(tmp_path, python):
+    # 30% of requests fail and a call has 2 attempts: some call gives up while its siblings are in flight.
+    # The user must see that one error, not the siblings' tracebacks from a client closed under them.
+    folder, env, server = sim_run(tmp_path, 1, fail_rate=0.3, client={"max_retries": 1, "backoff": 0.01})
+    done = subprocess.run([python, str(REPO / "propose" / "benchfill.py"), "run", str(folder)],
+                          capture_output=True, text=True, env=env)
+    server.shutdown()
+    assert_rejected(done, "gave up after 2 attempts", "rerun 'run' to resume")
+    assert not (folder / "summary.json").exists()
+    for line in (folder / "events.jsonl").read_text().splitlines():
+        json.loads(line)  # the journal stays whole for the resume
 
 
 def test_cli_rejects_bad_input(tmp_path):

@@ -119,8 +119,25 @@ async def open_loop(folder: Path, config: RunConfig, log):
                     PanelVerifier(rollouts, check), client, journal, abilities, n_trials, log=log)
         yield benchmark, loop, client
     finally:
+        await _cancel_other_tasks()
         await client.close()
         journal.close()
+
+
+async def _cancel_other_tasks() -> None:
+    """Cancel every other task of the running event loop and wait until they have stopped.
+
+    When one model call fails for good, ``asyncio.gather`` (here and in the verifier) passes the
+    error up but leaves the sibling calls running; closing the client under them would make
+    each fail on its own and print its traceback at shutdown. The event loop belongs to the run
+    (``asyncio.run`` in :func:`run` and in mass fill), so every other task is one of its calls.
+    On success no other task is left and this does nothing.
+    """
+    current = asyncio.current_task()
+    others = [task for task in asyncio.all_tasks() if task is not current and not task.done()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
 
 
 async def _run(folder: Path, config: RunConfig, log) -> dict:
