@@ -9,6 +9,7 @@ failed, and the backend must refuse the log.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import http.server
 import json
 import shutil
@@ -35,7 +36,7 @@ from benchmeasure.verifier.lmms_backend import (
 )
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.rollouts import DirectRollouts
-from conftest import ROOT
+from conftest import ROOT, assert_rejected, run_script
 
 PANEL = load_panel(ROOT / "verifier" / "panels" / "cpu_smollm.toml")
 FIX = ROOT / "tests" / "fixtures" / "harness_logs"
@@ -244,3 +245,64 @@ def test_real_lmms_eval_sends_the_panel_models_key_and_writes_it_nowhere(tmp_pat
     written = [p for p in (tmp_path / "w").rglob("*") if p.is_file()]
     assert any(p.name.endswith("_results.json") for p in written)
     assert not [p for p in written if key.encode() in p.read_bytes()]
+
+
+@pytest.fixture
+def sure_server():
+    from benchmeasure.sim.server import serve
+    from benchmeasure.sim.world import World
+
+    srv, url = serve(World({"sure": 40.0, "never": -40.0}, seed=5))
+    yield url
+    srv.shutdown()
+
+
+def _rollout_inputs(tmp_path, url):
+    from benchmeasure.sim.world import item_text
+
+    panel = tmp_path / "panel.toml"
+    panel.write_text(f'[rollouts]\ndefault = 2\n[[model]]\nname = "sure"\ntemperature = 1.0\nbase_url = "{url}"\n'
+                     f'[[model]]\nname = "never"\ntemperature = 0.5\ntop_p = 0.9\nbase_url = "{url}"\n'
+                     'api_key_env = "SIM_KEY"\n')
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"q{i}", "question": item_text(0.0, i, "x"), "answer": str(i)})
+                             + "\n" for i in range(2)))
+    return panel, items
+
+
+def test_run_rollout_records_its_settings_inputs_and_versions(sure_server, tmp_path):
+    panel, items = _rollout_inputs(tmp_path, sure_server)
+    out = tmp_path / "out" / "rows.csv"
+    done = run_script("verifier/run_rollout.py", "--candidates", items, "--panel", panel, "--benchmark", "aime24",
+                      "--output", out, "--concurrency", "3", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(out.read_text().splitlines()) == 1 + 2 * 2 * 2
+    assert sorted(p.name for p in out.parent.iterdir()) == ["rows.csv", "rows.csv.json", "rows.raw.jsonl"]
+    record = json.loads((tmp_path / "out" / "rows.csv.json").read_text())
+    assert record["backend"] == "direct" and record["benchmark"] == "aime24" and record["kind"] == "math"
+    assert record["n_trials"] == 2 and record["rows"] == 8  # from the panel's [rollouts] default
+    assert record["panel"] == {"path": str(panel), "sha256": hashlib.sha256(panel.read_bytes()).hexdigest()}
+    assert record["inputs"] == [{"path": str(items), "sha256": hashlib.sha256(items.read_bytes()).hexdigest(),
+                                 "items": 2}]
+    assert record["raw_output"] == str(out.with_suffix(".raw.jsonl")) and record["output"] == str(out)
+    assert [(m["name"], m["temperature"], m["top_p"], m["api_key_env"]) for m in record["models"]] == [
+        ("sure", 1.0, None, "OPENAI_API_KEY"), ("never", 0.5, 0.9, "SIM_KEY")]
+    assert {m["base_url"] for m in record["models"]} == {sure_server.rstrip("/")}
+    assert record["settings"]["concurrency"] == 3 and record["settings"]["workdir"] is None
+    assert "verifier/run_rollout.py" in record["command"] and "--concurrency 3" in record["command"]
+    versions = record["package_versions"]
+    assert versions["python"] and versions["openai"] and set(versions) >= {"lmms_eval", "sympy"}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--raw-output", "{out}.json"], "must be three different files"),
+    (["--raw-output", "{tmp}"], "is a folder"),
+])
+def test_run_rollout_refuses_clashing_outputs_before_any_request(sure_server, tmp_path, extra, message):
+    panel, items = _rollout_inputs(tmp_path, sure_server)
+    out = tmp_path / "rows.csv"
+    extra = [e.format(out=out, tmp=tmp_path) for e in extra]
+    done = run_script("verifier/run_rollout.py", "--candidates", items, "--panel", panel, "--benchmark", "aime24",
+                      "--output", out, *extra, timeout=120)
+    assert_rejected(done, message)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl", "panel.toml"]

@@ -2,7 +2,9 @@
 """Roll out candidate items on every panel model and write graded response rows.
 
 Output: ``model,item_id,trial,correct`` CSV (what ``scripts/prepare_response_matrix.py`` and the
-online calibration read) plus a JSON Lines side file with each raw response. Two backends give
+online calibration read), a JSON Lines side file with each raw response, and ``OUTPUT.json``, the
+run's record (backend, panel file and its SHA-256, trials, models and their sampling settings,
+the candidates file's SHA-256, command line, package versions). Two backends give
 the same rows: ``direct`` (the ``openai`` SDK against each model's OpenAI-compatible server,
 ``benchmeasure.verifier.rollouts``) and ``lmms-eval`` (the installed lmms-eval program with our
 task definition, ``benchmeasure.verifier.lmms_backend``; run from ``.venv-benchfill``).
@@ -24,7 +26,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmeasure.errors import ArgumentParser, fail, run_cli
-from benchmeasure.files import atomic_write, read_jsonl_objects
+from benchmeasure.files import (
+    atomic_write,
+    check_output_path,
+    command_line,
+    package_versions,
+    read_jsonl_objects,
+    sha256_file,
+)
 from benchmeasure.llm_client import LLMCallError, LLMClient
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.grading import KINDS, kind_for
@@ -98,6 +107,32 @@ def run_lmms_eval(candidates, models, n_trials: int, kind: str, args, program: s
             fail(str(exc))
 
 
+PACKAGES = ["openai", "lmms_eval", "sympy", "latex2sympy2_extended"]
+
+
+def run_record(args, models, n_trials: int, kind: str, candidates, results, raw: str, hashes: dict) -> dict:
+    """What ``OUTPUT.json`` holds: the settings, the inputs with their SHA-256 (``hashes``: taken when
+    each was read), the command and the package versions."""
+    return {
+        "output": args.output,
+        "raw_output": raw,
+        "backend": args.backend,
+        "benchmark": args.benchmark,
+        "kind": kind,
+        "n_trials": n_trials,
+        "panel": {"path": args.panel, "sha256": hashes["panel"]},
+        "models": [{"name": m.name, "temperature": m.temperature, "top_p": m.top_p, "max_tokens": m.max_tokens,
+                    "supports_n": m.supports_n, "base_url": m.resolve_base_url(), "api_key_env": m.api_key_env}
+                   for m in models],
+        "inputs": [{"path": args.candidates, "sha256": hashes["candidates"], "items": len(candidates)}],
+        "rows": sum(len(r) for r in results),
+        "settings": {"concurrency": args.concurrency, "timeout": args.timeout, "retries": args.retries,
+                     "workdir": args.workdir},
+        "command": command_line(),
+        "package_versions": package_versions(PACKAGES),
+    }
+
+
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,7 +142,8 @@ def main(argv=None) -> int:
     parser.add_argument("--kind", choices=KINDS, help="grader kind (default: from --benchmark)")
     parser.add_argument("--n-trials", type=int, help="samples per item and model (default: the panel's rollouts)")
     parser.add_argument("--models", help="comma-separated subset of panel models")
-    parser.add_argument("--output", required=True, help="CSV of model,item_id,trial,correct")
+    parser.add_argument("--output", required=True,
+                        help="CSV of model,item_id,trial,correct; the run's record goes to OUTPUT.json")
     parser.add_argument("--raw-output", help="JSON Lines of raw responses (default: OUTPUT with .raw.jsonl)")
     parser.add_argument("--backend", choices=BACKENDS, default="direct",
                         help="direct: the openai SDK (default); lmms-eval: the installed lmms-eval program "
@@ -122,6 +158,7 @@ def main(argv=None) -> int:
     if args.workdir and args.backend != "lmms-eval":
         fail("--workdir applies to --backend lmms-eval only")
     panel = load_panel(args.panel)
+    hashes = {"panel": sha256_file(args.panel)}
     models = list(panel.models)
     if args.models:
         models = [panel.model(name.strip()) for name in args.models.split(",") if name.strip()]
@@ -133,14 +170,23 @@ def main(argv=None) -> int:
     if args.concurrency < 1 or args.retries < 0 or args.timeout <= 0:
         fail("--concurrency >= 1, --retries >= 0 and --timeout > 0 are required")
     kind = args.kind or kind_for(args.benchmark)
+    raw = args.raw_output or str(Path(args.output).with_suffix(".raw.jsonl"))
+    record_path = f"{args.output}.json"
+    if len({str(Path(p).resolve()) for p in (args.output, raw, record_path)}) < 3:
+        fail(f"--output {args.output}, --raw-output {raw} and the record {record_path} must be three different files")
+    for path in (args.output, raw, record_path):
+        check_output_path(path)  # before any request is spent
     program = lmms_eval_program() if args.backend == "lmms-eval" else None  # the wrong interpreter fails first
     candidates = read_candidates(args.candidates, args.benchmark)
+    hashes["candidates"] = sha256_file(args.candidates)
     if program:
         results = run_lmms_eval(candidates, models, n_trials, kind, args, program)
     else:
         results = run_direct(candidates, models, n_trials, kind, args)
-    raw = args.raw_output or str(Path(args.output).with_suffix(".raw.jsonl"))
-    with atomic_write(args.output) as rows, atomic_write(raw) as side:
+    record = run_record(args, models, n_trials, kind, candidates, results, raw, hashes)
+    with atomic_write(args.output) as rows, atomic_write(raw) as side, atomic_write(record_path) as meta:
+        json.dump(record, meta, indent=2, ensure_ascii=False)
+        meta.write("\n")
         writer = csv.writer(rows, lineterminator="\n")
         writer.writerow(["model", "item_id", "trial", "correct"])
         for candidate, rollouts in zip(candidates, results):
