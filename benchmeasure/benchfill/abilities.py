@@ -26,6 +26,7 @@ from pathlib import Path
 
 from benchmeasure.errors import fail
 from benchmeasure.files import sha256_file
+from benchmeasure.matrix import read_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 FIT_SCRIPT = REPO / "scripts" / "fit_irt.py"
@@ -90,6 +91,11 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
         return read_abilities(ability), folder
     if not FIT_SCRIPT.is_file():
         fail(f"{FIT_SCRIPT}: the IRT fit script is missing")
+    # The checks fit_irt.py would make on this input, made here first: bad input is then one
+    # error line, not a progress line followed by the subprocess's error.
+    read_matrix(matrix, n_trials)
+    if not 0 <= seed < 2**32:
+        fail(f"seed must be in [0, 2^32), got {seed}")
     staging = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     command = [irt_python(), str(FIT_SCRIPT), str(matrix), "--n-trials", str(n_trials), "--output-dir", str(staging),
@@ -100,7 +106,7 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0 or not (staging / "ability.csv").is_file():
         shutil.rmtree(staging, ignore_errors=True)
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1].removeprefix("error: ")
         fail(f"ability fit of {matrix} failed (exit {done.returncode}): {last}")
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(staging, folder)
