@@ -113,6 +113,8 @@ def main(argv=None) -> int:
         for name in args.models:
             if name not in index:
                 fail(f"{args.matrix}: no model {name!r} (models: {', '.join(matrix.models)})")
+        if args.models[0] == args.models[1]:
+            fail(f"--models: give two different models, got {args.models[0]!r} twice")
         pairs = [tuple(args.models)]
     else:
         pairs = list(itertools.combinations(matrix.models, 2))

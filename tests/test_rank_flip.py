@@ -81,6 +81,7 @@ def test_cli(files):
 
 @pytest.mark.parametrize("extra, difficulty, fragment", [
     (["--models", "a", "zz"], None, "no model 'zz'"),
+    (["--models", "a", "a"], None, "two different models"),
     (["--lipschitz", "-1"], None, "--lipschitz must be"),
     ([], "item,b_mean\nq0,1\nq1,2\nq9,3\n", "item 'q2' of the matrix is not in"),
 ])
@@ -124,6 +125,7 @@ def test_cli_output_dir_writes_json_and_markdown(files):
 
 @pytest.mark.parametrize("extra, difficulty, fragment", [
     (["--models", "a", "zz"], None, "no model 'zz'"),
+    (["--models", "a", "a"], None, "two different models"),
     ([], "item,b_mean\nq0,1\nq1,2\nq9,3\n", "item 'q2' of the matrix is not in"),
     ([], "item,b\nq0,1\nq1,2\nq2,3\n", "no column 'b_mean'"),
 ])
