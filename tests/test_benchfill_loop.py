@@ -53,6 +53,9 @@ def test_early_stop_and_budget(tmp_path):
     assert run_cli(folder, env).returncode == 0
     server.shutdown()
     summary = json.loads((folder / "summary.json").read_text())
+    record = json.loads((folder / "config.json").read_text())
+    assert summary["inputs"] == record["inputs"] and summary["panel"] == record["panel"]  # input hashes
+    assert set(summary["inputs"]) == {"calibration", "pool", "matrix"}
     notes = annotations(folder)
     for gap, budget in summary["benchfill"]["budget"].items():
         rounds = {n["round"] for n in notes if n["mode"] == "benchfill" and n["gap"] == int(gap)}

@@ -9,13 +9,17 @@ panel's abilities are fit from the matrix on first use and cached (:mod:`.abilit
 Endpoints, model names and keys are not here: they come from the panel
 config (``benchmeasure.verifier.panel``) and the environment (``env.local``).
 
-Relative paths are resolved against the repository root.
+Paths may name environment variables, ``$VAR`` or ``${VAR}``, and ``${VAR:-default}`` for a
+default used when ``VAR`` is unset or empty (the shipped configs take the panel from
+``${PANEL_CONFIG:-verifier/panels/paper.toml}``, as ``env.example`` sets it). Relative paths are
+resolved against the repository root.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -29,6 +33,13 @@ except ModuleNotFoundError:  # pragma: no cover
 REPO = Path(__file__).resolve().parents[2]
 GRADERS = ("math", "choice", "ifeval")
 BASELINE_BUDGETS = ("matched", "full")
+_WITH_DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
+
+
+def expand(value: str) -> str:
+    """``value`` with ``${VAR:-default}``, ``${VAR}`` and ``$VAR`` replaced from the environment."""
+    value = _WITH_DEFAULT.sub(lambda m: os.environ.get(m.group(1)) or m.group(2), value)
+    return os.path.expandvars(value)
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,7 @@ class RunConfig:
 
     def path(self, value: str) -> Path:
         """A config path resolved against the repository root."""
-        path = Path(os.path.expandvars(value))
+        path = Path(expand(value))
         return path if path.is_absolute() else REPO / path
 
     def as_dict(self) -> dict:

@@ -57,8 +57,14 @@ def init_run(config_path, results_root, run_name: str | None = None) -> Path:
             fail(f"{config_path}: [benchmark] {label} file {path} not found")
         inputs[label] = {"path": str(path), "sha256": sha256_file(path)}
     panel_path = config.path(config.panel)
+    if not panel_path.is_file():
+        fail(f"{config_path}: panel config {panel_path} not found (panel = {config.panel!r}; "
+             "see PANEL_CONFIG in env.example)")
     load_panel(panel_path)  # reject a bad panel now rather than at run time
-    record = {"config": config.as_dict(), "source": str(config_path), "inputs": inputs,
+    # The panel is resolved once, here (it may come from $PANEL_CONFIG): the run keeps the panel it started with.
+    settings = {**config.as_dict(), "panel": str(panel_path)}
+    record = {"config": settings, "source": str(config_path), "inputs": inputs,
+              "panel": {"path": str(panel_path), "sha256": sha256_file(panel_path)},
               "created": datetime.datetime.now().isoformat(timespec="seconds"),
               "versions": package_versions(["numpy", "scipy", "openai"])}
     write_json(folder / CONFIG, record, sort_keys=True)
@@ -171,9 +177,11 @@ def write_outputs(folder: Path, config: RunConfig, benchmark, loop, targets, res
     for mode in (BENCHFILL, BASELINE):
         rows[mode]["budget"] = budgets[mode]
         rows[mode]["rewrites"] = sum(b["rewrites"] for b in budgets[mode].values())
+    record = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
     summary = {**rows, "benchmark": benchmark.name,
                "targets": [{"gap": t.rank, "z_L": t.z_left, "z_R": t.z_right, "target": t.z_star} for t in targets],
-               "settings": config.as_dict(), "calls_this_session": usage,
+               "settings": config.as_dict(), "inputs": record["inputs"], "panel": record.get("panel"),
+               "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
     for mode, name in ((BENCHFILL, "new_item_records.csv"), (BASELINE, "baseline_item_records.csv")):
         with atomic_write(folder / name) as handle:
