@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import fail
+from .errors import InputError, fail
 from .files import read_jsonl_objects
 from .matrix import ResponseMatrix, check_n_trials
 from .responses import assemble_matrix, factorize
@@ -421,10 +421,41 @@ def logs_to_matrix(logs: list, metric: str | None, n_trials: int, threshold: flo
     item_codes, item_names = factorize(rows.item)
     trial_codes, trial_names = factorize(rows.trial)
     listing = ", ".join(f"{log.path} ({log.model})" for log in logs)
+    whole_input = []  # set when assemble_matrix reports a problem of no single row (a missing document)
 
     def locate(r: int) -> str:
-        return f"logs {listing}" if r < 0 else rows.where[r]
+        if r < 0:
+            whole_input.append(r)
+            return f"logs {listing}"
+        return rows.where[r]
 
-    matrix = assemble_matrix(model_codes, model_names, item_codes, item_names, trial_codes, trial_names,
-                             np.asarray(rows.correct, dtype=np.int64), n_trials, locate)
+    try:
+        matrix = assemble_matrix(model_codes, model_names, item_codes, item_names, trial_codes, trial_names,
+                                 np.asarray(rows.correct, dtype=np.int64), n_trials, locate)
+    except InputError:
+        # assemble_matrix (shared with the CSV path) is the check; here its message is said in the
+        # logs' terms: the log that lacks the document, and one log that has it
+        gap = first_missing_document(logs, rows) if whole_input else None
+        if gap is None:
+            raise
+        log, doc_id, holder = gap
+        fail(f"{log.path} (model {log.model}): no response for doc_id {doc_id} "
+             f"(present in {holder.path}, model {holder.model})")
     return matrix, rows
+
+
+def first_missing_document(logs: list, rows: Rows):
+    """``(log, doc_id, holder)`` for the first document (in the order models, then documents, first
+    appear in ``rows``) that ``log`` has no row for while ``holder`` has; ``None`` when every log
+    has every document. Model names are unique across ``logs`` (:func:`check_logs`)."""
+    by_model = {log.model: log for log in logs}
+    present: dict = {}
+    for model, item in zip(rows.model, rows.item):
+        present.setdefault(model, set()).add(item)
+    items = list(dict.fromkeys(rows.item))
+    for model in present:
+        for item in items:
+            if item not in present[model]:
+                holder = next(m for m in present if item in present[m])
+                return by_model[model], item, by_model[holder]
+    return None
