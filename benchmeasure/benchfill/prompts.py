@@ -80,7 +80,8 @@ def parse_child(text: str) -> dict:
     Raises
     ------
     MalformedReply
-        No JSON object, or one without non-empty string ``question`` and ``answer``.
+        No JSON object, or one without a non-empty string ``question`` and a non-empty ``answer``.
+        A number answer becomes its text; a list or object answer (IFEval's instructions) its JSON.
     """
     match = _OBJECT.search(text or "")
     if match is None:
@@ -94,6 +95,10 @@ def parse_child(text: str) -> dict:
     question, answer = record.get("question"), record.get("answer")
     if isinstance(answer, (int, float)) and not isinstance(answer, bool):
         answer = str(answer)
+    elif isinstance(answer, (list, dict)):
+        # An IFEval answer is its instruction list: kept as JSON text, as the pool's answers are
+        # (gaps.read_pool) and as the ifeval grader reads a reference.
+        answer = json.dumps(answer)
     if not isinstance(question, str) or not question.strip() or not isinstance(answer, str) or not answer.strip():
         raise MalformedReply("rewriter reply lacks a non-empty question or answer")
     return {"question": question.strip(), "answer": answer.strip()}
