@@ -10,7 +10,8 @@
 #
 # Settings: BENCHMARK below (or in the environment) picks propose/configs/$BENCHMARK.toml;
 # env.local (cp env.example env.local) supplies endpoints, model names and API keys.
-# BENCHFILL_PYTHON chooses the interpreter (default: .venv-benchfill, else .venv-irt).
+# BENCHFILL_PYTHON chooses the interpreter (default: .venv-benchfill, else .venv-irt); it must import
+# numpy and openai. BENCHFILL_RESULTS replaces propose/results as the results root.
 # Outputs: summary.json, table2.txt, new_item_records.csv, events.jsonl in the run folder.
 set -euo pipefail
 
@@ -27,11 +28,52 @@ if [ -z "$PY" ]; then
 fi
 PY=${PY:-python3}
 RESULTS=${BENCHFILL_RESULTS:-$ROOT/propose/results}
+SETUP="run 'bash scripts/setup_env.sh dev' (.venv-irt with openai) or 'bash scripts/setup_env.sh benchfill'"
+
+unfit() {  # unfit INTERPRETER MODULE...: why it is not Python >= 3.11 importing every MODULE (empty: it is)
+  local python=$1; shift
+  "$python" - "$@" 2>/dev/null <<'PYEOF' || echo "does not start"
+import importlib.util, sys
+lacking = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]
+if sys.version_info < (3, 11):
+    print(f"is Python {sys.version.split()[0]}, not >= 3.11")
+elif lacking:
+    print("lacks " + ", ".join(lacking))
+PYEOF
+}
+
+need_python() {  # the loop's interpreter must import what the loop needs, or one error line says how to set it up
+  local why
+  why=$(unfit "$PY" numpy openai)
+  [ -z "$why" ] || { echo "error: the BenchFill interpreter $PY $why; $SETUP, or set BENCHFILL_PYTHON" >&2; exit 2; }
+}
 
 latest() {  # the newest run folder of $1
   local dir="$RESULTS/$1"
   [ -f "$dir/LATEST" ] || { echo "error: no run for $1 yet; start one with 'bash run_experiment.sh init'" >&2; exit 2; }
   cat "$dir/LATEST"
+}
+
+start_server() {  # start_server DATA SEED: the simulation server in the background; sets SERVER and BENCHFILL_SIM_URL
+  local log="$1/server.log" limit=${BENCHFILL_SIM_START_S:-120} waited=0
+  "$PY" -m benchmeasure.sim.server --world "$1/world.json" --port 0 --seed "$2" > "$log" 2>&1 &
+  SERVER=$!
+  trap 'kill "$SERVER" 2>/dev/null || true' EXIT
+  # Wait for its "listening" line (a loaded machine may take a while to import), not a fixed time.
+  until grep -q '^listening on ' "$log" 2>/dev/null; do
+    if ! kill -0 "$SERVER" 2>/dev/null; then
+      echo "error: the simulation server exited before it listened: $(tail -n 1 "$log" 2>/dev/null) (log: $log)" >&2
+      exit 1
+    fi
+    if [ "$waited" -ge "$((limit * 10))" ]; then
+      echo "error: the simulation server did not listen within $limit s (log: $log; BENCHFILL_SIM_START_S sets the limit)" >&2
+      exit 1
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  BENCHFILL_SIM_URL=$(sed -n 's/^listening on //p' "$log")
+  export BENCHFILL_SIM_URL
 }
 
 init() {  # init BENCH CONFIG [NAME]
@@ -42,23 +84,33 @@ init() {  # init BENCH CONFIG [NAME]
 }
 
 case "${1:-}" in
+  init|run|status|sim|mass-fill) need_python ;;
+esac
+
+case "${1:-}" in
   init) init "$BENCHMARK" "propose/configs/$BENCHMARK.toml" "${2:-}" ;;
-  run) "$PY" propose/benchfill.py run "${2:-$(latest "$BENCHMARK")}" ;;
-  status) "$PY" propose/benchfill.py status "${2:-$(latest "$BENCHMARK")}" ;;
+  run|status)
+    # not "${2:-$(latest …)}": latest's exit would end only the $( ) subshell, and the command would run anyway
+    FOLDER=${2:-}
+    if [ -z "$FOLDER" ]; then FOLDER=$(latest "$BENCHMARK") || exit 2; fi
+    "$PY" propose/benchfill.py "$1" "$FOLDER"
+    ;;
   sim)
     SEED=${2:-0}
+    [[ "$SEED" =~ ^[0-9]+$ ]] || { echo "error: sim takes a seed, a non-negative integer, got '$SEED'" >&2; exit 2; }
     DATA="$RESULTS/math_sim/data-seed$SEED"
     if [ ! -f "$DATA/calibration.csv" ]; then
+      # the abilities are fit once by scripts/fit_irt.py in the IRT environment (benchfill/abilities.py)
+      IRT_PY=${BENCHMEASURE_IRT_PYTHON:-}
+      if [ -z "$IRT_PY" ]; then
+        if [ -x .venv-irt/bin/python ]; then IRT_PY=.venv-irt/bin/python; else IRT_PY=$PY; fi
+      fi
+      why=$(unfit "$IRT_PY" numpy scipy pymc nutpie)
+      [ -z "$why" ] || { echo "error: the IRT interpreter $IRT_PY $why (needed for the ability fit);" \
+        "run 'bash scripts/setup_env.sh dev', or set BENCHMEASURE_IRT_PYTHON" >&2; exit 2; }
       "$PY" propose/benchfill.py sim-data --folder "$DATA" --seed "$SEED" >/dev/null
     fi
-    LOG="$DATA/server.log"
-    "$PY" -m benchmeasure.sim.server --world "$DATA/world.json" --port 0 --seed "$SEED" > "$LOG" 2>&1 &
-    SERVER=$!
-    trap 'kill "$SERVER" 2>/dev/null || true' EXIT
-    for _ in $(seq 100); do grep -q listening "$LOG" 2>/dev/null && break; sleep 0.1; done
-    grep -q listening "$LOG" || { echo "error: the simulation server did not start (see $LOG)" >&2; exit 1; }
-    BENCHFILL_SIM_URL=$(sed -n 's/^listening on //p' "$LOG")
-    export BENCHFILL_SIM_URL
+    start_server "$DATA" "$SEED"
     FOLDER=$(init math_sim "$DATA/config.toml" "sim-seed$SEED-$(date +%Y%m%d-%H%M%S)")
     "$PY" propose/benchfill.py run "$FOLDER"
     "$PY" propose/benchfill.py status "$FOLDER"
@@ -74,6 +126,6 @@ case "${1:-}" in
     fi
     "$PY" propose/mass_fill/mass_fill.py run "$FOLDER" "$@"
     ;;
-  -h|--help|help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "error: unknown command '${1:-}'; use init, run, status, sim or mass-fill (see --help)" >&2; exit 2 ;;
 esac
