@@ -49,3 +49,28 @@ def test_annotate_normalizes_with_original_scale_and_checks_panel():
 def test_rejects_counts_out_of_range():
     with pytest.raises(ValueError):
         posterior_b([9], [0.0], 8)
+
+
+def test_calibration_and_the_loop_import_without_scipy():
+    # docs/benchfill.md: the loop may run where only numpy, openai and the standard library are installed
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """
+import importlib.abc, sys
+class NoScipy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "scipy":
+            raise ImportError("scipy is blocked")
+sys.meta_path.insert(0, NoScipy())
+import benchmeasure.benchfill.runner, benchmeasure.benchfill.mass_fill
+from benchmeasure.benchfill.calibration import annotate
+note = annotate({"a": 3, "b": 5}, {"a": 0.0, "b": 1.0}, 8, -2.0, 2.0, 0.25)
+print(round(note.z, 6))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    expected = annotate({"a": 3, "b": 5}, {"a": 0.0, "b": 1.0}, 8, -2.0, 2.0, 0.25).z
+    assert float(done.stdout) == pytest.approx(expected, abs=1e-6)

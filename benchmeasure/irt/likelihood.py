@@ -15,7 +15,6 @@ reported log-likelihood needs it (BIC, paper Table 8).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:
@@ -55,5 +54,9 @@ def log_likelihood(counts, n_trials: int, eta, guessing=0.0, with_constant: bool
                                    np.log1p(-g) + log_sigmoid(eta))
     value = y * log_p_right + (n_trials - y) * log_p_wrong
     if with_constant:
+        # imported here: BenchFill's online calibration uses this module without the constant, in an
+        # environment that need not have SciPy (docs/benchfill.md)
+        from scipy.special import gammaln
+
         value = value + gammaln(n_trials + 1) - gammaln(y + 1) - gammaln(n_trials - y + 1)
     return value
