@@ -47,10 +47,19 @@ def run(tmp_path_factory):
 def test_rewriter_replied_with_real_text_and_each_reply_was_parsed_or_rejected(run):
     _, report = run
     assert len(report["rewrites"]) == 2
-    for record in report["rewrites"]:
-        assert record["reply"].strip()
+    assert report["rewrite_response_format"]["type"] == "json_schema"  # vLLM's structured output
+    for k, record in enumerate(report["rewrites"]):
+        assert record["reply"].strip() and record["seed"] == k
         assert (record["parsed"] is None) != ("error" not in record)
-    children = {f"{r['parent']}-r" for r in report["rewrites"] if r["parsed"]}
+    parsed = [r for r in report["rewrites"] if r["parsed"]]
+    # without the schema SmolLM2-135M rarely writes the JSON object (2 of 8 replies measured,
+    # docs/cpu_real_run.md); with it at least one child must reach validity
+    assert parsed, [r["reply"] for r in report["rewrites"]]
+    for record in parsed:
+        whole = json.loads(record["reply"])  # the whole reply is the schema's object
+        assert {key: value.strip() for key, value in whole.items()} == record["parsed"]
+        assert record["parsed"]["answer"].lstrip("-").isdigit() and 15 <= len(record["parsed"]["question"]) <= 200
+    children = {f"{r['parent']}-r" for r in parsed}
     assert children <= {v["item_id"] for v in report["validity"]}
 
 

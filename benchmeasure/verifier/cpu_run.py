@@ -5,7 +5,10 @@ rewriter and a three-model panel (the same weights under three sampling settings
 arithmetic items of our own go through
 
 1. rewriting: the rewriter gets the BenchFill rewrite prompt (``propose/prompts/rewrite.txt``)
-   for two parents and its replies are parsed (a malformed reply is recorded, not hidden);
+   for two parents, with vLLM's structured output (``response_format`` of type ``json_schema``,
+   :data:`REWRITE_FORMAT`) and a seed per request, and its replies are parsed (a malformed
+   reply is recorded, not hidden). Without the schema the 135M model rarely writes the JSON
+   object the prompt asks for, and no child would reach the later steps;
 2. validity: the static checks and the confirmation of the reference by an independent
    cold solve (the greedy panel model), ``benchmeasure.verifier.validity``;
 3. rollouts of the valid candidates by every panel model, graded with the project's graders,
@@ -58,6 +61,20 @@ ABILITIES = {"smollm2-greedy": 0.5, "smollm2-t07": 0.0, "smollm2-t10": -0.5}  # 
 B_RANGE = (-3.0, 3.0)  # assumed b_min, b_max of the "original benchmark" for z
 REWRITE_PARENTS = ("a1", "a3")
 REWRITE_TARGET = 0.7
+# The child the rewrite prompt asks for, as a JSON schema vLLM enforces while decoding
+# (structured output; the CPU build does it too). The length bounds keep the object within the
+# rewriter's max_tokens (96 in cpu_smollm.toml) and the question within validity's 15 characters.
+CHILD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "minLength": 15, "maxLength": 200},
+        "answer": {"type": "string", "pattern": "^-?[0-9]{1,6}$"},
+    },
+    "required": ["question", "answer"],
+    "additionalProperties": False,
+}
+REWRITE_FORMAT = {"type": "json_schema", "json_schema": {"name": "benchfill_child", "schema": CHILD_SCHEMA}}
+REWRITE_SEED = 0  # request k (parent k of REWRITE_PARENTS) is sampled with seed REWRITE_SEED + k
 
 
 def originals() -> list:
@@ -65,16 +82,18 @@ def originals() -> list:
 
 
 async def rewrite(client: LLMClient, rewriter: Endpoint) -> tuple[list, list]:
-    """Ask the rewriter for a child of each parent; return (candidates, records of every reply)."""
+    """Ask the rewriter for a child of each parent, one request at a time, under :data:`REWRITE_FORMAT`
+    with seed ``REWRITE_SEED + k``; return (candidates, records of every reply)."""
     prompts = Prompts()
     items = {i: Item(i, q, a, z, 0.0, 0.0) for i, q, a, z in ITEMS}
     references = sorted(items.values(), key=lambda it: it.z)
     children, records = [], []
-    for parent_id in REWRITE_PARENTS:
+    for k, parent_id in enumerate(REWRITE_PARENTS):
         prompt = prompts.rewrite(BENCHMARK, REWRITE_TARGET, items[parent_id], references, "a single integer")
-        result = await client.chat(rewriter, [{"role": "user", "content": prompt}], n=1)
+        result = await client.chat(rewriter, [{"role": "user", "content": prompt}], n=1,
+                                   response_format=REWRITE_FORMAT, seed=REWRITE_SEED + k)
         text = result.texts[0]
-        record = {"parent": parent_id, "reply": text}
+        record = {"parent": parent_id, "seed": REWRITE_SEED + k, "reply": text}
         try:
             child = parse_child(text)
         except MalformedReply as exc:
@@ -215,6 +234,7 @@ def run_chain(panel, base_url: str, workdir: Path, n_trials: int = 3) -> dict:
         "n_trials": n_trials,
         "abilities_assumed": ABILITIES,
         "b_range_assumed": B_RANGE,
+        "rewrite_response_format": REWRITE_FORMAT,
         "rewrites": rewrites,
         "validity": [{"item_id": c.item_id, "question": c.question, "answer": c.answer, "parent": c.parent_id,
                       "valid": ok, "reason": reason} for c, ok, reason in verdicts],
