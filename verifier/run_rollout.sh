@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Roll out candidate items on the verifier panel and write model,item_id,trial,correct rows plus
-# raw responses; --backend direct (default, openai SDK) or lmms-eval. Args go to verifier/run_rollout.py:
+# Roll out candidate items on the verifier panel and write model,item_id,trial,correct rows, the
+# raw responses and the run's record (OUTPUT.json); --backend direct (default, openai SDK) or
+# lmms-eval. Args go to verifier/run_rollout.py:
 #
 #   bash verifier/run_rollout.sh --candidates items.jsonl --panel verifier/panels/paper.toml \
 #       --benchmark aime24 --output rows.csv [--backend lmms-eval]
@@ -15,5 +16,5 @@ if [ -z "$PY" ]; then
     if [ -x "$candidate" ]; then PY=$candidate; break; fi
   done
 fi
-case "${1:-}" in -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exec "${PY:-python3}" verifier/run_rollout.py --help ;; esac
+case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exec "${PY:-python3}" verifier/run_rollout.py --help ;; esac
 exec "${PY:-python3}" verifier/run_rollout.py "$@"
