@@ -48,6 +48,19 @@ def test_benchfill_beats_baseline_over_seeds(tmp_path):
 
 
 @pytest.mark.slow
+def test_same_seed_same_items(tmp_path):
+    # Concurrent requests arrive in a different order each time; the chosen items must not depend on it.
+    records = []
+    for name in ("a", "b"):
+        folder, env, server = sim_run(tmp_path / name, 2, search={"rounds": 2})
+        done = run_cli(folder, env)
+        server.shutdown()
+        assert done.returncode == 0, done.stderr
+        records.append([(folder / f).read_text() for f in ("new_item_records.csv", "baseline_item_records.csv")])
+    assert records[0] == records[1]
+
+
+@pytest.mark.slow
 def test_early_stop_and_budget(tmp_path):
     folder, env, server = sim_run(tmp_path, 1, search={"tolerance": 0.05, "rounds": 3})
     assert run_cli(folder, env).returncode == 0

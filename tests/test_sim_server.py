@@ -67,6 +67,27 @@ def test_rewriter_returns_json_child(server):
     assert "[[sim b=" in child["question"] and child["answer"].isdigit()
 
 
+def test_keyed_replies_do_not_depend_on_arrival_order():
+    # A parent's children send identical rewrite prompts; the loop's key header tells them apart, so each
+    # child gets the same reply whichever request arrives first.
+    prompt = f"Target difficulty: 0.500\nItem to rewrite:\nQuestion: {item_text(1.0, 7, 'p')}\nAnswer: 7"
+
+    def replies(order):
+        srv, url = serve(World({"m": 0.0}, seed=4))
+        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        try:
+            return {key: client.chat.completions.create(
+                        model="sim-rewriter", messages=[{"role": "user", "content": prompt}],
+                        extra_headers={"X-BenchFill-Key": key}).choices[0].message.content
+                    for key in order}
+        finally:
+            srv.shutdown()
+
+    forward = replies(["rewrite/c0", "rewrite/c1"])
+    assert forward == replies(["rewrite/c1", "rewrite/c0"])
+    assert forward["rewrite/c0"] != forward["rewrite/c1"]
+
+
 def test_failure_injection_rate():
     srv, url = serve(World({"m": 0.0}), fail_rate=0.5, hang_s=0.0, seed=1)
     client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=5)

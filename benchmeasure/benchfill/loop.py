@@ -31,6 +31,10 @@ from benchmeasure.verifier.base import Candidate
 
 BENCHFILL = "benchfill"
 BASELINE = "baseline"
+# Sent with each rewrite request: a parent's children share one prompt, and this header lets a server
+# that seeds its sampling per request (the simulation, benchmeasure.sim.server) tell them apart, so a
+# run's replies do not depend on the order in which its concurrent requests arrive. Others ignore it.
+KEY_HEADER = "X-BenchFill-Key"
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,9 @@ class Loop:
         return self.prompts.rewrite_baseline(self.benchmark.name, target.z_star, parent, fmt)
 
     async def rewrite(self, child_id: str, text: str) -> dict:
+        key = f"rewrite/{child_id}"
         result = await self.client.chat(self.rewriter, [{"role": "user", "content": text}], n=1,
-                                        key=f"rewrite/{child_id}", parse=parse_child)
+                                        key=key, parse=parse_child, extra_headers={KEY_HEADER: key})
         return parse_child(result.texts[0])
 
     async def run_round(self, mode: str, target, round_no: int, n_parents: int) -> list:

@@ -8,6 +8,14 @@ malformed body (status 200, not JSON). ``server.sim.pause()`` holds every reques
 ``server.sim.resume()``, so a test can keep a run in progress for as long as it needs.
 Standard library only (``http.server``, one thread per connection).
 
+Each reply's randomness is seeded by the world's seed, the request body, the request's
+``X-BenchFill-Key`` header when it has one (the BenchFill loop sends its journal key,
+``rewrite/<child id>``, so a parent's children, whose prompts are identical, are told apart) and how
+many times that same (key, body) arrived before (the retries of one call come one after another).
+So without failure injection a run's replies do not depend on the order in which its concurrent
+requests arrive. Failure injection draws from one seeded stream in arrival order, so with
+``fail_rate > 0`` which request fails does depend on that order.
+
 Run it with ``python -m benchmeasure.sim.server --world WORLD.json --port 0``: it prints
 ``listening on http://127.0.0.1:PORT/v1`` once ready (port 0 picks a free one).
 """
@@ -26,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from benchmeasure.sim.world import World, respond
 
 FAILURES = ("500", "429", "hang", "malformed")
+KEY_HEADER = "X-BenchFill-Key"  # benchmeasure.benchfill.loop.KEY_HEADER
 
 
 class SimState:
@@ -49,8 +58,9 @@ class SimState:
     def resume(self):
         self.open.set()
 
-    def rng_for(self, body: bytes) -> random.Random:
-        digest = hashlib.sha256(body).hexdigest()
+    def rng_for(self, body: bytes, key: str | None = None) -> random.Random:
+        """The randomness of one reply: seed, request key (if sent), body, and repetitions of that pair."""
+        digest = hashlib.sha256(body if key is None else key.encode() + b"\0" + body).hexdigest()
         with self.lock:
             count = self.seen.get(digest, 0)
             self.seen[digest] = count + 1
@@ -106,7 +116,7 @@ def make_handler(state: SimState):
                 request = json.loads(body)
                 model, n = request["model"], int(request.get("n") or 1)
                 prompt = "\n".join(str(m.get("content", "")) for m in request["messages"])
-                texts = respond(state.world, model, prompt, n, state.rng_for(body))
+                texts = respond(state.world, model, prompt, n, state.rng_for(body, self.headers.get(KEY_HEADER)))
             except KeyError as exc:
                 return self._json(404, {"error": {"message": f"unknown model or field {exc}"}})
             except (ValueError, TypeError) as exc:

@@ -18,7 +18,8 @@ like any question), only the simulated models do. What the models do:
 
 These rules are a modeling choice: they make the reference list useful, as the paper argues it
 is, so the simulation tests that the loop exploits such a signal, not that real rewriters give
-it. All randomness is seeded per request (seed, request body, repetition count).
+it. All randomness is seeded per request (seed, request body, the loop's request key when sent,
+repetition count; see :mod:`benchmeasure.sim.server`).
 """
 
 from __future__ import annotations
