@@ -6,6 +6,7 @@ lighteval 0.13.0 against a real vLLM server (see its README); every error case r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -77,6 +78,11 @@ def test_lmms_eval_repeats_are_graded_one_by_one(tmp_path):
     assert long[0] == "model,item_id,trial,correct"
     assert len(long) - 1 == 2 * len(items) * 3
     assert {line.split(",")[2] for line in long[1:]} == {"0", "1", "2"}
+    record = json.loads((tmp_path / "m.csv.json").read_text())
+    assert record["settings"]["from"] == "lmms-eval" and record["settings"]["grade"] == "math"
+    assert [i["model"] for i in record["inputs"]] == list(MODELS)
+    for entry in record["inputs"]:
+        assert entry["sha256"] == hashlib.sha256(Path(entry["path"]).read_bytes()).hexdigest()
 
 
 def test_lm_eval_metric_of_one_filter(tmp_path):
