@@ -174,33 +174,31 @@ def read_responses_csv(path: str | os.PathLike, n_trials: int) -> ResponseMatrix
     coders = {name: _Coder() for name in ("model", "item_id", "trial")}
     parts: dict = {name: [] for name in (*coders, "correct", "line")}
     first_line = 2
-    try:
-        chunks = pd.read_csv(path, usecols=list(COLUMNS), dtype=str, keep_default_na=False, na_filter=False,
-                             skip_blank_lines=False, encoding="utf-8-sig", chunksize=CHUNK_ROWS)
-        for chunk in chunks:
-            lines = np.arange(first_line, first_line + len(chunk), dtype=np.int64)
-            first_line += len(chunk)
-            blank = np.logical_and.reduce([chunk[name].to_numpy() == "" for name in COLUMNS])
-            if blank.any():
-                chunk, lines = chunk[~blank], lines[~blank]
-            correct = chunk["correct"]
-            bad = ~correct.isin(("0", "1")).to_numpy()
-            if bad.any():
-                r = int(np.flatnonzero(bad)[0])
-                row = chunk.iloc[r]
-                fail(f"{path} line {lines[r]}: model {row['model']!r}, item {row['item_id']!r}, "
-                     f"trial {row['trial']!r}: correct is {row['correct']!r}, expected 0 or 1")
-            parts["correct"].append((correct.to_numpy() == "1").astype(np.int8))
-            parts["line"].append(lines)
-            for name, coder in coders.items():
-                parts[name].append(coder.encode(chunk[name]))
-    except UnicodeDecodeError as exc:
-        with file_errors(path):
-            raise exc
-    except pd.errors.ParserError as exc:
-        fail(f"{path}: malformed CSV ({' '.join(str(exc).split())})")
-    except pd.errors.EmptyDataError:
-        fail(f"{path}: file is empty (expected the header {','.join(COLUMNS)})")
+    with file_errors(path):  # a non-UTF-8 byte anywhere in the file
+        try:
+            chunks = pd.read_csv(path, usecols=list(COLUMNS), dtype=str, keep_default_na=False, na_filter=False,
+                                 skip_blank_lines=False, encoding="utf-8-sig", chunksize=CHUNK_ROWS)
+            for chunk in chunks:
+                lines = np.arange(first_line, first_line + len(chunk), dtype=np.int64)
+                first_line += len(chunk)
+                blank = np.logical_and.reduce([chunk[name].to_numpy() == "" for name in COLUMNS])
+                if blank.any():
+                    chunk, lines = chunk[~blank], lines[~blank]
+                correct = chunk["correct"]
+                bad = ~correct.isin(("0", "1")).to_numpy()
+                if bad.any():
+                    r = int(np.flatnonzero(bad)[0])
+                    row = chunk.iloc[r]
+                    fail(f"{path} line {lines[r]}: model {row['model']!r}, item {row['item_id']!r}, "
+                         f"trial {row['trial']!r}: correct is {row['correct']!r}, expected 0 or 1")
+                parts["correct"].append((correct.to_numpy() == "1").astype(np.int8))
+                parts["line"].append(lines)
+                for name, coder in coders.items():
+                    parts[name].append(coder.encode(chunk[name]))
+        except pd.errors.ParserError as exc:
+            fail(f"{path}: malformed CSV ({' '.join(str(exc).split())})")
+        except pd.errors.EmptyDataError:
+            fail(f"{path}: file is empty (expected the header {','.join(COLUMNS)})")
     joined = {name: (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
               for name, arrays in parts.items()}
     line_of = joined["line"]
