@@ -7,22 +7,18 @@ posterior means the posterior of b is one-dimensional,
 
     p(b | y, θ) ∝ N(b; 0, 1) · Π_j Binomial(y_j; K, p_j(b)),
 
-so its mean and standard deviation are computed by quadrature on a fine grid (no sampler).
-The log-likelihood is :func:`benchmeasure.irt.likelihood.log_likelihood`, the one the fit
-uses. Difficulties are then put on the benchmark's normalized axis with the *original*
-benchmark's min and max (paper, Section 4), so a new item's z is comparable with the gap.
+so its mean and standard deviation are computed by quadrature on a fine grid (no sampler),
+by :func:`benchmeasure.irt.anchored.difficulty_posterior` — the same function
+``scripts/calibrate_items.py`` runs, with the log-likelihood the fit uses. Difficulties are
+then put on the benchmark's normalized axis with the *original* benchmark's min and max
+(paper, Section 4), so a new item's z is comparable with the gap.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from benchmeasure.irt.likelihood import log_likelihood
-
-GRID_POINTS = 4001
-GRID_MARGIN = 12.0
+from benchmeasure.irt.anchored import difficulty_posterior
 
 
 @dataclass(frozen=True)
@@ -46,6 +42,9 @@ class Annotation:
 def posterior_b(counts, abilities, n_trials: int, guessing: float = 0.0) -> tuple:
     """Posterior mean and sd of one item's difficulty b given fixed abilities.
 
+    The one implementation is :func:`benchmeasure.irt.anchored.difficulty_posterior`, which
+    ``scripts/calibrate_items.py`` uses too.
+
     Parameters
     ----------
     counts : array_like of int, shape (M,)
@@ -62,22 +61,8 @@ def posterior_b(counts, abilities, n_trials: int, guessing: float = 0.0) -> tupl
     (float, float)
         E[b | y, θ] and sd[b | y, θ].
     """
-    y = np.asarray(counts, dtype=float)
-    theta = np.asarray(abilities, dtype=float)
-    if y.shape != theta.shape or y.ndim != 1 or y.size == 0:
-        raise ValueError(f"counts {y.shape} and abilities {theta.shape} must be equal-length vectors")
-    if np.any(y < 0) or np.any(y > n_trials):
-        raise ValueError(f"counts must lie in [0, {n_trials}]")
-    # The posterior sits between the prior and the abilities; this range holds all its mass.
-    grid = np.linspace(min(theta.min(), 0.0) - GRID_MARGIN, max(theta.max(), 0.0) + GRID_MARGIN, GRID_POINTS)
-    eta = theta[None, :] - grid[:, None]  # shape (G, M)
-    log_post = log_likelihood(y[None, :], n_trials, eta, guessing).sum(axis=1) - 0.5 * grid**2
-    weights = np.exp(log_post - log_post.max())
-    integrate = np.trapezoid if hasattr(np, "trapezoid") else np.trapz  # NumPy < 2 has only trapz
-    weights /= integrate(weights, grid)
-    mean = float(integrate(grid * weights, grid))
-    var = float(integrate((grid - mean) ** 2 * weights, grid))
-    return mean, float(np.sqrt(max(var, 0.0)))
+    posterior = difficulty_posterior(counts, abilities, n_trials, guessing)
+    return posterior.mean, posterior.sd
 
 
 def annotate(counts_by_model: dict, abilities: dict, n_trials: int, b_min: float, b_max: float,

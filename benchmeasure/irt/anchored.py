@@ -1,0 +1,244 @@
+"""Exact one-dimensional posteriors of the 1PL when one side of the scale is held fixed.
+
+The paper's model (Appendix C.3): model j solves item i with probability
+p_ij = g_i + (1 − g_i)·σ(θ_j − b_i), Y_ij ~ Binomial(K, p_ij), and θ_j, b_i ~ Normal(0, 1).
+When every difficulty b_i is known (released with a benchmark, or from an earlier fit), the
+posterior of one model's ability factorizes from every other parameter:
+
+    p(θ | y, b) ∝ N(θ; 0, 1) · Π_i Binomial(y_i; K, g_i + (1 − g_i)·σ(θ − b_i)),
+
+a density on a line, computed here by quadrature on a fine grid — exact up to the grid, no
+sampler. The mirror image, one item's difficulty with every ability θ_j fixed, is the same
+density in the reflected variable: with x = −b and d_j = −θ_j, θ_j − b = x − d_j, and the
+N(0, 1) prior is symmetric, so :func:`difficulty_posterior` is :func:`ability_posterior`
+reflected. This is BenchFill's online calibration (:mod:`benchmeasure.benchfill.calibration`,
+paper Section 4) and ``calibrate_items.py``; ``score_models.py`` uses
+:func:`ability_posterior` and :func:`predict_accuracy`.
+
+Standard library and NumPy only (BenchFill's environment has no SciPy).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .likelihood import log_likelihood
+
+GRID_POINTS = 4001   # grid spacing (span + 24)/4000: ≤ 0.008 for abilities or difficulties within ±4
+GRID_MARGIN = 12.0   # beyond the outermost fixed value and the prior's centre: no posterior mass is left there
+HDI_PROB = 0.94      # ArviZ's default credible mass, as the rest of the project reports
+MASS_FLOOR = 1e-16   # grid points below this fraction of the peak density carry no mass worth summing
+
+_integrate = np.trapezoid if hasattr(np, "trapezoid") else np.trapz  # NumPy < 2 has only trapz
+
+
+def grid_for(fixed_values) -> np.ndarray:
+    """The quadrature grid for a parameter whose likelihood involves ``fixed_values`` (the other side)."""
+    values = np.asarray(fixed_values, dtype=float)
+    low = min(float(values.min()) if values.size else 0.0, 0.0) - GRID_MARGIN
+    high = max(float(values.max()) if values.size else 0.0, 0.0) + GRID_MARGIN
+    return np.linspace(low, high, GRID_POINTS)
+
+
+@dataclass(frozen=True)
+class GridPosterior:
+    """A normalized density on a grid (trapezoid rule), with its summaries.
+
+    Attributes
+    ----------
+    grid : ndarray, shape (G,)
+        Increasing parameter values.
+    density : ndarray, shape (G,)
+        Posterior density at each grid point; integrates to 1 by the trapezoid rule.
+    """
+
+    grid: np.ndarray
+    density: np.ndarray
+
+    @classmethod
+    def from_log(cls, grid: np.ndarray, log_density: np.ndarray) -> GridPosterior:
+        weights = np.exp(log_density - log_density.max())
+        return cls(grid, weights / _integrate(weights, grid))
+
+    @classmethod
+    def mixture(cls, parts: list) -> GridPosterior:
+        """The equal-weight mixture of posteriors on one common grid."""
+        grid = parts[0].grid
+        if any(part.grid is not grid and not np.array_equal(part.grid, grid) for part in parts):
+            raise ValueError("mixture components must share one grid")
+        return cls(grid, np.mean([part.density for part in parts], axis=0))
+
+    @property
+    def mean(self) -> float:
+        return float(_integrate(self.grid * self.density, self.grid))
+
+    @property
+    def sd(self) -> float:
+        mean = self.mean
+        return float(math.sqrt(max(_integrate((self.grid - mean) ** 2 * self.density, self.grid), 0.0)))
+
+    def expect(self, values: np.ndarray) -> np.ndarray:
+        """E[f(x)] for ``values`` = f(grid) of shape (G,) or (G, ...)."""
+        return _integrate(np.moveaxis(np.asarray(values), 0, -1) * self.density, self.grid)
+
+    def cdf(self) -> np.ndarray:
+        """The cumulative distribution at each grid point (trapezoid cells), from 0 to 1."""
+        cells = 0.5 * (self.density[1:] + self.density[:-1]) * np.diff(self.grid)
+        total = np.concatenate([[0.0], np.cumsum(cells)])
+        return total / total[-1]
+
+    def cell_masses(self) -> np.ndarray:
+        """Probability of each grid point as a quadrature node (trapezoid weights), summing to 1."""
+        step = np.diff(self.grid)
+        weights = np.zeros_like(self.grid)
+        weights[:-1] += 0.5 * step
+        weights[1:] += 0.5 * step
+        mass = weights * self.density
+        return mass / mass.sum()
+
+    def quantile(self, q) -> np.ndarray:
+        cdf = self.cdf()
+        return np.interp(q, cdf, self.grid)
+
+    def hdi(self, prob: float = HDI_PROB) -> tuple[float, float]:
+        """The narrowest interval holding ``prob`` of the mass (the highest-density interval when unimodal)."""
+        levels = np.linspace(0.0, 1.0 - prob, 4001)  # the lower tail's mass; the narrowest interval wins
+        cdf = self.cdf()
+        lower, upper = np.interp(levels, cdf, self.grid), np.interp(levels + prob, cdf, self.grid)
+        best = int(np.argmin(upper - lower))
+        return float(lower[best]), float(upper[best])
+
+    def support(self) -> np.ndarray:
+        """Indices of grid points with non-negligible density (for sums over many items)."""
+        return np.flatnonzero(self.density >= MASS_FLOOR * self.density.max())
+
+
+def _check(counts, fixed, n_trials: int, what: str):
+    y = np.asarray(counts, dtype=float)
+    values = np.asarray(fixed, dtype=float)
+    if y.shape != values.shape or y.ndim != 1:
+        raise ValueError(f"counts {y.shape} and {what} {values.shape} must be equal-length vectors")
+    if np.any(y < 0) or np.any(y > n_trials):
+        raise ValueError(f"counts must lie in [0, {n_trials}]")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{what} must be finite")
+    return y, values
+
+
+def ability_posterior(counts, difficulties, n_trials: int, guessing=0.0, grid=None) -> GridPosterior:
+    """p(θ | y, b) of one model whose answers to the items with difficulties ``difficulties`` are ``counts``.
+
+    Parameters
+    ----------
+    counts : array_like of int, shape (n,)
+        Correct trials out of ``n_trials`` on each answered item (n may be 0: the prior).
+    difficulties : array_like of float, shape (n,)
+        The items' fixed difficulties b_i.
+    guessing : float or array_like of shape (n,)
+        Lower asymptote g_i of each item.
+    grid : ndarray, optional
+        Quadrature grid (default :func:`grid_for` the difficulties).
+    """
+    y, b = _check(counts, difficulties, n_trials, "difficulties")
+    grid = grid_for(b) if grid is None else grid
+    g = np.broadcast_to(np.asarray(guessing, dtype=float), b.shape)
+    log_post = -0.5 * grid**2
+    if b.size:
+        log_post = log_post + log_likelihood(y[None, :], n_trials, grid[:, None] - b[None, :], g[None, :]).sum(axis=1)
+    return GridPosterior.from_log(grid, log_post)
+
+
+def difficulty_posterior(counts, abilities, n_trials: int, guessing: float = 0.0) -> GridPosterior:
+    """p(b | y, θ) of one item answered ``counts`` times correctly by models with fixed ``abilities``.
+
+    The reflection of :func:`ability_posterior` (x = −b, d_j = −θ_j; module docstring).
+    """
+    y, theta = _check(counts, abilities, n_trials, "abilities")
+    if y.size == 0:
+        raise ValueError("an item needs at least one model's answers")
+    reflected = ability_posterior(y, -theta, n_trials, guessing)
+    return GridPosterior(-reflected.grid[::-1], reflected.density[::-1])
+
+
+# ------------------------------------------------------------------------------------------------
+# the full-benchmark accuracy a model would score, from its ability posterior
+
+
+@dataclass(frozen=True)
+class AccuracyPrediction:
+    """Predicted accuracy over every item of a benchmark, answered ones counted as observed.
+
+    ``mean`` is E[A]; ``low``/``high`` an equal-tailed interval of A, where
+    A = (Σ_answered y_i/K + Σ_unanswered Y_i/K) / N and the unanswered Y_i ~ Binomial(K, p_i(θ)),
+    θ from its posterior (so both the ability's uncertainty and the trials' noise are in it).
+    """
+
+    mean: float
+    low: float
+    high: float
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    """Φ(x) to within 1.5e-7 (Abramowitz & Stegun 7.1.26 for erf; NumPy only)."""
+    u = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * u)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf = 1.0 - poly * np.exp(-u * u)
+    return 0.5 * (1.0 + np.sign(x) * erf)
+
+
+def predict_accuracy(components: list, observed_correct: float, n_items_total: int, n_trials: int,
+                     prob: float = HDI_PROB) -> AccuracyPrediction:
+    """Predicted full-benchmark accuracy of one model.
+
+    Parameters
+    ----------
+    components : list of (GridPosterior, ndarray, ndarray)
+        ``(posterior of θ, difficulties of the unanswered items, their guessing)``; one entry
+        for plug-in difficulties, one per difficulty draw (equal weights) when integrating over
+        the difficulty posterior.
+    observed_correct : float
+        Σ y_i / K over the answered items (expected number of items solved, counted once).
+    n_items_total : int
+        N, every item of the benchmark.
+    n_trials : int
+        K trials per item (the trial noise of the unanswered items scales as 1/K).
+    prob : float
+        Mass of the reported interval.
+    """
+    means, sds, masses = [], [], []
+    for posterior, b_rest, g_rest in components:
+        keep = posterior.support()
+        mass = posterior.cell_masses()[keep]
+        if b_rest.size:
+            p = g_rest[None, :] + (1 - g_rest[None, :]) / (1.0 + np.exp(b_rest[None, :] - posterior.grid[keep, None]))
+            mu = p.sum(axis=1)
+            var = (p * (1 - p)).sum(axis=1) / n_trials
+        else:
+            mu = var = np.zeros(keep.size)
+        means.append(mu)
+        sds.append(np.sqrt(var))
+        masses.append(mass / len(components))
+    mu, sd, mass = (np.concatenate(x) for x in (means, sds, masses))
+    mean_count = float(mass @ mu)
+    scale = 1.0 / n_items_total
+    if not np.any(sd > 0):
+        return AccuracyPrediction(*(scale * (observed_correct + v) for v in (mean_count, mean_count, mean_count)))
+    # the count of the unanswered items given θ: a sum of many independent binomials, normal to
+    # within a fraction of a trial; mixed exactly over the grid of θ
+    lo, hi = float((mu - 8 * sd).min()), float((mu + 8 * sd).max())
+    points = np.linspace(lo, hi, 2001)
+    cdf = np.zeros_like(points)
+    for start in range(0, mu.size, 256):
+        block = slice(start, start + 256)
+        z = (points[None, :] - mu[block, None]) / np.maximum(sd[block, None], 1e-12)
+        cdf += mass[block] @ _normal_cdf(z)
+    tail = (1.0 - prob) / 2.0
+    low, high = np.interp([tail, 1.0 - tail], cdf, points)
+    n_rest = components[0][1].size
+    low, high = max(float(low), 0.0), min(float(high), float(n_rest))
+    return AccuracyPrediction(scale * (observed_correct + mean_count), scale * (observed_correct + low),
+                              scale * (observed_correct + high))
