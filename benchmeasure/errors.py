@@ -42,8 +42,22 @@ def file_errors(path: str | os.PathLike) -> Iterator[None]:
         fail(f"{os.fspath(path)}: malformed CSV ({exc})")
 
 
+_program_name: list[str] = []
+
+
+def name_next_parser(prog: str) -> None:
+    """Give the next :class:`ArgumentParser` built the program name ``prog`` (the command line's dispatcher
+    uses it so that ``benchmeasure fit`` and ``scripts/fit_irt.py`` each name themselves in usage lines)."""
+    _program_name[:] = [prog]
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` whose usage errors are one ``error:`` line and exit 2 (via :func:`run_cli`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if _program_name:
+            kwargs["prog"] = _program_name.pop()
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         fail(f"{self.prog}: {message} (see --help)")

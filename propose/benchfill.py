@@ -1,72 +1,10 @@
 #!/usr/bin/env python3
 """BenchFill runs: create a run folder, start or resume it, report its progress (paper, Section 4).
 
-Usually driven by ``run_experiment.sh``; the logic lives in ``benchmeasure.benchfill``.
+Thin wrapper of ``benchmeasure benchfill`` (``benchmeasure/commands/benchfill.py``).
 """
 
-from __future__ import annotations
-
-import argparse
-import sys
+import runpy
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmeasure.benchfill import runner
-from benchmeasure.errors import ArgumentParser, fail, run_cli
-from benchmeasure.llm_client import LLMCallError
-
-EXAMPLES = """examples:
-  python propose/benchfill.py init --config propose/configs/aime24.toml --name first
-  python propose/benchfill.py run propose/results/aime24/first
-  python propose/benchfill.py status propose/results/aime24/first
-  python propose/benchfill.py sim-data --folder /tmp/simbench --seed 1
-"""
-
-
-def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("init", help="create a run folder with the resolved config")
-    p.add_argument("--config", required=True, help="benchmark config (propose/configs/<benchmark>.toml)")
-    p.add_argument("--name", help="run name (default: run-<date>-<time>)")
-    p.add_argument("--results", default=str(runner.results_root()), help="results root (default: %(default)s)")
-    p = sub.add_parser("run", help="start or resume a run")
-    p.add_argument("folder")
-    p = sub.add_parser("status", help="print a run's progress (read-only)")
-    p.add_argument("folder")
-    p = sub.add_parser("sim-data", help="write the synthetic benchmark of simulation mode and calibrate it")
-    p.add_argument("--folder", required=True)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--items", type=int, default=40)
-    p.add_argument("--truth", action="store_true",
-                   help="calibrate from the ground truth instead of the IRT fit (fast tests only)")
-    args = parser.parse_args(argv)
-    if args.command == "init":
-        print(runner.init_run(args.config, args.results, args.name))
-    elif args.command == "run":
-        try:
-            runner.run(args.folder)
-        except LLMCallError as exc:
-            fail(f"{exc}; fix the endpoint and rerun 'run' to resume (finished calls are kept)")
-    elif args.command == "status":
-        print(runner.status(args.folder))
-    else:
-        from benchmeasure.benchfill.abilities import fit_abilities
-        from benchmeasure.sim.dataset import calibrate_from_fit, make_sim_benchmark
-
-        if args.items < 10:
-            fail(f"--items must be at least 10, got {args.items}")
-        config = make_sim_benchmark(args.folder, args.seed, n_items=args.items, truth=args.truth)
-        if not args.truth:
-            folder = Path(args.folder)
-            _, fit = fit_abilities(folder / "response_matrix.csv", 32, folder / "ability_cache", seed=args.seed,
-                                   log=lambda m: print(m, file=sys.stderr))
-            calibrate_from_fit(folder, fit)
-        print(config)
-    return 0
-
-
-if __name__ == "__main__":
-    run_cli(main)
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["run"]("benchfill")

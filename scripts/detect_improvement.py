@@ -1,76 +1,10 @@
 #!/usr/bin/env python3
-"""Test whether a model improved between two runs on a benchmark (paper Table 12)."""
+"""Test whether a model improved between two runs on a benchmark (paper Table 12).
 
-from __future__ import annotations
-
-import argparse
-import json
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmeasure.detection import read_pre_post, stratified_test
-from benchmeasure.errors import ArgumentParser, fail, run_cli
-from benchmeasure.files import command_line, package_versions, sha256_file, write_json
-
-EXAMPLES = """\
-examples:
-  python scripts/detect_improvement.py responses.csv
-  python scripts/detect_improvement.py responses.csv --permutations 100000 --seed 7 --json
-  python scripts/detect_improvement.py responses.csv --output detection.json
-
-input: CSV with columns model,item_id,trial,correct,condition (condition: pre or post);
-every item a model answered needs rollouts in both conditions. Each model is tested alone.
-
-test: within each item, rollouts are reassigned between pre and post keeping each
-condition's count (drawn exactly as a hypergeometric count); statistic = change in mean
-per-item accuracy; one-sided p = (1 + #{permuted >= observed}) / (1 + B).
+Thin wrapper of ``benchmeasure detect`` (``benchmeasure/commands/detect_improvement.py``).
 """
 
+import runpy
+from pathlib import Path
 
-def parse_args(argv):
-    parser = ArgumentParser(
-        prog="detect_improvement.py",
-        description="One-sided stratified randomization test of an accuracy gain between pre and post rollouts.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("responses", metavar="RESPONSES_CSV", help="model,item_id,trial,correct,condition rows")
-    parser.add_argument("--permutations", type=int, default=100_000, metavar="B",
-                        help="random reassignments (default: 100000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the reassignments (default: 0)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="level for the 'detected' flag (default: 0.05)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--output", metavar="JSON", help="also write the JSON record to this file")
-    return parser.parse_args(argv)
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    if not 0 < args.alpha < 1:
-        fail(f"--alpha must lie in (0, 1), got {args.alpha}")
-    if args.permutations < 1:
-        fail(f"--permutations must be at least 1, got {args.permutations}")
-    data = read_pre_post(args.responses)
-    settings = {"input": args.responses, "input_sha256": sha256_file(args.responses),
-                "command": command_line(), "package_versions": package_versions(["numpy", "pandas"])}
-    records = []
-    for model, tallies in data.items():
-        result = stratified_test(tallies, args.permutations, args.seed)
-        records.append({"model": model, **result.as_dict(args.alpha), **settings})
-    payload = records[0] if len(records) == 1 else records
-    if args.output:
-        write_json(args.output, payload)
-    if args.json:
-        print(json.dumps(payload, indent=2))
-        return 0
-    print("| Model | Items | Gain (points) | One-sided p | Detected |")
-    print("|---|---|---|---|---|")
-    for r in records:
-        print(f"| {r['model']} | {r['items']} | {r['gain_points']:+.3f} | {r['p_value']:.6f} | "
-              f"{'✓' if r['detected'] else '×'} |")
-    print(f"B = {args.permutations} permutations, seed {args.seed}, detected at p < {args.alpha}")
-    return 0
-
-
-if __name__ == "__main__":
-    run_cli(main)
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["run"]("detect")

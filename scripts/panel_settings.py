@@ -1,75 +1,10 @@
 #!/usr/bin/env python3
-"""Print a panel model's settings for the serving scripts (stdlib only; Python >= 3.11 for tomllib)."""
+"""Print a panel model's settings for the serving scripts (stdlib only; Python >= 3.11 for tomllib).
 
-from __future__ import annotations
-
-import argparse
-import shlex
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmeasure.errors import ArgumentParser, fail, run_cli
-from benchmeasure.verifier.panel import load_panel
-
-EPILOG = """examples:
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --list
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --model QwQ-32B
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --rewriter
-  eval "$(python3 scripts/panel_settings.py verifier/panels/paper.toml --model QwQ-32B)"
+Thin wrapper of ``benchmeasure panel-settings`` (``benchmeasure/commands/panel_settings.py``).
 """
 
+import runpy
+from pathlib import Path
 
-def shell_lines(model) -> list[str]:
-    """``KEY=value`` lines (values shell-quoted) for one model with a ``[serve]`` table."""
-    serve = model.serve
-    values = {
-        "NAME": model.name,
-        "SERVE_PATH": serve.path,
-        "TP": str(serve.tensor_parallel_size),
-        "GPU_IDS": ",".join(str(g) for g in serve.gpu_ids),
-        "HOST": serve.host,
-        "PORT": str(serve.port),
-        "MAX_MODEL_LEN": "" if serve.max_model_len is None else str(serve.max_model_len),
-        "EXTRA_ARGS": shlex.join(serve.extra_args),
-        "SERVE_ENV": shlex.join(f"{k}={v}" for k, v in sorted(serve.env.items())),
-        "BASE_URL_ENV": model.base_url_env or "",
-        "API_KEY_ENV": model.api_key_env,
-    }
-    return [f"{key}={shlex.quote(value)}" for key, value in values.items()]
-
-
-def main(argv=None) -> int:
-    parser = ArgumentParser(
-        description="Print the serving settings of panel models as shell assignments "
-        "(used by scripts/setup_server.sh and scripts/setup_diff_minimax.sh).",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("config", type=Path, help="panel config (TOML)")
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--list", action="store_true", help="names of the models that have a [serve] table")
-    what.add_argument("--model", help="settings of this panel model")
-    what.add_argument("--rewriter", action="store_true", help="settings of the rewriter")
-    args = parser.parse_args(argv)
-    panel = load_panel(args.config)
-    if args.list:
-        for model in panel.models:
-            if model.serve is not None:
-                print(model.name)
-        return 0
-    if args.rewriter:
-        if panel.rewriter is None:
-            fail(f"{args.config}: no [rewriter] table")
-        model = panel.rewriter
-    else:
-        model = panel.model(args.model)
-    if model.serve is None:
-        fail(f"{args.config}: model {model.name!r} has no [serve] table (it is reached through its base URL)")
-    print("\n".join(shell_lines(model)))
-    return 0
-
-
-if __name__ == "__main__":
-    run_cli(main)
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["run"]("panel-settings")

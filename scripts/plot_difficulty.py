@@ -1,80 +1,10 @@
 #!/usr/bin/env python3
-"""Plot benchmark difficulty ECDFs with the largest gaps shaded (paper Figures 3, 5 and 6)."""
+"""Plot benchmark difficulty ECDFs with the largest gaps shaded (paper Figures 3, 5 and 6).
 
-from __future__ import annotations
-
-import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser, fail, run_cli
-from benchmeasure.metrics import check_unit_interval, normalize_min_max
-from benchmeasure.plots import plot_before_after, plot_benchmarks
-
-EXAMPLES = """\
-examples:
-  python scripts/plot_difficulty.py data/benchmarks/AIME24/difficulty.csv --output fig3.png
-  python scripts/plot_difficulty.py data/benchmarks/*/difficulty.csv --output fig6.png --columns 4
-  python scripts/plot_difficulty.py aime24/difficulty.csv --after aime24_filled/difficulty.csv --output fig5.png
-
-Each figure is written as PNG and PDF (same name, both suffixes). Difficulties are min-max
-normalized per file unless --normalized. The panel title is the folder holding the file.
+Thin wrapper of ``benchmeasure plot`` (``benchmeasure/commands/plot_difficulty.py``).
 """
 
+import runpy
+from pathlib import Path
 
-def parse_args(argv):
-    parser = ArgumentParser(
-        prog="plot_difficulty.py",
-        description="ECDF of normalized difficulties against the uniform reference, widest gaps shaded.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV")
-    parser.add_argument("--output", required=True, metavar="FIG", help="figure path (.png and .pdf are written)")
-    parser.add_argument("--after", metavar="CSV",
-                        help="difficulties after gap filling: draw before/after (Figure 5); one input file only")
-    parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
-    parser.add_argument("--normalized", action="store_true", help="values are already on [0, 1]")
-    parser.add_argument("--top-k", type=int, default=None,
-                        help="gaps to shade (default: 5 for ECDF panels, 3 for --after)")
-    parser.add_argument("--columns", type=int, default=None, help="panels per row (default: up to 3)")
-    return parser.parse_args(argv)
-
-
-def load(path: str, column: str, normalized: bool) -> list:
-    values = read_difficulty_column(path, column).values
-    if normalized:
-        check_unit_interval(values, path)
-        return values
-    return normalize_min_max(values, path)
-
-
-def name_of(path: str) -> str:
-    return Path(path).resolve().parent.name or Path(path).stem
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    if args.top_k is not None and args.top_k < 1:
-        fail(f"--top-k must be at least 1, got {args.top_k}")
-    if args.columns is not None and args.columns < 1:
-        fail(f"--columns must be at least 1, got {args.columns}")
-    if Path(args.output).suffix.lower() not in (".png", ".pdf", ""):
-        fail(f"--output {args.output}: use a .png or .pdf name (both are written)")
-    if args.after:
-        if len(args.files) != 1:
-            fail(f"--after compares one benchmark, but {len(args.files)} input files were given")
-        before = load(args.files[0], args.column, args.normalized)
-        after = load(args.after, args.column, args.normalized)
-        paths = plot_before_after(name_of(args.files[0]), before, after, args.output, args.top_k or 3)
-    else:
-        panels = [(name_of(p), load(p, args.column, args.normalized)) for p in args.files]
-        paths = plot_benchmarks(panels, args.output, args.top_k or 5, args.columns)
-    for path in paths:
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    run_cli(main)
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["run"]("plot")

@@ -1,83 +1,10 @@
 #!/usr/bin/env python3
-"""Summarize benchmarks in the layout of paper Table 1: DDM, Max Gap, Top-5 Sum, size, with marks."""
+"""Summarize benchmarks in the layout of paper Table 1: DDM, Max Gap, Top-5 Sum, size, with marks.
 
-from __future__ import annotations
-
-import argparse
-import json
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmeasure.benchmarks import find_benchmarks, skipped_warning
-from benchmeasure.errors import ArgumentParser, run_cli
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
-from benchmeasure.summary import (
-    DEFAULT_DOMAINS,
-    THRESHOLDS,
-    markdown_table,
-    marked_counts,
-    read_domains,
-    summarize,
-    write_csv,
-)
-
-EXAMPLES = """\
-examples:
-  python scripts/summarize_benchmarks.py data/benchmarks
-  python scripts/summarize_benchmarks.py data/benchmarks/AIME24 data/benchmarks/AMC23 --json
-  python scripts/summarize_benchmarks.py data/benchmarks --output-dir results/table1
-
-marks: DDM >= 0.10, Max Gap >= 0.10, Top-5 Sum >= 0.30 (paper Table 1); difficulties are
-min-max normalized per benchmark. Each benchmark is a folder holding difficulty.csv
-(item_id,b_mean, IDs 0 ... N-1) and, optionally, test.jsonl whose item IDs must match;
-subfolders without difficulty.csv are skipped with a warning.
+Thin wrapper of ``benchmeasure summarize`` (``benchmeasure/commands/summarize_benchmarks.py``).
 """
 
+import runpy
+from pathlib import Path
 
-def parse_args(argv):
-    parser = ArgumentParser(
-        prog="summarize_benchmarks.py",
-        description="Table 1 of the paper for your benchmark folders: DDM, Max Gap, Top-5 Gap Sum and item count.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="a folder of benchmark folders, benchmark folders, or their difficulty.csv files")
-    parser.add_argument("--domains", default=str(DEFAULT_DOMAINS), metavar="CSV",
-                        help="benchmark,domain CSV (default: the paper's Table 3 rows)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
-    parser.add_argument("--output-dir", metavar="DIR", help="also write table1.csv, table1.md and table1.json here")
-    return parser.parse_args(argv)
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    domains = read_domains(args.domains)
-    skipped = []
-    benchmarks = find_benchmarks(args.paths, skipped)
-    rows = summarize(benchmarks, domains)
-    record = {
-        "benchmarks": [r.as_dict() for r in rows],
-        "thresholds": THRESHOLDS,
-        "marked_counts": {m: {"marked": c, "total": n} for m, (c, n) in marked_counts(rows).items()},
-        "inputs": {b.name: sha256_file(Path(b.folder) / "difficulty.csv") for b in benchmarks},
-        "skipped_folders": [str(folder) for folder in skipped],
-        "command": command_line(),
-        "package_versions": package_versions([]),
-    }
-    table = markdown_table(rows)
-    if args.output_dir:
-        out = Path(args.output_dir)
-        with atomic_write(out / "table1.csv") as handle:
-            write_csv(rows, handle)
-        with atomic_write(out / "table1.md") as handle:
-            handle.write(table)
-        write_json(out / "table1.json", record)
-    for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
-        print(skipped_warning(folder), file=sys.stderr)
-    print(json.dumps(record, indent=2) if args.json else table, end="\n" if args.json else "")
-    return 0
-
-
-if __name__ == "__main__":
-    run_cli(main)
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["run"]("summarize")

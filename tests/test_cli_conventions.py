@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from benchmeasure.cli import COMMANDS
 from conftest import ROOT, run_script
 
 BENCHFILL_PYTHON = ROOT / ".venv-benchfill" / "bin" / "python"
@@ -17,7 +18,7 @@ SCRIPTS = sorted(
     str(path.relative_to(ROOT))
     for folder in ("scripts", "propose", "verifier")
     for path in (ROOT / folder).rglob("*.py")
-    if "__main__" in path.read_text(encoding="utf-8") and "prompts" not in path.parts
+    if '_bootstrap.py"))["run"]' in path.read_text(encoding="utf-8")
 )
 
 
@@ -32,6 +33,37 @@ def python_for(script: str) -> str:
 def test_every_command_line_is_covered():
     assert {"scripts/fit_irt.py", "scripts/prepare_response_matrix.py", "propose/benchfill.py",
             "verifier/grade.py"} <= set(SCRIPTS)
+    # every documented script is a thin wrapper of a registered subcommand, and every subcommand has one
+    assert sorted(command.wrapper for command in COMMANDS.values()) == SCRIPTS
+    for name, command in COMMANDS.items():
+        text = (ROOT / command.wrapper).read_text(encoding="utf-8")
+        assert f'["run"]("{name}")' in text and len(text.splitlines()) <= 12, command.wrapper
+        assert (ROOT / "benchmeasure" / "commands" / f"{command.module}.py").exists()
+
+
+def test_benchmeasure_lists_every_subcommand():
+    listed = subprocess.run([sys.executable, "-m", "benchmeasure", "--help"], capture_output=True, text=True,
+                            cwd=ROOT, timeout=60)
+    assert listed.returncode == 0 and "examples:" in listed.stdout
+    for name, command in COMMANDS.items():
+        assert f"  {name} " in listed.stdout and command.wrapper in listed.stdout
+    wrong = subprocess.run([sys.executable, "-m", "benchmeasure", "no-such-command"], capture_output=True,
+                           text=True, cwd=ROOT, timeout=60)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("error: benchmeasure: unknown subcommand")
+
+
+@pytest.mark.parametrize("name", ["diagnose", "fit", "benchfill"])
+def test_subcommand_and_script_are_one_command(name):
+    """`benchmeasure NAME` and its script run the same parser; each names itself in usage lines."""
+    script = COMMANDS[name].wrapper
+    via_script = run_script(script, "--help", timeout=120)
+    via_module = subprocess.run([sys.executable, "-m", "benchmeasure", name, "--help"], capture_output=True,
+                                text=True, cwd=ROOT, timeout=120)
+    assert via_module.returncode == via_script.returncode == 0
+    assert via_module.stdout.startswith(f"usage: benchmeasure {name}")
+    assert via_script.stdout.startswith(f"usage: {script.rsplit('/', 1)[1]}")
+    strip = lambda text, prog: text.split("example")[0].replace(prog, "PROG").split()  # noqa: E731
+    assert strip(via_module.stdout, f"benchmeasure {name}") == strip(via_script.stdout, script.rsplit("/", 1)[1])
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

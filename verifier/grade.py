@@ -1,83 +1,10 @@
 #!/usr/bin/env python3
-"""Grade one response by hand with the pipeline's own graders; prints 1 or 0 on its last line."""
+"""Grade one response by hand with the pipeline's own graders; prints 1 or 0 on its last line.
 
-from __future__ import annotations
-
-import argparse
-import json
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmeasure.errors import ArgumentParser, fail, run_cli
-from benchmeasure.verifier.grading import KINDS, grade
-from benchmeasure.verifier.grading.extract import extract_math_answer
-
-EPILOG = r"""examples:
-  python verifier/grade.py --kind math --reference '\frac{1}{2}' --response 'so \boxed{0.5}'
-  python verifier/grade.py --kind choice --reference '(B)' --response 'The answer is (B).'
-  python verifier/grade.py --kind ifeval --response '"hi"' \
-      --instructions '[{"id": "startend:quotation"}]'
-  python verifier/grade.py --kind math --reference 12 --response-file reply.txt --explain
+Thin wrapper of ``benchmeasure grade`` (``benchmeasure/commands/grade.py``).
 """
 
+import runpy
+from pathlib import Path
 
-def parse_args(argv):
-    parser = ArgumentParser(
-        description="Judge one model response against a reference answer with the same graders "
-        "the verifier uses (benchmeasure.verifier.grading). The last line printed is 1 (correct) or 0.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--kind", required=True, choices=KINDS, help="grader to use")
-    parser.add_argument("--reference", default=None, help="reference answer (math, choice)")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--response", help="the model's response text")
-    source.add_argument("--response-file", type=Path, help="read the response from this file ('-': stdin)")
-    parser.add_argument("--instructions", help="ifeval: instruction JSON (list of {id, kwargs})")
-    parser.add_argument("--choices", help="choice: JSON list of the option texts, in order A, B, ...")
-    parser.add_argument("--loose", action="store_true", help="ifeval: loose criterion")
-    parser.add_argument("--timeout", type=float, default=5.0, help="math: seconds per symbolic comparison")
-    parser.add_argument("--explain", action="store_true", help="math: print the extracted answer first")
-    return parser.parse_args(argv)
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    if args.response is not None:
-        response = args.response
-    elif str(args.response_file) == "-":
-        response = sys.stdin.read()
-    else:
-        try:
-            response = args.response_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"--response-file {args.response_file}: cannot read ({exc})")
-    options: dict = {}
-    if args.kind == "ifeval":
-        if args.instructions is None and args.reference is None:
-            fail("--kind ifeval needs --instructions JSON (or the JSON as --reference)")
-        options["instructions"] = args.instructions
-        options["loose"] = args.loose
-    elif args.reference is None:
-        fail(f"--kind {args.kind} needs --reference")
-    if args.kind == "math":
-        options["timeout_s"] = args.timeout
-        if args.explain:
-            print(f"extracted: {extract_math_answer(response)!r}")
-    if args.kind == "choice" and args.choices is not None:
-        try:
-            choices = json.loads(args.choices)
-        except ValueError as exc:
-            fail(f"--choices is not valid JSON ({exc})")
-        if not isinstance(choices, list) or not choices:
-            fail("--choices must be a non-empty JSON list of option texts")
-        options["choices"] = choices
-    verdict = grade(args.kind, response, args.reference or "", **options)
-    print(1 if verdict else 0)
-    return 0
-
-
-if __name__ == "__main__":
-    run_cli(main)
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["run"]("grade")

@@ -1,82 +1,10 @@
 #!/usr/bin/env python3
 """Mass fill: fill a benchmark's difficulty gaps one after another with BenchFill until a target Max Gap or a budget.
 
-Each step fills the widest gap of the benchmark as it stands (originals plus the items already
-inserted) with the BenchFill loop, then recomputes the gaps. Writes filled_benchmark.json
-(originals as <BENCH>-origin-NNN, then <BENCH>-fill-001, ...), mass_fill_records.csv and
-mass_fill_summary.json in the run folder. The logic is benchmeasure.benchfill.mass_fill.
+Thin wrapper of ``benchmeasure mass-fill`` (``benchmeasure/commands/mass_fill.py``).
 """
 
-from __future__ import annotations
-
-import argparse
-import sys
+import runpy
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from benchmeasure.errors import ArgumentParser, fail, run_cli
-
-EXAMPLES = """examples:
-  # create a run folder: stop at Max Gap 0.05, or after 20 items or 5000 model calls, whichever comes first
-  python propose/mass_fill/mass_fill.py init --config propose/configs/aime26.toml --name mass1 \\
-      --target-max-gap 0.05 --max-items 20 --max-calls 5000
-  python propose/mass_fill/mass_fill.py run propose/results/aime26/mass1     # start, or resume after a kill
-  python propose/mass_fill/mass_fill.py run propose/results/aime26/mass1 --max-items 40   # raise a budget, go on
-  python propose/mass_fill/mass_fill.py status propose/results/aime26/mass1  # read-only progress
-  BENCHMARK=aime26 bash run_experiment.sh mass-fill mass1 --max-items 20     # init if needed, then run
-
-At least one budget (--max-items, --max-calls, --max-rounds) is required; the search settings
-(rounds per gap, parents, children, references, tolerance, seed) come from the config's [search].
-"""
-
-
-def add_limits(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("stop rules (any one that is met stops; on 'run' they replace the stored ones)")
-    group.add_argument("--target-max-gap", type=float, help="stop once the Max Gap is at most this (0 < x < 1)")
-    group.add_argument("--max-items", type=int, help="stop after inserting this many items")
-    group.add_argument("--max-calls", type=int, help="model calls to spend at most (rewrites, solves, rollouts)")
-    group.add_argument("--max-rounds", type=int, help="BenchFill rounds to spend at most, all gaps together")
-
-
-def limits_of(args) -> dict:
-    return {"target_max_gap": args.target_max_gap, "max_items": args.max_items, "max_calls": args.max_calls,
-            "max_rounds": args.max_rounds}
-
-
-def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("init", help="create a mass-fill run folder with the resolved config and stop rules",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, help="benchmark config (propose/configs/<benchmark>.toml)")
-    p.add_argument("--name", help="run name (default: mass-<date>-<time>)")
-    p.add_argument("--results", help="results root (default: $BENCHFILL_RESULTS, else propose/results)")
-    add_limits(p)
-    p = sub.add_parser("run", help="start or resume mass fill in a run folder", epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("folder")
-    add_limits(p)
-    p = sub.add_parser("status", help="print a mass fill's progress (read-only)")
-    p.add_argument("folder")
-    args = parser.parse_args(argv)
-    # Imported after parsing so that --help answers at once (the loop pulls in the openai SDK).
-    from benchmeasure.benchfill import mass_fill, runner
-    from benchmeasure.llm_client import LLMCallError
-
-    if args.command == "init":
-        limits = mass_fill.Limits(**limits_of(args))
-        print(mass_fill.init_mass(args.config, args.results or runner.results_root(), args.name, limits))
-    elif args.command == "run":
-        try:
-            mass_fill.run_mass(args.folder, limits_of(args))
-        except LLMCallError as exc:
-            fail(f"{exc}; fix the endpoint and rerun 'run' to resume (finished calls are kept)")
-    else:
-        print(mass_fill.status_mass(args.folder))
-    return 0
-
-
-if __name__ == "__main__":
-    run_cli(main)
+runpy.run_path(str(Path(__file__).resolve().parents[2] / "scripts" / "_bootstrap.py"))["run"]("mass-fill")

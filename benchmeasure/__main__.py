@@ -1,0 +1,5 @@
+"""``python -m benchmeasure SUBCOMMAND …`` = ``benchmeasure SUBCOMMAND …``."""
+
+from benchmeasure.cli import main
+
+main()

@@ -1,0 +1,110 @@
+"""Check a response matrix before fitting IRT (paper Table 5): information and inversion rates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from benchmeasure.checks import THRESHOLDS, check_matrix
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.matrix import read_matrix
+
+EXAMPLES = """\
+examples:
+  python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32
+  python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32 --json
+  python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32 --output-dir results/checks
+
+thresholds (paper Table 5): model/item information >= 0.3, model/item inversion rate <= 0.3.
+definitions: see benchmeasure/checks.py or docs/analyses.md.
+"""
+
+LABELS = {
+    "model_information": "Model Information ↑",
+    "item_information": "Item Information ↑",
+    "model_inversion_rate": "Model Inversion Rate ↓",
+    "item_inversion_rate": "Item Inversion Rate ↓",
+}
+
+
+def parse_args(argv):
+    parser = ArgumentParser(
+        prog="check_response_matrix.py",
+        description="Compute model/item information and inversion rates of a count matrix and compare "
+                    "them with the paper's pass thresholds.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
+    parser.add_argument("--n-trials", type=int, required=True, metavar="K", help="trials per model-item pair")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--output-dir", metavar="DIR",
+                        help="also write checks.json (figures, settings, input SHA-256, versions) and checks.md here")
+    return parser.parse_args(argv)
+
+
+def _fmt(value) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+def _table(result) -> list[str]:
+    cells = [_fmt(getattr(result, name)) for name in LABELS]
+    return ["| " + " | ".join(LABELS.values()) + " | Passed |",
+            "|" + "---|" * (len(LABELS) + 1),
+            "| " + " | ".join(cells) + f" | {'yes' if result.passed else 'no'} |"]
+
+
+def _thresholds() -> str:
+    return "Thresholds: " + ", ".join(f"{name} {op} {limit}" for name, (op, limit) in THRESHOLDS.items())
+
+
+def report(path, matrix, result) -> str:
+    """What stdout shows: a header line, the Table 5 row in Markdown, the thresholds, any failures."""
+    models, items = matrix.shape
+    lines = [f"Matrix: {path} ({models} models × {items} items, K = {matrix.n_trials})",
+             *_table(result), _thresholds()]
+    lines.extend(f"FAILS: {reason}" for reason in result.failures())
+    return "\n".join(lines) + "\n"
+
+
+def markdown(path, matrix, result) -> str:
+    """checks.md: the same content as a Markdown document (blank lines around the table, failures as a list)."""
+    models, items = matrix.shape
+    lines = [f"Matrix: `{path}` ({models} models × {items} items, K = {matrix.n_trials})", "",
+             *_table(result), "", _thresholds()]
+    if result.failures():
+        lines += ["", *(f"- FAILS: {reason}" for reason in result.failures())]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    matrix = read_matrix(args.matrix, args.n_trials)
+    result = check_matrix(matrix)
+    if args.output_dir:
+        models, items = matrix.shape
+        record = {
+            **result.as_dict(),
+            "failures": result.failures(),
+            "thresholds": {name: {"op": op, "limit": limit} for name, (op, limit) in THRESHOLDS.items()},
+            "settings": {"n_trials": matrix.n_trials},
+            "input": {"path": args.matrix, "sha256": sha256_file(args.matrix),
+                      "models": models, "items": items},
+            "command": command_line(),
+            "package_versions": package_versions(["numpy"]),
+        }
+        out = Path(args.output_dir)
+        if out.exists() and not out.is_dir():
+            fail(f"--output-dir {out}: exists and is not a folder")
+        try:
+            with atomic_write(out / "checks.md") as handle:
+                handle.write(markdown(args.matrix, matrix, result))
+            write_json(out / "checks.json", record)
+        except OSError as exc:
+            fail(f"--output-dir {out}: cannot write ({exc.strerror or exc})")
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        print(report(args.matrix, matrix, result), end="")
+    return 0
+

@@ -1,0 +1,70 @@
+"""The real small-model run on CPU: build the model, serve it with vLLM, run every verifier step, stop.
+
+Runs in ``.venv-benchfill`` (``bash scripts/setup_env.sh benchfill``); see
+``docs/cpu_real_run.md`` and ``benchmeasure/verifier/cpu_run.py``. Writes
+``WORKDIR/report.json``, ``rows_direct.csv``, ``rows_lmms.csv``, the lmms-eval task, logs and
+samples under ``WORKDIR/lmms/``, ``verifier/run_rollout.py``'s rows with each backend under
+``WORKDIR/cli/``, and the server log ``WORKDIR/vllm.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import time
+from pathlib import Path
+
+from benchmeasure.errors import ArgumentParser
+from benchmeasure.verifier.cpu_model import prepare_model
+from benchmeasure.verifier.cpu_run import command_line_rollouts, run_chain
+from benchmeasure.verifier.cpu_server import plan_server, running_server
+from benchmeasure.verifier.panel import load_panel
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = """\
+example:
+  .venv-benchfill/bin/python scripts/cpu_real_run.py --workdir /tmp/cpu_run
+  python3 -c "import json; r = json.load(open('/tmp/cpu_run/report.json')); print(r['timings_s'])"
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def main(argv=None) -> int:
+    parser = ArgumentParser(prog="cpu_real_run.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, required=True, help="where the report, rows and logs go")
+    parser.add_argument("--panel", default=str(ROOT / "verifier" / "panels" / "cpu_smollm.toml"))
+    parser.add_argument("--model-dir", type=Path, help="converted model folder (default: the cache)")
+    parser.add_argument("--port", type=int, help="server port (default: a free one)")
+    parser.add_argument("--n-trials", type=int, default=3)
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    model_dir, built = prepare_model(args.model_dir)
+    prepared = time.monotonic()
+    print(f"model {'built' if built else 'cached'}: {model_dir} ({prepared - start:.0f} s)", file=sys.stderr)
+    panel = load_panel(args.panel)
+    plan = plan_server(panel, python=sys.executable, model_dir=str(model_dir), port=args.port or free_port())
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        with running_server(plan, args.workdir / "vllm.log"):
+            ready = time.monotonic()
+            print(f"vLLM serving {', '.join(plan.names)} at {plan.url} ({ready - prepared:.0f} s)", file=sys.stderr)
+            report = run_chain(panel, plan.url, args.workdir, args.n_trials)
+            cli_seconds = command_line_rollouts(args.panel, report, args.workdir, args.n_trials)
+    except RuntimeError as exc:  # server failed to start, or lmms-eval failed
+        print(f"error: {' '.join(str(exc).split())[:2000]}", file=sys.stderr)
+        return 1
+    report_timings = report["timings_s"]
+    report_timings.update({**cli_seconds, "model_s": prepared - start, "server_start_s": ready - prepared,
+                           "total_s": time.monotonic() - start})
+    print(f"done: {len(report['rows_direct'])} direct rows, {len(report['rows_lmms'])} lmms-eval rows; "
+          + ", ".join(f"{k} {v:.0f}" for k, v in report_timings.items()), file=sys.stderr)
+    (args.workdir / "timings.json").write_text(__import__("json").dumps(report_timings, indent=2) + "\n")
+    return 0
+

@@ -1,0 +1,81 @@
+"""Diagnose a benchmark's difficulty measure: DDM, Max Gap and the Top-k Gap Sum.
+
+Standard library only (Python 3.9+): runs as ``python3 -I -S scripts/diagnose_benchmark.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from benchmeasure.difficulty_file import read_difficulty_column
+from benchmeasure.errors import ArgumentParser
+from benchmeasure.metrics import diagnose
+
+EXAMPLES = """\
+examples:
+  python3 scripts/diagnose_benchmark.py my_benchmark/difficulty.csv
+  python3 scripts/diagnose_benchmark.py my_benchmark/difficulty.csv --column difficulty --json
+  python3 scripts/diagnose_benchmark.py normalized.csv --column z --normalized
+  python3 scripts/diagnose_benchmark.py data/benchmarks/*/difficulty.csv      # one row per file
+
+definitions (paper, Table 1):
+  z = (b - min b) / (max b - min b), sorted z(1) <= ... <= z(n)
+  DDM           = mean_i |z(i) - (i - 0.5)/n|   (1-Wasserstein distance to a same-size uniform grid)
+  gaps          = consecutive differences of 0, z(1), ..., z(n), 1
+  Max Gap       = the largest gap;  Top-k Gap Sum = the sum of the k largest
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(
+        prog="diagnose_benchmark.py",
+        description="Measure how a benchmark's items cover the difficulty axis (DDM, Max Gap, Top-k Gap Sum).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV",
+                        help="CSV with one difficulty per item (e.g. fit_irt.py's difficulty.csv)")
+    parser.add_argument("--column", default="b_mean", help="column holding the difficulties (default: b_mean)")
+    parser.add_argument("--top-k", type=int, default=5, metavar="K", help="how many gaps to sum (default: 5)")
+    parser.add_argument("--normalized", action="store_true",
+                        help="values are already on [0, 1]: keep that scale (a value outside it is an error)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return parser.parse_args(argv)
+
+
+def benchmark_name(path: str) -> str:
+    """The folder holding the file names the benchmark (data/benchmarks/AIME24/difficulty.csv → AIME24)."""
+    parent = Path(path).resolve().parent.name
+    return parent or Path(path).stem
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    results = []
+    for path in args.files:
+        column = read_difficulty_column(path, args.column)
+        diagnosis = diagnose(column.values, top_k=args.top_k, normalized=args.normalized, where=path)
+        record = {"benchmark": benchmark_name(path), "file": path, **diagnosis.as_dict()}
+        results.append(record)
+    k = args.top_k
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+    elif len(results) == 1:
+        r = results[0]
+        print(f"Items: {r['items']}")
+        print(f"Normalization: {r['normalization']}")
+        print(f"DDM: {r['ddm']:.6f}")
+        print(f"Max Gap: {r['max_gap']:.6f}")
+        print(f"Top-{k} Gap Sum: {r[f'top{k}_gap_sum']:.6f}")
+        spans = ", ".join("[{:.4f}, {:.4f}]".format(g["left"], g["right"]) for g in r["largest_gaps"])
+        print(f"Largest {k} gaps: {spans}")
+    else:
+        width = max(len("Benchmark"), *(len(r["benchmark"]) for r in results))
+        print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}")
+        for r in results:
+            print(f"{r['benchmark']:<{width}}  {r['ddm']:8.3f}  {r['max_gap']:8.3f}  "
+                  f"{r[f'top{k}_gap_sum']:10.3f}  {r['items']:6d}")
+    return 0
+

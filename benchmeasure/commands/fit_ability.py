@@ -1,0 +1,38 @@
+"""Fit the verifier panel's abilities once from a response matrix and cache them (for online calibration).
+
+Runs ``scripts/fit_irt.py`` in the IRT environment (``.venv-irt`` or $BENCHMEASURE_IRT_PYTHON) as a
+subprocess and prints the cached ``ability.csv`` path. A second call on the same matrix reuses the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from benchmeasure.benchfill.abilities import fit_abilities
+from benchmeasure.errors import ArgumentParser, fail
+
+EXAMPLES = """examples:
+  python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32
+  python verifier/fit_ability.py matrix.csv --n-trials 4 --guessing 0.25 --cache /tmp/abilities
+"""
+
+
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("matrix", help="response matrix CSV (model,<item>,…; correct counts)")
+    parser.add_argument("--n-trials", type=int, required=True, help="trials per model-item pair")
+    parser.add_argument("--guessing", type=float, default=0.0, help="lower asymptote g (default 0)")
+    parser.add_argument("--cache", default="propose/cache/abilities", help="cache folder (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.n_trials < 1:
+        fail(f"--n-trials must be a positive integer, got {args.n_trials}")
+    if not 0.0 <= args.guessing < 1.0:
+        fail(f"--guessing must be in [0, 1), got {args.guessing}")
+    _, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed,
+                              log=lambda m: print(m, file=sys.stderr))
+    print(folder / "ability.csv")
+    return 0
+

@@ -1,0 +1,363 @@
+"""Fit the Bayesian 1PL IRT model (paper, Appendix C.3) to a count matrix.
+
+Run with the .venv-irt interpreter (Python >= 3.12, requirements_irt.txt):
+
+    .venv-irt/bin/python scripts/fit_irt.py my_benchmark/response_matrix.csv --n-trials 2 --output-dir my_benchmark
+
+Writes difficulty.csv, ability.csv and diagnostics.json (and, with --save-posterior,
+posterior.zarr) into --output-dir. Every input is checked before fitting; a bad one is
+reported in one line with exit status 2 and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmeasure.errors import ArgumentParser, fail, file_errors
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.matrix import read_matrix
+
+DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
+ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
+POSTERIOR_NAME = "posterior.zarr"
+PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
+            "numpyro", "jax"]
+
+EXAMPLES = """\
+examples:
+  fit_irt.py my_benchmark/response_matrix.csv --n-trials 2 --output-dir my_benchmark
+  fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing 0.25          # four-choice items
+  fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing-csv guessing.csv
+  fit_irt.py matrix.csv --n-trials 8 --output-dir out --method map            # posterior mode in seconds
+
+model (paper, Appendix C.3):
+  P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)
+  theta_j ~ Normal(0, 1), b_i ~ Normal(0, 1);  g = 0 unless --guessing / --guessing-csv
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def parse_args(argv):
+    parser = ArgumentParser(
+        prog="fit_irt.py",
+        description="Fit item difficulties and model abilities jointly (Bayesian 1PL, NUTS) from a count matrix.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("matrix", help="count matrix CSV: header 'model,<item>,...', one row per model")
+    parser.add_argument("--n-trials", type=_positive_int, required=True, metavar="K",
+                        help="responses collected per model-item pair (every cell is in [0, K])")
+    parser.add_argument("--output-dir", required=True, metavar="DIR",
+                        help="folder for difficulty.csv, ability.csv, diagnostics.json (created if missing)")
+    guess = parser.add_mutually_exclusive_group()
+    guess.add_argument("--guessing", type=_number, default=None, metavar="G",
+                       help="one guessing floor g in [0, 1) for every item (e.g. 0.25 for four choices; default 0)")
+    guess.add_argument("--guessing-csv", default=None, metavar="CSV",
+                       help="per-item guessing: columns item_id,guessing, exactly one row per matrix item")
+    parser.add_argument("--chains", type=_positive_int, default=4, help="NUTS chains (default 4)")
+    parser.add_argument("--tune", type=_positive_int, default=1000, help="warm-up iterations per chain (default 1000)")
+    parser.add_argument("--draws", type=_positive_int, default=1000, help="posterior draws per chain (default 1000)")
+    parser.add_argument("--target-accept", type=_number, default=0.95, metavar="P",
+                        help="NUTS target acceptance rate in (0, 1) (default 0.95)")
+    parser.add_argument("--seed", type=_positive_int, default=None, metavar="N",
+                        help="random seed; the same seed and inputs give identical outputs (default: drawn, recorded)")
+    parser.add_argument("--sampler", default="nutpie", choices=["nutpie", "pymc", "numpyro"],
+                        help="NUTS implementation (default nutpie; pymc is PyMC's own NUTS; numpyro needs jax)")
+    parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
+                        help="nuts: full posterior (default, as in the paper); map: posterior mode only, "
+                             "no uncertainty, for exploring")
+    parser.add_argument("--save-posterior", action="store_true",
+                        help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary (warnings still shown)")
+    return parser.parse_args(argv)
+
+
+# ------------------------------------------------------------------------------------------
+# validation
+
+
+def read_guessing_csv(path: str, items: list) -> list:
+    """Per-item guessing in matrix order from ``item_id,guessing``; InputError on any problem."""
+    if not os.path.isfile(path):
+        fail(f"{path}: no such file (--guessing-csv)")
+    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        fail(f"{path}: file is empty (expected a header 'item_id,guessing')")
+    header = [name.strip() for name in rows[0]]
+    for column in ("item_id", "guessing"):
+        if column not in header:
+            fail(f"{path}: no column {column!r} (columns: {', '.join(header)}); expected 'item_id,guessing'")
+    id_at, value_at = header.index("item_id"), header.index("guessing")
+    known = set(items)
+    values: dict = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) <= max(id_at, value_at):
+            fail(f"{path}: line {line} has {len(row)} cells, the header has {len(header)}")
+        item, cell = row[id_at], row[value_at].strip()
+        if item not in known:
+            fail(f"{path}: line {line}: item {item!r} is not in the matrix")
+        if item in values:
+            fail(f"{path}: line {line}: item {item!r} appears more than once")
+        try:
+            g = float(cell)
+        except ValueError:
+            fail(f"{path}: line {line}, item {item!r}: guessing {cell!r} is not a number")
+        if not (math.isfinite(g) and 0.0 <= g < 1.0):
+            fail(f"{path}: line {line}, item {item!r}: guessing {cell} is outside [0, 1)")
+        values[item] = g
+    missing = [item for item in items if item not in values]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        fail(f"{path}: no guessing value for matrix item {missing[0]!r}{more}")
+    return [values[item] for item in items]
+
+
+def check_output_dir(path: str) -> None:
+    """Reject an --output-dir that is a file or cannot be created/written, before any work."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        fail(f"--output-dir {path}: exists and is not a folder")
+    probe = target
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        fail(f"--output-dir {path}: cannot write into {probe}")
+
+
+def validate(args):
+    """Every check that can fail on the user's input, in one place; returns (matrix, guessing)."""
+    from benchmeasure.irt.fit import check_guessing, check_settings
+
+    matrix = read_matrix(args.matrix, args.n_trials)
+    if args.guessing_csv is not None:
+        guessing = read_guessing_csv(args.guessing_csv, matrix.items)
+    elif args.guessing is not None:
+        if not (math.isfinite(args.guessing) and 0.0 <= args.guessing < 1.0):
+            fail(f"--guessing must be in [0, 1), got {args.guessing}")
+        guessing = args.guessing
+    else:
+        guessing = 0.0
+    guessing = check_guessing(guessing, len(matrix.items), matrix.items)
+    for option, value, low in (("--chains", args.chains, 1), ("--draws", args.draws, 1),
+                               ("--tune", args.tune, 1 if args.sampler == "nutpie" else 0)):
+        if value < low:
+            fail(f"{option} must be at least {low}, got {value}")
+    if not (0.0 < args.target_accept < 1.0):
+        fail(f"--target-accept must be strictly between 0 and 1, got {args.target_accept}")
+    if args.seed is not None and not 0 <= args.seed < 2**32:
+        fail(f"--seed must be in [0, 2^32), got {args.seed}")
+    check_settings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune, draws=args.draws,
+                   target_accept=args.target_accept, seed=args.seed)
+    check_output_dir(args.output_dir)
+    return matrix, guessing
+
+
+# ------------------------------------------------------------------------------------------
+# outputs
+
+
+def _cell(value, digits: int = 6) -> str:
+    """A CSV cell: empty for a missing figure (NaN), else a compact float."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    return f"{float(value):.{digits}g}" if digits else str(value)
+
+
+def _json_safe(value):
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def build_diagnostics(args, matrix, guessing, result, wall_time: float) -> dict:
+    d = result.diagnostics
+    method = result.method
+    constant = matrix.constant_items()
+    record = {
+        "max_r_hat": d.get("max_r_hat"),
+        "min_ess_bulk": d.get("min_ess_bulk"),
+        "divergences": d.get("divergences", 0),
+        "method": method,
+        "uncertainty": (None if method == "nuts" else
+                        "none: --method map gives the posterior mode only; b_sd, theta_sd, r_hat and ess_bulk are "
+                        "empty and max_r_hat / min_ess_bulk are null"),
+        "converged": d.get("converged") if method == "nuts" else None,
+        "worst_r_hat": d.get("worst_r_hat"),
+        "worst_ess_bulk": d.get("worst_ess_bulk"),
+        "leapfrog_steps_per_draw": d.get("leapfrog_steps_per_draw"),
+        "max_tree_depth_hits": d.get("max_tree_depth_hits"),
+        "settings": {
+            "method": method,
+            "sampler": args.sampler if method == "nuts" else None,
+            "chains": args.chains if method == "nuts" else None,
+            "tune": args.tune if method == "nuts" else None,
+            "draws": args.draws if method == "nuts" else None,
+            "target_accept": args.target_accept if method == "nuts" else None,
+            "seed": args.seed,
+            "seed_used": result.settings.get("seed_used"),
+            "guessing": (guessing if isinstance(guessing, float) else
+                         {"per_item_csv": os.path.abspath(args.guessing_csv),
+                          "sha256": sha256_file(args.guessing_csv),
+                          "min": float(min(guessing)), "max": float(max(guessing))}),
+            "parametrization": result.settings.get("parametrization"),
+            "adaptation": result.settings.get("adaptation"),
+        },
+        "input": {
+            "path": os.path.abspath(args.matrix),
+            "sha256": sha256_file(args.matrix),
+            "models": len(matrix.models),
+            "items": len(matrix.items),
+            "n_trials": matrix.n_trials,
+        },
+        "constant_items": {
+            "all_correct": constant["all_correct"],
+            "all_wrong": constant["all_wrong"],
+            "note": "items every model solved in every trial, or none did; legal, the priors keep their b finite, "
+                    "but their b is set mostly by the prior",
+        },
+        "timing": {
+            "compile_time_s": d.get("compile_time_s"),
+            "sampling_time_s": d.get("sampling_time_s"),
+            "optimization_time_s": d.get("optimization_time_s"),
+            "min_ess_bulk_per_s": d.get("min_ess_bulk_per_s"),
+        },
+        "wall_time_s": wall_time,
+        "warnings": list(result.warnings),
+        "versions": package_versions(PACKAGES),
+        "command": command_line(),
+        "outputs": ["difficulty.csv", "ability.csv", "diagnostics.json"] + ([POSTERIOR_NAME]
+                                                                             if args.save_posterior else []),
+    }
+    return _json_safe(record)
+
+
+def _write_csv(path: Path, columns: list, rows) -> None:
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+
+
+def write_outputs(out_dir: Path, result, diagnostics: dict, save_posterior: bool) -> None:
+    """Write every output to a staging folder first, then move each into place."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fit_irt.", dir=out_dir))
+    try:
+        _write_csv(staging / "difficulty.csv", DIFFICULTY_COLUMNS,
+                   ([item, _cell(m, 8), _cell(s), _cell(r), _cell(e, 5)]
+                    for item, m, s, r, e in zip(result.items, result.b_mean, result.b_sd, result.r_hat,
+                                                result.ess_bulk)))
+        _write_csv(staging / "ability.csv", ABILITY_COLUMNS,
+                   ([model, _cell(m, 8), _cell(s), _cell(r), _cell(e, 5)]
+                    for model, m, s, r, e in zip(result.models, result.theta_mean, result.theta_sd,
+                                                 result.theta_r_hat, result.theta_ess_bulk)))
+        write_json(staging / "diagnostics.json", diagnostics)
+        if save_posterior and result.posterior is not None:
+            save_posterior_zarr(result.posterior, staging / POSTERIOR_NAME)
+        # everything is complete: move into place (the posterior first, diagnostics.json last)
+        if save_posterior and result.posterior is not None:
+            target = out_dir / POSTERIOR_NAME
+            old = None
+            if target.exists():
+                old = staging / "old-posterior"
+                os.replace(target, old)
+            os.replace(staging / POSTERIOR_NAME, target)
+        for name in ("difficulty.csv", "ability.csv", "diagnostics.json"):
+            os.replace(staging / name, out_dir / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def save_posterior_zarr(posterior, path: Path) -> None:
+    """The posterior DataTree (theta, b and sampler statistics) as a zarr store ArviZ reads back."""
+    import warnings
+
+    tree = posterior.copy()
+    if "sample_stats" in tree.children:
+        stats = tree["sample_stats"].to_dataset()
+        drop = [name for name, var in stats.data_vars.items() if var.dtype == object]
+        if drop:
+            tree["sample_stats"] = stats.drop_vars(drop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree.to_zarr(path, mode="w")
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    wall_start = time.perf_counter()
+    args = parse_args(argv)
+    matrix, guessing = validate(args)
+    # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
+    from benchmeasure.checks import warn_if_failing
+
+    warn_if_failing(matrix)
+
+    from benchmeasure.irt.diagnostics import warnings_for
+    from benchmeasure.irt.fit import fit_1pl
+
+    show_progress = (not args.quiet) and sys.stderr.isatty()
+    say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
+    say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
+        f"({matrix.n_trials} trials per cell) with "
+        + (f"NUTS ({args.sampler}, {args.chains} chains x ({args.tune} + {args.draws}))" if args.method == "nuts"
+           else "MAP (posterior mode)"))
+    result = fit_1pl(matrix, guessing=guessing, method=args.method, sampler=args.sampler, chains=args.chains,
+                     tune=args.tune, draws=args.draws, target_accept=args.target_accept, seed=args.seed,
+                     progress=show_progress)
+    if args.method == "nuts":
+        result.warnings = warnings_for(result.diagnostics)
+    constant = matrix.constant_items()
+    n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
+    diagnostics = build_diagnostics(args, matrix, guessing, result, time.perf_counter() - wall_start)
+    write_outputs(Path(args.output_dir), result, diagnostics, args.save_posterior)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.method == "map":
+        say("note: --method map gives the posterior mode only; the outputs carry no posterior uncertainty "
+            "(b_sd, r_hat and ess_bulk are empty)")
+    if n_constant:
+        say(f"note: {n_constant} item(s) are answered the same by every model in every trial "
+            "(listed under constant_items in diagnostics.json); their b comes mostly from the prior")
+    d = result.diagnostics
+    if args.method == "nuts":
+        say(f"max R-hat {d['max_r_hat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, "
+            f"{d['divergences']} divergences; sampling {d['sampling_time_s']:.1f} s, "
+            f"wall {diagnostics['wall_time_s']:.1f} s")
+    say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"
+        + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else ""))
+    return 0
+

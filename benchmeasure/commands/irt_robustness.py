@@ -1,0 +1,116 @@
+"""IRT robustness analyses of a response matrix (paper Tables 6-10): diagnostics, leave-one-out, BIC, MIRT."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmeasure.commands.fit_irt import read_guessing_csv
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.matrix import read_matrix
+
+EXAMPLES = """\
+examples:
+  python scripts/irt_robustness.py AIME24/response_matrix.csv --n-trials 32 --output-dir results/robustness/AIME24
+  python scripts/irt_robustness.py m.csv --n-trials 8 --output-dir out --loo --bic --mirt 2 3
+  python scripts/irt_robustness.py m.csv --n-trials 8 --output-dir out --loo --workers 2 --draws 500 --tune 500
+  python scripts/fit_irt.py m.csv --n-trials 8 --output-dir fit --save-posterior
+  python scripts/irt_robustness.py m.csv --n-trials 8 --output-dir out --fit-dir fit --loo --bic
+
+writes OUTPUT_DIR/robustness.json (all figures, settings, input sha256, package versions),
+OUTPUT_DIR/robustness.md (the tables in the paper's layout) and, with --loo, loo.csv.
+Table 6: without --fit-dir the 1PL is fitted here; with --fit-dir DIR (fit_irt.py's output
+folder for this MATRIX, same --n-trials and guessing, checked) its diagnostics.json is
+used, its difficulty.csv is the full fit of Table 7 and its posterior.zarr (--save-posterior)
+gives the 1PL draws of Table 8; the 1PL is refitted only for --bic when no posterior was saved.
+--loo: Table 7 (M refits in parallel processes).
+--bic: Tables 8 and 9 (2PL fit; BIC from the binomial log-likelihood with log C(K, Y),
+maximum over posterior draws, n = M*N cells). --mirt D ...: Table 10.
+--guessing-csv: per-item guessing (item_id,guessing), read and checked as fit_irt.py does.
+scripts/reproduce_tables.py reads results/robustness/<benchmark>/robustness.json.
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(
+        prog="irt_robustness.py",
+        description="Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
+    parser.add_argument("--n-trials", type=int, required=True, metavar="K")
+    parser.add_argument("--output-dir", required=True, metavar="DIR")
+    parser.add_argument("--loo", action="store_true", help="leave-one-model-out refits (Table 7)")
+    parser.add_argument("--bic", action="store_true", help="2PL fit and BIC comparison (Tables 8, 9)")
+    parser.add_argument("--mirt", type=int, nargs="+", default=[], metavar="D", help="MIRT dimensions (Table 10)")
+    parser.add_argument("--guessing", type=float, default=None, help="lower asymptote g for every item (default 0)")
+    parser.add_argument("--guessing-csv", metavar="CSV",
+                        help="per-item guessing: columns item_id,guessing, one row per matrix item (as fit_irt.py)")
+    parser.add_argument("--fit-dir", metavar="DIR",
+                        help="fit_irt.py output folder of this matrix: Table 6 from its diagnostics.json, no refit")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--target-accept", type=float, default=0.95)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes for the leave-one-out refits (default: one per CPU)")
+    parser.add_argument("--name", help="benchmark name in the tables (default: the matrix's folder)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if any(d < 2 for d in args.mirt):
+        fail(f"--mirt dimensions must be at least 2, got {args.mirt}")
+    if args.workers is not None and args.workers < 1:
+        fail(f"--workers must be at least 1, got {args.workers}")
+    if args.guessing is not None and args.guessing_csv is not None:
+        fail("give --guessing or --guessing-csv, not both")
+    if args.guessing is not None and not 0 <= args.guessing < 1:
+        fail(f"--guessing must be in [0, 1), got {args.guessing}")
+    for name in ("chains", "draws"):
+        if getattr(args, name) < 1:
+            fail(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if args.tune < 0:
+        fail(f"--tune must be at least 0, got {args.tune}")
+    if not 0 < args.target_accept < 1:
+        fail(f"--target-accept must lie in (0, 1), got {args.target_accept}")
+    matrix = read_matrix(args.matrix, args.n_trials)
+    if args.loo and len(matrix.models) < 3:
+        fail(f"{args.matrix}: leave-one-model-out needs at least 3 models, found {len(matrix.models)}")
+    if args.guessing_csv is not None:
+        guessing = read_guessing_csv(args.guessing_csv, matrix.items)
+    else:
+        guessing = 0.0 if args.guessing is None else args.guessing
+    from benchmeasure.checks import warn_if_failing
+    from benchmeasure.robustness import markdown, read_fit_dir, run_robustness
+
+    saved = None
+    if args.fit_dir is not None:
+        saved = read_fit_dir(args.fit_dir, args.matrix, matrix, guessing, args.guessing_csv)
+    warn_if_failing(matrix)
+    record = run_robustness(matrix, guessing=guessing, chains=args.chains, tune=args.tune, draws=args.draws,
+                            target_accept=args.target_accept, seed=args.seed, loo=args.loo, with_bic=args.bic,
+                            mirt_dims=tuple(args.mirt), workers=args.workers, saved=saved,
+                            log=lambda message: print(f"[robustness] {message}", file=sys.stderr))
+    name = args.name or Path(args.matrix).resolve().parent.name
+    record.update({"benchmark": name, "input": args.matrix, "input_sha256": sha256_file(args.matrix),
+                   "n_trials": args.n_trials, "models": len(matrix.models), "items": len(matrix.items),
+                   "command": command_line(),
+                   "package_versions": package_versions(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
+    out = Path(args.output_dir)
+    write_json(out / "robustness.json", record, default=float)
+    text = markdown(record, name)
+    with atomic_write(out / "robustness.md") as handle:
+        handle.write(text)
+    if "leave_one_model_out" in record:
+        loo = record["leave_one_model_out"]
+        with atomic_write(out / "loo.csv") as handle:
+            handle.write("dropped_model,pearson,spearman\n")
+            for model, p, s in zip(loo["dropped_models"], loo["pearson"], loo["spearman"]):
+                handle.write(f"{model},{p!r},{s!r}\n")
+    print(text)
+    return 0
+

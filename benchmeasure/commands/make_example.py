@@ -1,0 +1,60 @@
+"""Regenerate the bundled SIMULATED example benchmark (data/example_simulated/).
+
+The paper's released response data is not available to this repository, so the example is
+synthetic: 12 models × 60 items × 8 trials drawn from a 1PL model with known difficulties
+that leave three deliberately wide gaps. Seeded, so the files are reproducible byte for byte.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import atomic_write, write_json
+from benchmeasure.simulate import gapped_difficulties, simulate_trials
+
+
+def main(argv=None) -> int:
+    parser = ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--output-dir", default=str(Path(__file__).resolve().parents[2] / "data/example_simulated"))
+    parser.add_argument("--models", type=int, default=12)
+    parser.add_argument("--items", type=int, default=60)
+    parser.add_argument("--trials", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args(argv)
+    for flag, value, least in (("--models", args.models, 2), ("--items", args.items, 2), ("--trials", args.trials, 1)):
+        if value < least:
+            fail(f"{flag} must be at least {least}, got {value}")
+    out = Path(args.output_dir)
+    b = gapped_difficulties(args.items, seed=args.seed)
+    theta = np.sort(np.random.default_rng(args.seed + 1).normal(0.0, 1.0, args.models))
+    outcomes = simulate_trials(theta, b, args.trials, seed=args.seed + 2)
+    models = [f"sim-model-{j:02d}" for j in range(args.models)]
+    items = [f"q{i:03d}" for i in range(args.items)]
+    with atomic_write(out / "responses.csv") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["model", "item_id", "trial", "correct"])
+        for j, model in enumerate(models):
+            for i, item in enumerate(items):
+                for t in range(args.trials):
+                    writer.writerow([model, item, t, int(outcomes[j, i, t])])
+    with atomic_write(out / "true_difficulty.csv") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["item_id", "b_true"])
+        writer.writerows([item, f"{value:.6f}"] for item, value in zip(items, b))
+    with atomic_write(out / "true_ability.csv") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["model", "theta_true"])
+        writer.writerows([model, f"{value:.6f}"] for model, value in zip(models, theta))
+    settings = {"simulated": True, "generator": "scripts/make_example.py", "seed": args.seed,
+                "models": args.models, "items": args.items, "trials": args.trials, "guessing": 0.0,
+                "difficulty_range": [-2.5, 2.5], "empty_difficulty_intervals": [[-0.9, -0.3], [0.6, 1.3], [1.8, 2.2]],
+                "ability_prior": "Normal(0, 1), sorted"}
+    write_json(out / "settings.json", settings)
+    print(f"wrote the simulated example to {out}", file=sys.stderr)
+    return 0
+

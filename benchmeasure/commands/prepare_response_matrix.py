@@ -1,0 +1,145 @@
+"""Turn graded responses (one row per model, item and trial) into a model × item count matrix.
+
+The rows come from a ``model,item_id,trial,correct`` CSV, or (``--from``) straight from
+evaluation-harness sample logs (``benchmeasure/harness_logs.py``, ``docs/harness_logs.md``).
+Beside the matrix, ``<output>.json`` records how it was made: the inputs and their SHA-256,
+the settings, the command and the package versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions, sha256_file, write_json
+from benchmeasure.harness_logs import HARNESSES, logs_to_matrix, read_log
+from benchmeasure.matrix import ResponseMatrix, write_matrix
+from benchmeasure.responses import read_responses_csv
+from benchmeasure.verifier.grading import KINDS
+
+EXAMPLES = """\
+input (one graded response per row; other columns are ignored):
+  model,item_id,trial,correct
+  model-a,q0,0,1
+  model-a,q0,1,0
+  ...
+
+output (models as rows, items as columns, number correct as values):
+  model,q0,q1
+  model-a,1,2
+  model-b,0,1
+
+example:
+  python3 scripts/prepare_response_matrix.py responses.csv --n-trials 2 \\
+      --output my_benchmark/response_matrix.csv
+
+from evaluation-harness sample logs (item_id = the harness's doc_id, trial = repeat index):
+  python3 scripts/prepare_response_matrix.py --from lm-eval out/model-a out/model-b \
+      --metric exact_match --filter first --n-trials 1 --output matrix.csv
+  python3 scripts/prepare_response_matrix.py --from lmms-eval out/model-a out/model-b \
+      --grade math --n-trials 3 --output matrix.csv --responses-out responses.csv
+  python3 scripts/prepare_response_matrix.py --from lighteval out/details/openai/model-a \
+      out/details/openai/model-b --grade math --n-trials 3 --output matrix.csv
+  (a log with K responses per document but one metric value needs --grade KIND: each
+  response is graded against the logged target with the project's graders)
+
+Models and items keep their first-seen order and their exact IDs. Every (model, item)
+pair needs exactly --n-trials rows with distinct trial IDs, and every model must answer
+every item; anything else is rejected with the line that breaks the rule.
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(
+        prog="prepare_response_matrix.py",
+        description="Count correct responses per model and item (the input of fit_irt.py).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("responses", metavar="RESPONSES_CSV | LOG_PATH", nargs="+",
+                        help="CSV with columns model,item_id,trial,correct; with --from, harness log folders or files")
+    parser.add_argument("--n-trials", type=int, required=True, metavar="K",
+                        help="responses collected per model-item pair")
+    parser.add_argument("--output", required=True, metavar="MATRIX_CSV",
+                        help="where to write the matrix (parent folders are created)")
+    parser.add_argument("--quiet", action="store_true", help="do not print the summary line on stderr")
+    logs = parser.add_argument_group("harness sample logs (--from)")
+    logs.add_argument("--from", dest="harness", choices=HARNESSES, help="read evaluation-harness sample logs")
+    logs.add_argument("--metric", help="per-sample metric key of the log (e.g. exact_match, acc)")
+    logs.add_argument("--threshold", type=float, default=0.5,
+                      help="metric values other than 0/1 count as correct when >= this (default: 0.5)")
+    logs.add_argument("--filter", dest="filter_name", metavar="NAME",
+                      help="lm-eval: which filter's lines to use (default: the first in the log)")
+    logs.add_argument("--grade", choices=KINDS, help="grade every logged response against its target instead")
+    logs.add_argument("--model", help="model name for a single log (default: from the log)")
+    logs.add_argument("--responses-out", metavar="CSV", help="also write the long model,item_id,trial,correct rows")
+    args = parser.parse_args(argv)
+    if args.harness is None:
+        used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
+                                         ("--grade", args.grade), ("--model", args.model),
+                                         ("--responses-out", args.responses_out)) if value is not None]
+        if used:
+            fail(f"{used[0]} needs --from (it applies to harness logs only)")
+        if len(args.responses) != 1:
+            fail("give one RESPONSES_CSV (several paths are harness logs: add --from)")
+    return args
+
+
+def matrix_from_logs(args) -> tuple[ResponseMatrix, list]:
+    """The --from path: read every log, apply --model, convert and validate, write --responses-out.
+
+    Returns the matrix and the logs' provenance (file, SHA-256, model, task).
+    """
+    if args.model is not None and len(args.responses) != 1:
+        fail(f"--model renames a single log; {len(args.responses)} logs were given")
+    logs = [read_log(args.harness, Path(path), args.filter_name) for path in args.responses]
+    if args.model is not None:
+        logs = [replace(logs[0], model=args.model)]
+    matrix, rows = logs_to_matrix(logs, args.metric, args.n_trials, args.threshold, args.grade)
+    if args.responses_out:
+        with atomic_write(args.responses_out) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(["model", "item_id", "trial", "correct"])
+            writer.writerows(zip(rows.model, rows.item, rows.trial, rows.correct))
+    inputs = [{"path": str(log.path), "sha256": sha256_file(log.path), "model": log.model, "task": log.task}
+              for log in logs]
+    return matrix, inputs
+
+
+def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
+    """The record written to ``<output>.json``."""
+    settings = {"n_trials": args.n_trials}
+    if args.harness is not None:
+        settings.update({"from": args.harness, "metric": args.metric, "threshold": args.threshold,
+                         "filter": args.filter_name, "grade": args.grade, "model": args.model,
+                         "responses_out": args.responses_out})
+    harness_package = {"lmms-eval": "lmms_eval", "lm-eval": "lm_eval", "lighteval": "lighteval"}.get(args.harness)
+    return {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings,
+            "inputs": inputs, "command": command_line(),
+            "package_versions": package_versions(["numpy", "pandas", *([harness_package] if harness_package else [])])}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    for path in (args.output, args.responses_out):
+        if path is not None:
+            check_output_path(path)  # before reading what may be gigabytes of input
+    if args.harness is not None:
+        matrix, inputs = matrix_from_logs(args)
+    else:
+        matrix = read_responses_csv(args.responses[0], args.n_trials)
+        inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
+    write_matrix(matrix, args.output)
+    write_json(f"{args.output}.json", provenance(args, matrix, inputs))
+    if not args.quiet:
+        n_models, n_items = matrix.shape
+        print(f"wrote {args.output}: {n_models} models x {n_items} items, {args.n_trials} trials each "
+              f"({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+    return 0
+

@@ -1,0 +1,113 @@
+"""Print each of the paper's tables beside what the local data reproduces, with the differences."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import atomic_write, command_line, package_versions, write_json
+from benchmeasure.reproduce import TABLES, compare_all, markdown, write_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = """\
+examples:
+  python scripts/reproduce_tables.py
+  python scripts/reproduce_tables.py --tables table1 readme_example --output-dir results/reproduction
+  python scripts/reproduce_tables.py --robustness-dir results/robustness --n-trials HumanEval=10
+  python scripts/reproduce_tables.py --tables table2 --benchfill-run AIME24=propose/results/aime24/run1
+  python scripts/reproduce_tables.py --tables table12 --detection AIME25:Phi-4:benchfill=phi4_benchfill.json
+
+local data looked for:
+  Table 1, README example   <data-dir>/<benchmark>/difficulty.csv
+  Table 5                   <matrix-dir>/<benchmark>_response_matrix.csv (K from Table 3 or --n-trials)
+  Tables 6-10               <robustness-dir>/<benchmark>/robustness.json (scripts/irt_robustness.py)
+  Table 2                   --benchfill-run BENCH=DIR: summary.json of a finished BenchFill run
+                            (run_experiment.sh); BENCH as in Table 2 (AIME24, ...), repeatable
+  Table 12                  --detection BENCH:MODEL:VARIANT=FILE: scripts/detect_improvement.py
+                            --json output; BENCH MODEL as in Table 12 (AIME25:Phi-4), VARIANT
+                            original, benchfill or baseline; repeatable
+Missing data is listed as absent, with the path looked for; it is never filled in.
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(
+        prog="reproduce_tables.py",
+        description="Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=str(ROOT / "data" / "benchmarks"), help="benchmark folders")
+    parser.add_argument("--matrix-dir", default=str(ROOT / "data" / "matrix"), help="response matrices")
+    parser.add_argument("--robustness-dir", help="irt_robustness.py outputs, one folder per benchmark")
+    parser.add_argument("--n-trials", action="append", default=[], metavar="NAME=K",
+                        help="rollouts per item of a benchmark missing from Table 3 (repeatable)")
+    parser.add_argument("--benchfill-run", action="append", default=[], metavar="BENCH=DIR",
+                        help="Table 2: a finished BenchFill run folder (summary.json) of BENCH (repeatable)")
+    parser.add_argument("--detection", action="append", default=[], metavar="BENCH:MODEL:VARIANT=FILE",
+                        help="Table 12: detect_improvement.py --json output for that row; VARIANT original, "
+                             "benchfill or baseline (repeatable)")
+    parser.add_argument("--tables", nargs="+", choices=list(TABLES), help="only these tables (default: all)")
+    parser.add_argument("--output-dir", metavar="DIR", help="also write reproduction.csv/.md/.json here")
+    return parser.parse_args(argv)
+
+
+def parse_trials(pairs: list) -> dict:
+    result = {}
+    for text in pairs:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            fail(f"--n-trials {text!r}: expected NAME=K with K a positive integer")
+        result[name.strip()] = int(value)
+    return result
+
+
+def _pairs(option: str, texts: list, form: str) -> dict:
+    """``KEY=VALUE`` texts → {KEY: VALUE}; a malformed or repeated KEY is rejected."""
+    result = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            fail(f"{option} {text!r}: expected {form}")
+        if key.strip() in result:
+            fail(f"{option} {key.strip()!r} given twice")
+        result[key.strip()] = value.strip()
+    return result
+
+
+def parse_detections(texts: list) -> dict:
+    """``BENCH:MODEL:VARIANT=FILE`` texts → {(BENCH, MODEL, VARIANT): Path}."""
+    result = {}
+    for key, value in _pairs("--detection", texts, "BENCH:MODEL:VARIANT=FILE").items():
+        parts = key.split(":")
+        if len(parts) < 3 or not all(p.strip() for p in parts):
+            fail(f"--detection {key!r}: expected BENCH:MODEL:VARIANT=FILE, e.g. AIME25:Phi-4:benchfill=det.json")
+        result[(parts[0].strip(), ":".join(parts[1:-1]).strip(), parts[-1].strip().lower())] = Path(value)
+    return result
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    n_trials = parse_trials(args.n_trials)
+    benchfill_runs = {k: Path(v) for k, v in _pairs("--benchfill-run", args.benchfill_run, "BENCH=DIR").items()}
+    detections = parse_detections(args.detection)
+    robustness = Path(args.robustness_dir) if args.robustness_dir else None
+    if robustness is not None and not robustness.is_dir():
+        fail(f"--robustness-dir {robustness}: no such folder")
+    rows = compare_all(Path(args.data_dir), Path(args.matrix_dir), robustness, n_trials,
+                       benchfill_runs=benchfill_runs, detections=detections)
+    if args.tables:
+        rows = [r for r in rows if r.table in args.tables]
+    text = markdown(rows)
+    if args.output_dir:
+        out = Path(args.output_dir)
+        with atomic_write(out / "reproduction.csv") as handle:
+            write_csv(rows, handle)
+        with atomic_write(out / "reproduction.md") as handle:
+            handle.write(text)
+        record = {"rows": [{"table": r.table, "row": r.key, "quantity": r.quantity, "reported": r.reported,
+                            "local": r.local, "difference": r.difference, "source": r.note} for r in rows],
+                  "command": command_line(), "package_versions": package_versions(["numpy"])}
+        write_json(out / "reproduction.json", record)
+    print(text, end="")
+    return 0
+
