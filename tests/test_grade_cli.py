@@ -30,6 +30,12 @@ def run(*args, stdin=None):
         ),
         (["--kind", "ifeval", "--instructions", '[{"id": "punctuation:no_comma"}]', "--response", "a, b"], "0"),
         (["--kind", "ifeval", "--reference", '[{"id": "punctuation:no_comma"}]', "--response", "a b"], "1"),
+        # issue 15: near-miss integers are wrong; a 400-digit boxed integer is graded, not a traceback
+        (["--kind", "math", "--reference", "1396202", "--response", r"\boxed{1396203}"], "0"),
+        (["--kind", "math", "--reference", "999999", "--response", r"\boxed{1000000}"], "0"),
+        (["--kind", "math", "--reference", "7", "--response", "\\boxed{" + "9" * 400 + "}"], "0"),
+        (["--kind", "math", "--reference", "9" * 400, "--response", "\\boxed{" + "9" * 400 + "}"], "1"),
+        (["--kind", "math", "--reference", "3", "--response", "\\boxed{" + "9" * 5000 + ".5}"], "0"),
     ],
 )
 def test_verdicts(args, last):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmeasure.verifier.grading import grade
 from benchmeasure.verifier.grading.extract import extract_math_answer, last_boxed
@@ -112,6 +114,35 @@ def test_normalize(raw, expected):
 def test_numeric_tolerance_option():
     assert answers_equal("3.1416", "3.14159", rel_tol=1e-4)
     assert not answers_equal("3.1416", "3.14159")
+
+
+@pytest.mark.parametrize(
+    ("pred", "ref", "equal"),
+    [
+        ("1396203", "1396202", False),  # issue 15: a relative tolerance made these equal
+        ("1000000", "999999", False),
+        ("-0", "0", True),
+        ("+0012", "12", True),
+        (r"\frac{1000001}{3}", r"\frac{1000000}{3}", False),  # exact rationals: no tolerance
+        (r"\frac{1}{" + "9" * 400 + "}", "0", False),  # abs_tol does not apply to exact numbers either
+        ("0.3333333", r"\frac{1}{3}", True),  # a rounded decimal: within rel_tol 1e-6
+        ("2.0000001", "2", True),
+        ("2.001", "2", False),
+        ("1396203.0", "1396202", False),  # '.0' is no fractional part: exact
+        ("9" * 400, "9" * 400 + "0", False),
+        ("9" * 5000, "9" * 5000, True),
+        ("9" * 400 + ".5", "3", False),
+    ],
+)
+def test_tolerance_only_for_decimals_and_big_numbers_bounded(pred, ref, equal):
+    assert answers_equal(pred, ref) is equal
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=-(10**600), max_value=10**600), st.integers(min_value=-(10**600), max_value=10**600))
+def test_two_integers_are_equal_only_when_they_are(a, b):
+    assert grade("math", f"\\boxed{{{a}}}", str(b), symbolic=False) is (a == b)
+    assert grade("math", f"\\boxed{{{a}}}", str(a), symbolic=False) is True
 
 
 def test_symbolic_can_be_turned_off():

@@ -6,8 +6,12 @@ degrees, percent, ``\\text{…}`` units after a number, common unit words, thous
 separators, a leading ``x =``), then decides in three steps, cheapest first:
 
 1. exact match of the normalized strings;
-2. numeric match: both sides are numbers (integers, decimals, ``a/b``, ``\\frac{a}{b}``) and
-   agree within ``rel_tol`` (relative) or ``abs_tol``;
+2. numeric match: both sides are numbers (integers, decimals, ``a/b``, ``\\frac{a}{b}``). Two
+   exact numbers (integers and fractions) must be equal as rationals; a tolerance applies only
+   when at least one side is a decimal with a fractional part (a rounded value), and then the
+   two agree when |a − b| ≤ max(``rel_tol``·max(|a|, |b|), ``abs_tol``), computed exactly. So a
+   tolerance never makes two different integers equal (1396202 vs 1396203), and integers of
+   any length are compared digit by digit, never converted to floats;
 3. symbolic match through latex2sympy2_extended and SymPy in a worker process with a time
    limit (:mod:`.symbolic`); a timeout counts as not equal.
 
@@ -36,6 +40,11 @@ _PLAIN_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)$")
 _FRACTION = re.compile(r"^([-+]?)\\frac\{([-+]?\d+)\}\{([-+]?\d+)\}$")
 _SHORT_FRACTION = re.compile(r"^([-+]?)\\frac(\d)(\d)$")
 _SLASH = re.compile(r"^([-+]?\d+)/(\d+)$")
+_INTEGER = re.compile(r"^([-+]?)0*(\d+)$")
+_DECIMAL_FRACTION = re.compile(r"\.\d*[1-9]")  # a decimal point followed by a nonzero digit
+# Numbers longer than this are not converted (Python refuses int() of over 4300 digits, and no
+# reference answer is that long); integers of any length are still compared exactly as digit strings.
+MAX_NUMBER_CHARS = 1000
 _ASSIGNMENT = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*=\s*(?!=)")
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*(?=\{)")
 
@@ -89,7 +98,12 @@ def normalize(answer: str) -> str:
 
 
 def to_number(s: str) -> Fraction | float | None:
-    """A normalized answer's value when it is a plain number or fraction, else None."""
+    """A normalized answer's value when it is a plain number or fraction, else None.
+
+    None too for a number of more than :data:`MAX_NUMBER_CHARS` characters (see :func:`same_integer`).
+    """
+    if len(s) > MAX_NUMBER_CHARS:
+        return None
     if _PLAIN_NUMBER.match(s):
         return Fraction(s)
     for pattern in (_FRACTION, _SHORT_FRACTION):
@@ -146,13 +160,37 @@ def structure(s: str) -> tuple[str, str, list[str]] | None:
     return None
 
 
+def same_integer(a: str, b: str) -> bool | None:
+    """Whether two normalized integers (any length) are equal, by their digits; None unless both are integers."""
+    ma, mb = _INTEGER.match(a), _INTEGER.match(b)
+    if ma is None or mb is None:
+        return None
+    sign_a = "-" if ma.group(1) == "-" and ma.group(2) != "0" else ""
+    sign_b = "-" if mb.group(1) == "-" and mb.group(2) != "0" else ""
+    return (sign_a, ma.group(2)) == (sign_b, mb.group(2))
+
+
+def numbers_equal(pred: str, ref: str, a: Fraction, b: Fraction, rel_tol: float, abs_tol: float) -> bool:
+    """Numeric match (module docstring, step 2): exact unless one side is a decimal with a fractional part."""
+    if a == b:
+        return True
+    if not (_DECIMAL_FRACTION.search(pred) or _DECIMAL_FRACTION.search(ref)):
+        return False  # integers and fractions are exact: no tolerance
+    if not (math.isfinite(rel_tol) and math.isfinite(abs_tol)):
+        return False
+    return abs(a - b) <= max(Fraction(rel_tol) * max(abs(a), abs(b)), Fraction(abs_tol))
+
+
 def _scalar_equal(pred: str, ref: str, rel_tol: float, abs_tol: float, symbolic: bool, timeout_s: float) -> bool:
     if pred == ref:
         return True
+    integers = same_integer(pred, ref)
+    if integers is not None:
+        return integers
     a, b = to_number(pred), to_number(ref)
     if a is not None and b is not None:
-        return a == b or math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=abs_tol)
-    if not symbolic or not pred or not ref:
+        return numbers_equal(pred, ref, a, b, rel_tol, abs_tol)
+    if not symbolic or not pred or not ref or max(len(pred), len(ref)) > MAX_NUMBER_CHARS:
         return False
     return shared_checker().equal(pred, ref, timeout_s) is True
 
