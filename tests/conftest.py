@@ -49,10 +49,13 @@ def write_csv(tmp_path):
 BENCHFILL_CLI = [sys.executable, str(ROOT / "propose" / "benchfill.py")]
 
 
-def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t"):
+def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t", bench_name=None, jitter_s=0.0,
+            jitter_seed=0):
     """A BenchFill run folder on the synthetic benchmark, initialized by the real CLI against a local sim server.
 
     Calibration and abilities come from the simulation's ground truth (fast; tests only).
+    ``bench_name`` renames the benchmark in its config (its grader stays ``math``); ``jitter_s`` delays each
+    reply by a random time drawn in arrival order from ``jitter_seed`` (replies then finish in a shuffled order).
     Returns (run folder, environment for ``propose/benchfill.py run``, server); shut the server down when done.
     """
     from benchmeasure.sim.dataset import make_sim_benchmark
@@ -61,7 +64,10 @@ def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t"):
 
     data = tmp_path / f"data{seed}"
     config = make_sim_benchmark(data, seed, client=client, search=search, truth=True)
-    server, url = serve(World.load(data / "world.json"), fail_rate=fail_rate, hang_s=1.5, seed=seed)
+    if bench_name is not None:
+        config.write_text(config.read_text().replace('name = "math_sim"', f'name = "{bench_name}"'))
+    server, url = serve(World.load(data / "world.json"), fail_rate=fail_rate, hang_s=1.5, seed=seed, jitter_s=jitter_s,
+                        jitter_seed=jitter_seed)
     env = {**os.environ, "BENCHFILL_SIM_URL": url}
     command = [*BENCHFILL_CLI, "init", "--config", str(config), "--name", f"{name}{seed}",
                "--results", str(tmp_path / "res")]

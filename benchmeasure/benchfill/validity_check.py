@@ -4,7 +4,8 @@ The decisions are :mod:`benchmeasure.verifier.validity`'s (well-formed question,
 reference, near-duplicates, confirmation by an independent solve); this adapter makes the one
 model call rule 4 needs — the confirming model (the rewriter, at temperature 0) solves the
 candidate cold, ``solve_n`` times, prompted like the panel — and grades the answers with the
-benchmark's grader. The solve call is journaled under ``solve/<item_id>``.
+benchmark's grader — the config's ``grader``, never a guess from the benchmark's name. The solve
+call is journaled under ``solve/<item_id>``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class ValidityCheck:
         self.policy = policy or ValidityPolicy()
 
     async def __call__(self, candidate) -> tuple:
-        check = await asyncio.to_thread(static_checks, candidate, self.existing(), self.policy)
+        check = await asyncio.to_thread(static_checks, candidate, self.existing(), self.policy,
+                                        self.rollouts.kind)
         if not check.ok:
             return False, check.reason
         result = await self.client.chat(self.solver, self.rollouts.messages(candidate.question), n=self.solve_n,

@@ -14,7 +14,9 @@ Each reply's randomness is seeded by the world's seed, the request body, the req
 many times that same (key, body) arrived before (the retries of one call come one after another).
 So without failure injection a run's replies do not depend on the order in which its concurrent
 requests arrive. Failure injection draws from one seeded stream in arrival order, so with
-``fail_rate > 0`` which request fails does depend on that order.
+``fail_rate > 0`` which request fails does depend on that order. ``jitter_s`` delays each reply by
+a random time (drawn in arrival order from ``jitter_seed``), so concurrent replies finish in a
+shuffled order, as with real endpoints of uneven speed; the replies themselves do not change.
 
 Run it with ``python -m benchmeasure.sim.server --world WORLD.json --port 0``: it prints
 ``listening on http://127.0.0.1:PORT/v1`` once ready (port 0 picks a free one).
@@ -40,8 +42,11 @@ KEY_HEADER = "X-BenchFill-Key"  # benchmeasure.benchfill.loop.KEY_HEADER
 class SimState:
     """The world plus the counters that seed each request's randomness."""
 
-    def __init__(self, world: World, fail_rate: float = 0.0, hang_s: float = 5.0, seed: int = 0):
+    def __init__(self, world: World, fail_rate: float = 0.0, hang_s: float = 5.0, seed: int = 0,
+                 jitter_s: float = 0.0, jitter_seed: int = 0):
         self.world = world
+        self.jitter_s = jitter_s
+        self.jitter_rng = random.Random(f"jitter/{jitter_seed}")
         self.fail_rate = fail_rate
         self.hang_s = hang_s
         self.lock = threading.Lock()
@@ -65,6 +70,13 @@ class SimState:
             count = self.seen.get(digest, 0)
             self.seen[digest] = count + 1
         return random.Random(f"{self.world.seed}/{digest}/{count}")
+
+    def jitter(self) -> float:
+        """A reply's extra delay, uniform in [0, jitter_s), drawn in arrival order (so replies finish shuffled)."""
+        if self.jitter_s <= 0:
+            return 0.0
+        with self.lock:
+            return self.jitter_rng.uniform(0.0, self.jitter_s)
 
     def failure(self):
         with self.lock:
@@ -104,6 +116,7 @@ def make_handler(state: SimState):
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._json(404, {"error": {"message": "not found"}})
             failure = state.failure()
+            time.sleep(state.jitter())
             if failure == "500":
                 return self._json(500, {"error": {"message": "simulated server error"}})
             if failure == "429":
@@ -134,9 +147,10 @@ def make_handler(state: SimState):
     return Handler
 
 
-def serve(world: World, port: int = 0, fail_rate: float = 0.0, hang_s: float = 5.0, seed: int = 0):
+def serve(world: World, port: int = 0, fail_rate: float = 0.0, hang_s: float = 5.0, seed: int = 0,
+          jitter_s: float = 0.0, jitter_seed: int = 0):
     """Start the server in a background thread; returns ``(server, base_url)``; ``server.sim`` is its SimState."""
-    state = SimState(world, fail_rate, hang_s, seed)
+    state = SimState(world, fail_rate, hang_s, seed, jitter_s, jitter_seed)
     server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(state))
     server.sim = state
     server.daemon_threads = True
@@ -151,8 +165,12 @@ def main(argv=None) -> int:
     parser.add_argument("--fail-rate", type=float, default=0.0, help="share of requests that fail (0..1)")
     parser.add_argument("--hang-s", type=float, default=5.0, help="delay of a 'hang' failure, seconds")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jitter-s", type=float, default=0.0,
+                        help="delay each reply by a random time below this (s), so replies finish in a shuffled order")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="seed of the delays (drawn in arrival order)")
     args = parser.parse_args(argv)
-    server, url = serve(World.load(args.world), args.port, args.fail_rate, args.hang_s, args.seed)
+    server, url = serve(World.load(args.world), args.port, args.fail_rate, args.hang_s, args.seed, args.jitter_s,
+                        args.jitter_seed)
     print(f"listening on {url}", flush=True)
     try:
         threading.Event().wait()

@@ -191,9 +191,14 @@ def confirmed_by_solve(correct: list, answers: list | None = None, policy: Valid
     return Check(False, reason + ")")
 
 
-def static_checks(candidate: Candidate, existing: Iterable = (), policy: ValidityPolicy = ValidityPolicy()) -> Check:
-    """Rules 1–3 for a :class:`Candidate` (no model calls); the first failure, or ``OK``."""
-    kind = kind_for(candidate.benchmark)
+def static_checks(candidate: Candidate, existing: Iterable = (), policy: ValidityPolicy = ValidityPolicy(),
+                  kind: str | None = None) -> Check:
+    """Rules 1–3 for a :class:`Candidate` (no model calls); the first failure, or ``OK``.
+
+    ``kind`` is the grader kind (a BenchFill config's ``grader``); without it the kind is looked
+    up from the benchmark's name (:func:`kind_for`).
+    """
+    kind = kind or kind_for(candidate.benchmark)
     for check in (
         lambda: well_formed(candidate.question, candidate.answer, kind, policy),
         lambda: reference_parseable(candidate.answer, kind, policy),
