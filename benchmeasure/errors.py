@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import errno
 import os
 import sys
 from collections.abc import Iterator
 from typing import Callable, NoReturn
 
 EXIT_BAD_INPUT = 2
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 
 
 class InputError(ValueError):
@@ -79,4 +81,11 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
         # success; exit as a process killed by SIGPIPE would, and keep Python quiet at shutdown.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(128 + 13)
+    except OSError as exc:
+        if exc.errno not in _DISK_ERRORS:
+            raise
+        # a full disk, a quota, a read-only file system: the outputs were written atomically, so none is partial
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}cannot write ({exc.strerror or exc}); nothing was written", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     sys.exit(code or 0)

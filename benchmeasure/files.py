@@ -11,61 +11,225 @@ import contextlib
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import platform
+import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from benchmeasure.errors import fail
 
 
-def check_output_path(path: str | os.PathLike) -> Path:
-    """Fail with an :class:`InputError` unless ``path`` can be written as a file (checked before any work)."""
+def _describe_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _identity(path: str | os.PathLike) -> tuple | None:
+    """``(device, inode)`` of what ``path`` names after following symlinks, or None when nothing is there."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
+def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
+    """Fail with an :class:`InputError` unless ``path`` can be written as a file (checked before any work).
+
+    Symlinks are followed: the file they name is what will be written. Refused: a folder; an existing
+    thing that is not a regular file (``/dev/stdout``, a named pipe, a socket); the same file as any of
+    ``inputs`` (writing it would destroy the input); a parent that is a file or cannot be written.
+    """
     target = Path(path)
-    if target.is_dir():
+    real = Path(os.path.realpath(target))
+    if real.is_dir():
         fail(f"{target}: is a folder; give the path of a file to write")
-    ancestor = target.parent
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        fail(f"{target}: cannot check this output path ({exc.strerror or exc})")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        fail(f"{target}: exists and is {_describe_kind(info.st_mode)}; give the path of a regular file to write")
+    if info is not None:
+        for source in inputs:
+            if source is not None and _identity(source) == (info.st_dev, info.st_ino):
+                fail(f"{target}: is the input {os.fspath(source)}; writing it would destroy the input, "
+                     "choose another output path")
+    ancestor = real.parent
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        fail(f"{target}: cannot create the folder {target.parent}: {ancestor} is a file")
+        fail(f"{target}: cannot create the folder {real.parent}: {ancestor} is a file")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         fail(f"{target}: no permission to write in {ancestor}")
     return target
+
+
+def check_output_folder(path: str | os.PathLike, inputs: Iterable = (), files: Iterable = ()) -> Path:
+    """Fail unless ``path`` is, or can be created as, a writable folder; check each of its ``files`` too.
+
+    ``files`` are the names the command will write inside the folder: each is checked with
+    :func:`check_output_path` against ``inputs`` (so ``fit_irt.py out/difficulty.csv --output-dir out``
+    is refused before the fit, not discovered after it).
+    """
+    target = Path(path)
+    real = Path(os.path.realpath(target))
+    if real.exists() and not real.is_dir():
+        fail(f"{target}: exists and is not a folder; give a folder for the outputs")
+    ancestor = real
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        fail(f"{target}: cannot create this folder: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        fail(f"{target}: no permission to write in {ancestor}")
+    for name in files:
+        check_output_path(target / name, inputs)
+    return target
+
+
+def plan_outputs(files: Iterable = (), inputs: Iterable = (), folders: Iterable = ()) -> None:
+    """Check every output of a command before any input is read or any output written.
+
+    ``files`` are output file paths (None entries are skipped), ``folders`` are ``(folder, names)`` pairs
+    for outputs written inside a folder. Each is checked against every input (see :func:`check_output_path`
+    and :func:`check_output_folder`), and no two outputs may be the same file.
+    """
+    inputs = [source for source in inputs if source is not None]
+    seen: dict = {}
+    paths = [Path(f) for f in files if f is not None]
+    for folder, names in folders:
+        if folder is None:
+            continue
+        check_output_folder(folder, inputs, names)
+        paths.extend(Path(folder) / name for name in names)
+    for path in paths:
+        check_output_path(path, inputs)
+        key = os.path.realpath(path)
+        if key in seen:
+            fail(f"{path}: named twice as an output (also as {seen[key]}); give each output its own path")
+        seen[key] = path
+
+
+_staged: list | None = None
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Every :func:`atomic_write` inside the block is renamed into place only when the whole block succeeds.
+
+    A command with several outputs wraps its writing in this block, so a failure while writing the
+    second (a full disk, an unwritable path) leaves none of them behind and every old file as it was.
+    """
+    global _staged
+    if _staged is not None:  # nested: the outer block decides
+        yield
+        return
+    _staged = staged = []
+    try:
+        yield
+    except BaseException:
+        _staged = None
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    _staged = None
+    try:
+        for tmp, target in staged:
+            os.replace(tmp, target)
+    except OSError as exc:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        fail(f"{exc.filename or 'output'}: cannot write ({exc.strerror or exc})")
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None = "") -> Iterator[IO]:
     """Open a temporary file beside ``path``; rename it onto ``path`` if the block succeeds.
 
-    Missing parent folders are created; a path that cannot be written (a folder, a file in the
-    way of a parent folder, no permission) is an :class:`InputError`. On any exception the temporary file is removed
-    and ``path`` is left as it was.
+    Missing parent folders are created; a path that cannot be written (a folder, a device or pipe, a file in
+    the way of a parent folder, no permission) is an :class:`InputError`, and so is a full disk or any other
+    error while writing. A symlink is written through (the file it names is replaced, the link stays). On
+    any exception the temporary file is removed and ``path`` is left as it was. Inside
+    :func:`all_or_nothing` the rename waits for the end of that block.
     """
-    target = check_output_path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    shown = check_output_path(path)
+    target = Path(os.path.realpath(shown))
+    tmp = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
         kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": newline}
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, target)
+        if _staged is not None:
+            _staged.append((tmp, target))
+        else:
+            os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        if isinstance(exc, BrokenPipeError) or exc.filename not in (None, tmp, str(target), str(target.parent)):
+            raise  # not a failure of this output (an input the block was reading, say)
+        fail(f"{shown}: cannot write ({exc.strerror or exc})")
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
 
 
+def nonfinite_entry(obj, where: str = "") -> str | None:
+    """The key path (``a.b[3]``) of the first NaN or infinite float inside ``obj``, or None when all are finite."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else (where or "the value")
+    if isinstance(obj, dict):
+        entries = ((f"{where}.{key}" if where else str(key), value) for key, value in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        entries = ((f"{where}[{k}]", value) for k, value in enumerate(obj))
+    else:
+        return None
+    for name, value in entries:
+        found = nonfinite_entry(value, name)
+        if found is not None:
+            return found
+    return None
+
+
+def check_finite(obj, what: str) -> None:
+    """Fail naming ``what`` and the entry when ``obj`` holds a NaN or infinity (no such number is a result)."""
+    found = nonfinite_entry(obj)
+    if found is not None:
+        fail(f"{what}: {found} is not a finite number; refusing to report it as a result")
+
+
 def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=None) -> None:
-    """Write ``obj`` as indented UTF-8 JSON with a final newline, atomically (see :func:`atomic_write`)."""
+    """Write ``obj`` as indented UTF-8 JSON with a final newline, atomically (see :func:`atomic_write`).
+
+    A NaN or infinity anywhere in ``obj`` is an :class:`InputError` naming its key (JSON has no such numbers,
+    and none is a result); nothing is written then.
+    """
+    if default is not None:
+        obj = json.loads(json.dumps(obj, default=default))
+    check_finite(obj, os.fspath(path))
     with atomic_write(path) as handle:
-        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=sort_keys, default=default)
+        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=sort_keys, allow_nan=False)
         handle.write("\n")
 
 
