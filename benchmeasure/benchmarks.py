@@ -17,14 +17,13 @@ line, and the first out-of-range ID and the first missing one.
 
 from __future__ import annotations
 
-import csv
 import os
 import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .difficulty_file import ID_COLUMNS, read_difficulty_column
+from .difficulty_file import read_difficulty_column
 from .errors import fail
 from .files import read_jsonl_objects
 
@@ -78,22 +77,6 @@ def _integer_ids(ids: list, lines: list, where: str) -> list:
     return values
 
 
-def _id_column(path: Path) -> tuple:
-    """The ID column's name in ``path``'s header (``item``, ``item_id`` or None) and the line of each data row.
-
-    Rows are counted as :func:`~benchmeasure.difficulty_file.read_difficulty_column` counts them
-    (blank rows skipped), so the i-th line belongs to its i-th value. Call after that reader has
-    accepted the file.
-    """
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        header = [name.strip() for name in next(reader)]
-        lines = [number for number, row in enumerate(reader, start=2)
-                 if row and any(cell.strip() for cell in row)]
-    name = next((n for n in ID_COLUMNS if n in header), None)
-    return name, lines
-
-
 def load_benchmark(folder: str | os.PathLike) -> Benchmark:
     """Read and cross-check one benchmark folder (module docstring)."""
     folder = Path(folder)
@@ -103,7 +86,7 @@ def load_benchmark(folder: str | os.PathLike) -> Benchmark:
     if not difficulty_path.is_file():
         fail(f"{folder}: not a benchmark folder (no {DIFFICULTY})")
     column = read_difficulty_column(difficulty_path, "b_mean")
-    id_name, lines = _id_column(difficulty_path)
+    id_name, lines = column.id_column, column.lines
     counts = Counter(column.item_ids)
     duplicate = next((i for i in column.item_ids if counts[i] > 1), None)
     if duplicate is not None and id_name != "item_id":

@@ -8,12 +8,12 @@ values but, where present, is used to name the offending item in error messages.
 
 from __future__ import annotations
 
-import csv
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .errors import fail, file_errors
+from .csv_table import read_table
+from .errors import fail
 
 ID_COLUMNS = ("item", "item_id")
 
@@ -29,44 +29,49 @@ class DifficultyColumn:
     item_ids : list of str
         The IDs from ``item``/``item_id``, or 0 … n−1 as strings when the file has neither.
     values : list of float, length n
+    lines : list of int
+        The line of each value in the file.
+    id_column : str or None
+        ``item`` or ``item_id``, whichever the file has.
     """
 
     path: str
     column: str
     item_ids: list
     values: list
+    lines: list = field(default_factory=list)
+    id_column: str | None = None
+
+    def first_repeated_id(self) -> int | None:
+        """Index of the first value whose item ID repeats an earlier one, or None."""
+        seen: set = set()
+        for k, item in enumerate(self.item_ids):
+            if item in seen:
+                return k
+            seen.add(item)
+        return None
 
 
 def read_difficulty_column(path: str | os.PathLike, column: str = "b_mean") -> DifficultyColumn:
-    """Read ``column`` as floats; reject a missing file or column and any non-finite value."""
+    """Read ``column`` as floats; reject a missing file or column, any non-finite value, and anything the strict
+    reader refuses (:mod:`benchmeasure.csv_table`: rows of the wrong width, blank values, repeated columns)."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
-    with file_errors(path):
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            reader = csv.reader(handle)
-            header = next(reader, None)
-            if header is None or not any(name.strip() for name in header):
-                fail(f"{path}: file is empty (expected a header with column {column!r})")
-            header = [name.strip() for name in header]
-            if column not in header:
-                fail(f"{path}: no column {column!r} (columns: {', '.join(header)}); choose one with --column")
-            value_at = header.index(column)
-            id_at = next((header.index(name) for name in ID_COLUMNS if name in header), None)
-            ids, values = [], []
-            for line_number, row in enumerate(reader, start=2):
-                if not row or all(not cell.strip() for cell in row):
-                    continue
-                item = row[id_at].strip() if id_at is not None and id_at < len(row) else str(len(values))
-                cell = row[value_at].strip() if value_at < len(row) else ""
-                try:
-                    value = float(cell)
-                except ValueError:
-                    fail(f"{path}: line {line_number}, item {item!r}: {column} {cell!r} is not a number")
-                if not math.isfinite(value):
-                    fail(f"{path}: line {line_number}, item {item!r}: {column} is {cell!r}, not a finite number")
-                ids.append(item)
-                values.append(value)
+    table = read_table(path, required=(column,), expected=f"a header with column {column!r}; choose one with --column")
+    id_name = next((name for name in ID_COLUMNS if name in table.header), None)
+    ids = table.column(id_name) if id_name is not None else [str(r) for r in range(len(table.rows))]
+    values = []
+    for r, cell in enumerate(table.column(column)):
+        where = f"{table.where(r)}, item {ids[r]!r}"
+        if id_name is not None and not ids[r]:
+            fail(f"{table.where(r, id_name)}: blank item ID")
+        try:
+            value = float(cell)
+        except ValueError:
+            fail(f"{where}: {column} {cell[:40]!r} is not a number")
+        if not math.isfinite(value):
+            fail(f"{where}: {column} is {cell!r}, not a finite number")
+        values.append(value)
     if len(values) < 2:
         fail(f"{path}: need at least 2 items, found {len(values)}")
-    return DifficultyColumn(path=path, column=column, item_ids=ids, values=values)
+    return DifficultyColumn(path=path, column=column, item_ids=ids, values=values, lines=list(table.lines),
+                            id_column=id_name)

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import fail, file_errors
+from .csv_table import read_table
+from .errors import fail
 from .files import atomic_write
 
 
@@ -91,37 +92,26 @@ def read_matrix(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
     """
     check_n_trials(n_trials)
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
-    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle))
-    if not rows:
-        fail(f"{path}: file is empty (expected a header 'model,<item>,…')")
-    header = rows[0]
-    if not header or header[0].strip() != "model":
-        fail(f"{path}: first header column must be 'model', found {header[0] if header else ''!r}")
+    table = read_table(path, expected="a header 'model,<item>,…'")
+    header = table.header
+    if header[0] != "model":
+        fail(f"{path}: first header column must be 'model', found {header[0]!r}")
     items = header[1:]
-    for position, item in enumerate(items, start=2):
-        if not item.strip():
-            fail(f"{path}: header column {position} has a blank item ID")
-    if (dup := _duplicate(items)) is not None:
-        fail(f"{path}: item ID {dup!r} appears more than once in the header")
     models, data = [], []
-    for line, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
-        if len(row) != len(header):
-            fail(f"{path}: line {line} has {len(row)} cells, the header has {len(header)}")
+    for r, row in enumerate(table.rows):
+        line = table.lines[r]
         model = row[0]
         if not model.strip():
-            fail(f"{path}: line {line} has a blank model ID")
+            fail(f"{path}: line {line}, column 'model': blank model ID")
         values = []
         for item, cell in zip(items, row[1:]):
             text = cell.strip()
             if not text:
                 fail(f"{path}: line {line}, model {model!r}, item {item!r}: empty cell")
-            if not INTEGER.fullmatch(text):  # int() would also take '+1', '1_0' and '٣'
-                fail(f"{path}: line {line}, model {model!r}, item {item!r}: {text!r} is not an integer count")
+            if len(text) > 12 or not INTEGER.fullmatch(text):  # int() would also take '+1', '1_0' and '٣'
+                shown = text if len(text) <= 24 else f"{text[:20]}… ({len(text)} characters)"
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: {shown!r} is not an integer count "
+                     f"in [0, {n_trials}]")
             value = int(text)
             if not 0 <= value <= n_trials:
                 fail(f"{path}: line {line}, model {model!r}, item {item!r}: count {value} is outside "

@@ -202,7 +202,7 @@ MATRIX_CASES = {
     "negative": (_variant(lambda r: r[1].__setitem__(1, "-1")), "outside [0, 3]"),
     "empty cell": (_variant(lambda r: r[2].__setitem__(2, "")), "empty cell"),
     "duplicate model": (_variant(lambda r: r[2].__setitem__(0, "m1")), "model ID 'm1'"),
-    "duplicate item": (_variant(lambda r: r[0].__setitem__(3, "a")), "item ID 'a'"),
+    "duplicate item": (_variant(lambda r: r[0].__setitem__(3, "a")), "column 'a' appears twice in the header"),
     "one model": (GOOD_ROWS[:2], "at least 2 models"),
     "one item": ([row[:2] for row in GOOD_ROWS], "2 items"),
 }

@@ -91,6 +91,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     matrix = read_matrix(args.matrix, args.n_trials)
     column = read_difficulty_column(args.difficulty, args.column)
+    if column.id_column is None:
+        fail(f"{args.difficulty}: no item or item_id column; the bound matches difficulties to matrix items by ID")
+    if (k := column.first_repeated_id()) is not None:
+        fail(f"{args.difficulty}: line {column.lines[k]}: item {column.item_ids[k]!r} is listed twice "
+             "(each item needs exactly one difficulty)")
     by_id = dict(zip(column.item_ids, column.values))
     missing = [i for i in matrix.items if i not in by_id]
     if missing or len(by_id) != len(matrix.items):
