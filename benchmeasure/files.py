@@ -54,8 +54,8 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
         fail(f"{target}: is a folder; give the path of a file to write")
     try:
         info = os.stat(real)
-    except FileNotFoundError:
-        info = None
+    except (FileNotFoundError, NotADirectoryError):
+        info = None  # (a file in the way of a parent folder is reported below)
     except OSError as exc:
         fail(f"{target}: cannot check this output path ({exc.strerror or exc})")
     if info is not None and not stat.S_ISREG(info.st_mode):
