@@ -1,4 +1,4 @@
-"""benchmeasure/harness_logs.py through ``prepare_response_matrix.py --from``, on real harness logs.
+"""benchmeasure/harness through ``prepare_response_matrix.py --from``, on real harness logs.
 
 The fixtures under tests/fixtures/harness_logs were written by lmms-eval 0.7.3, lm-eval 0.4.13 and
 lighteval 0.13.0 against a real vLLM server (see its README); every error case runs on an edited copy.
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmeasure.harness_logs import binarize, read_lighteval_log, read_lm_eval_log, read_lmms_log
+from benchmeasure.harness import binarize, read_lighteval_log, read_lm_eval_log, read_lmms_log
 from benchmeasure.verifier.grading import grade
 from conftest import ROOT, assert_rejected, run_script
 

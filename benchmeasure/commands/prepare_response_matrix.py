@@ -1,7 +1,7 @@
 """Turn graded responses (one row per model, item and trial) into a model × item count matrix.
 
 The rows come from a ``model,item_id,trial,correct`` CSV, or (``--from``) straight from
-evaluation-harness sample logs (``benchmeasure/harness_logs.py``, ``docs/harness_logs.md``).
+evaluation-harness sample logs (``benchmeasure/harness/``, ``docs/harness_logs.md``).
 Beside the matrix, ``<output>.json`` records how it was made: the inputs and their SHA-256,
 the settings, the command and the package versions.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions, sha256_file, write_json
-from benchmeasure.harness_logs import HARNESSES, logs_to_matrix, read_log
+from benchmeasure.harness import FORMATS, HARNESSES, logs_to_matrix, read_log
 from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.responses import read_responses_csv
 from benchmeasure.verifier.grading import KINDS
@@ -118,7 +118,7 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
         settings.update({"from": args.harness, "metric": args.metric, "threshold": args.threshold,
                          "filter": args.filter_name, "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
-    harness_package = {"lmms-eval": "lmms_eval", "lm-eval": "lm_eval", "lighteval": "lighteval"}.get(args.harness)
+    harness_package = FORMATS[args.harness].package if args.harness is not None else None
     return {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings,
             "inputs": inputs, "command": command_line(),
             "package_versions": package_versions(["numpy", "pandas", *([harness_package] if harness_package else [])])}
