@@ -48,6 +48,11 @@ from evaluation-harness sample logs (item_id = the harness's doc_id, trial = rep
   (a log with K responses per document but one metric value needs --grade KIND: each
   response is graded against the logged target with the project's graders)
 
+from a wide table of counts or 0/1 values (1.0 accepted; IDs from the header and the first column):
+  python3 scripts/prepare_response_matrix.py --from wide data/chembench/binary_matrix.csv \
+      --items-as-rows --n-trials 1 --output chembench/response_matrix.csv
+  (without --items-as-rows the table has one row per model, as the output does)
+
 Models and items keep their first-seen order and their exact IDs. Every (model, item)
 pair needs exactly --n-trials rows with distinct trial IDs, and every model must answer
 every item; anything else is rejected with the line that breaks the rule.
@@ -61,15 +66,20 @@ def parse_args(argv):
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("responses", metavar="RESPONSES_CSV | LOG_PATH", nargs="+",
-                        help="CSV with columns model,item_id,trial,correct; with --from, harness log folders or files")
+    parser.add_argument("responses", metavar="RESPONSES_CSV | LOG_PATH | WIDE_CSV", nargs="+",
+                        help="CSV with columns model,item_id,trial,correct; with --from, harness log folders or "
+                             "files, or (--from wide) one wide table")
     parser.add_argument("--n-trials", type=int, required=True, metavar="K",
                         help="responses collected per model-item pair")
     parser.add_argument("--output", required=True, metavar="MATRIX_CSV",
                         help="where to write the matrix (parent folders are created)")
     parser.add_argument("--quiet", action="store_true", help="do not print the summary line on stderr")
+    wide = parser.add_argument_group("wide tables (--from wide)")
+    wide.add_argument("--items-as-rows", action="store_true",
+                      help="with --from wide: the table has one row per item and one column per model")
     logs = parser.add_argument_group("harness sample logs (--from)")
-    logs.add_argument("--from", dest="harness", choices=HARNESSES, help="read evaluation-harness sample logs")
+    logs.add_argument("--from", dest="harness", choices=(*HARNESSES, "wide"),
+                      help="read evaluation-harness sample logs, or 'wide': a models × items table of counts")
     logs.add_argument("--metric", help="per-sample metric key of the log (e.g. exact_match, acc)")
     logs.add_argument("--threshold", type=float, default=0.5,
                       help="metric values other than 0/1 count as correct when >= this (default: 0.5)")
@@ -79,7 +89,17 @@ def parse_args(argv):
     logs.add_argument("--model", help="model name for a single log (default: from the log)")
     logs.add_argument("--responses-out", metavar="CSV", help="also write the long model,item_id,trial,correct rows")
     args = parser.parse_args(argv)
-    if args.harness is None:
+    if args.items_as_rows and args.harness != "wide":
+        fail("--items-as-rows needs --from wide (it describes a wide table's orientation)")
+    if args.harness == "wide":
+        used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
+                                         ("--grade", args.grade), ("--model", args.model),
+                                         ("--responses-out", args.responses_out)) if value is not None]
+        if used:
+            fail(f"{used[0]} applies to harness logs only, not to --from wide")
+        if len(args.responses) != 1:
+            fail(f"--from wide reads one table; {len(args.responses)} paths were given")
+    elif args.harness is None:
         used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
                                          ("--grade", args.grade), ("--model", args.model),
                                          ("--responses-out", args.responses_out)) if value is not None]
@@ -114,7 +134,9 @@ def matrix_from_logs(args) -> tuple[ResponseMatrix, list]:
 def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
     """The record written to ``<output>.json``."""
     settings = {"n_trials": args.n_trials}
-    if args.harness is not None:
+    if args.harness == "wide":
+        settings.update({"from": "wide", "items_as_rows": args.items_as_rows})
+    elif args.harness is not None:
         settings.update({"from": args.harness, "metric": args.metric, "threshold": args.threshold,
                          "filter": args.filter_name, "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
@@ -130,7 +152,12 @@ def main(argv=None) -> int:
     for path in (args.output, args.responses_out):
         if path is not None:
             check_output_path(path)  # before reading what may be gigabytes of input
-    if args.harness is not None:
+    if args.harness == "wide":
+        from benchmeasure.wide import read_wide_matrix
+
+        matrix = read_wide_matrix(args.responses[0], args.n_trials, args.items_as_rows)
+        inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
+    elif args.harness is not None:
         matrix, inputs = matrix_from_logs(args)
     else:
         matrix = read_responses_csv(args.responses[0], args.n_trials)
