@@ -140,7 +140,7 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
         settings.update({"from": args.harness, "metric": args.metric, "threshold": args.threshold,
                          "filter": args.filter_name, "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
-    harness_package = FORMATS[args.harness].package if args.harness is not None else None
+    harness_package = FORMATS[args.harness].package if args.harness in FORMATS else None
     return {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings,
             "inputs": inputs, "command": command_line(),
             "package_versions": package_versions(["numpy", "pandas", *([harness_package] if harness_package else [])])}
