@@ -1,4 +1,4 @@
-"""benchmeasure/verifier/cpu_model.py and scripts/prepare_cpu_model.py."""
+"""benchmeasure/serving/cpu_model.py and scripts/prepare_cpu_model.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from benchmeasure.verifier.cpu_model import CACHE_ENV, STAMP, default_cache_dir, fix_config, is_ready
+from benchmeasure.serving.cpu_model import CACHE_ENV, STAMP, default_cache_dir, fix_config, is_ready
 from conftest import ROOT, assert_rejected, run_script
 
 BENCHFILL_PYTHON = ROOT / ".venv-benchfill" / "bin" / "python"

@@ -1,4 +1,4 @@
-"""benchmeasure/verifier/cpu_server.py and scripts/serve_cpu_panel.py (no server is started here)."""
+"""benchmeasure/serving/cpu_server.py and scripts/serve_cpu_panel.py (no server is started here)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from benchmeasure.errors import InputError
-from benchmeasure.verifier.cpu_server import ENTRY_MODULE, plan_server, stop, wait_ready
+from benchmeasure.serving.cpu_server import ENTRY_MODULE, plan_server, stop, wait_ready
 from benchmeasure.verifier.panel import load_panel, panel_from_dict
 from conftest import ROOT, assert_rejected, run_script
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmeasure.verifier.grading import grade, kind_for
-from benchmeasure.verifier.grading.choice import extract_choice, reference_letter
+from benchmeasure.grading import grade, kind_for
+from benchmeasure.grading.choice import extract_choice, reference_letter
 
 OWL = ["The owl is the leftmost", "The robin is the leftmost", "The owl is the second from the left"]
 

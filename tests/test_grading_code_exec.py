@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from benchmeasure.verifier.grading.code_exec import check_completion, run_program
+from benchmeasure.grading.code_exec import check_completion, run_program
 
 TEST = "def check(f):\n    assert f(2, 3) == 5\n    assert f(-1, 1) == 0\n"
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from benchmeasure.errors import InputError
-from benchmeasure.verifier.grading import grade
-from benchmeasure.verifier.grading.ifeval import CHECKS, follows, parse_instructions
+from benchmeasure.grading import grade
+from benchmeasure.grading.ifeval import CHECKS, follows, parse_instructions
 
 LONG_EN = "the quick brown fox jumps over the lazy dog while the farmer watches from the old wooden barn"
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmeasure.verifier.grading import grade
-from benchmeasure.verifier.grading.extract import extract_math_answer, last_boxed
-from benchmeasure.verifier.grading.math_answer import answers_equal, normalize
-from benchmeasure.verifier.grading.symbolic import SymbolicChecker
+from benchmeasure.grading import grade
+from benchmeasure.grading.extract import extract_math_answer, last_boxed
+from benchmeasure.grading.math_answer import answers_equal, normalize
+from benchmeasure.grading.symbolic import SymbolicChecker
 
 EXTRACT = [
     (r"Thus the area is $\boxed{\frac{\sqrt{3}}{4}}$.", r"\frac{\sqrt{3}}{4}"),

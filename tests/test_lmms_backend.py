@@ -21,8 +21,8 @@ from typing import ClassVar
 
 import pytest
 
+from benchmeasure.grading import grade
 from benchmeasure.verifier.base import Candidate
-from benchmeasure.verifier.grading import grade
 from benchmeasure.verifier.lmms_backend import (
     TASK,
     LmmsEvalError,

@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from benchmeasure.verifier.grading import grade
+from benchmeasure.grading import grade
 from benchmeasure.verifier.panel import load_panel
 from conftest import ROOT
 

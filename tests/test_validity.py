@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from benchmeasure.grading import grade
+from benchmeasure.grading.extract import extract_math_answer
 from benchmeasure.verifier.base import Candidate
-from benchmeasure.verifier.grading import grade
-from benchmeasure.verifier.grading.extract import extract_math_answer
 from benchmeasure.verifier.validity import (
     ValidityPolicy,
     confirmed_by_solve,

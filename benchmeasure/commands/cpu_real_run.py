@@ -1,7 +1,7 @@
 """The real small-model run on CPU: build the model, serve it with vLLM, run every verifier step, stop.
 
 Runs in ``.venv-benchfill`` (``bash scripts/setup_env.sh benchfill``); see
-``docs/cpu_real_run.md`` and ``benchmeasure/verifier/cpu_run.py``. Writes
+``docs/cpu_real_run.md`` and ``benchmeasure/serving/cpu_run.py``. Writes
 ``WORKDIR/report.json``, ``rows_direct.csv``, ``rows_lmms.csv``, the lmms-eval task, logs and
 samples under ``WORKDIR/lmms/``, ``verifier/run_rollout.py``'s rows with each backend under
 ``WORKDIR/cli/``, and the server log ``WORKDIR/vllm.log``.
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
-from benchmeasure.verifier.cpu_model import prepare_model
-from benchmeasure.verifier.cpu_run import command_line_rollouts, run_chain
-from benchmeasure.verifier.cpu_server import plan_server, running_server
+from benchmeasure.serving.cpu_model import prepare_model
+from benchmeasure.serving.cpu_run import command_line_rollouts, run_chain
+from benchmeasure.serving.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.verifier.grading import KINDS, grade
-from benchmeasure.verifier.grading.extract import extract_math_answer
+from benchmeasure.grading import KINDS, grade
+from benchmeasure.grading.extract import extract_math_answer
 
 EPILOG = r"""examples:
   python verifier/grade.py --kind math --reference '\frac{1}{2}' --response 'so \boxed{0.5}'
@@ -23,7 +23,7 @@ EPILOG = r"""examples:
 def parse_args(argv):
     parser = ArgumentParser(
         description="Judge one model response against a reference answer with the same graders "
-        "the verifier uses (benchmeasure.verifier.grading). The last line printed is 1 (correct) or 0.",
+        "the verifier uses (benchmeasure.grading). The last line printed is 1 (correct) or 0.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

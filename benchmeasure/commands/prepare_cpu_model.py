@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
-from benchmeasure.verifier.cpu_model import CACHE_ENV, prepare_model
+from benchmeasure.serving.cpu_model import CACHE_ENV, prepare_model
 
 EXAMPLES = f"""\
 examples:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions, sha256_file, write_json
+from benchmeasure.grading import KINDS
 from benchmeasure.harness import FORMATS, HARNESSES, logs_to_matrix, read_log
 from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.responses import read_responses_csv
-from benchmeasure.verifier.grading import KINDS
 
 EXAMPLES = """\
 input (one graded response per row; other columns are ignored):

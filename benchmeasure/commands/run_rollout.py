@@ -31,9 +31,9 @@ from benchmeasure.files import (
     read_jsonl_objects,
     sha256_file,
 )
+from benchmeasure.grading import KINDS, kind_for
 from benchmeasure.llm_client import LLMCallError, LLMClient
 from benchmeasure.verifier.base import Candidate
-from benchmeasure.verifier.grading import KINDS, kind_for
 from benchmeasure.verifier.lmms_backend import LmmsEvalError, LmmsRollouts, default_executable
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.rollouts import DirectRollouts

@@ -1,7 +1,7 @@
 """Serve a CPU panel (one checkpoint under every panel model's name) with a real vLLM server on loopback.
 
 Runs in ``.venv-benchfill``. Starts vLLM through its module entry point (see
-``benchmeasure/verifier/cpu_server.py`` for why not the ``vllm`` CLI), waits until
+``benchmeasure/serving/cpu_server.py`` for why not the ``vllm`` CLI), waits until
 ``/v1/models`` answers, prints the base URL, and keeps serving until interrupted
 (Ctrl-C or SIGTERM), then stops the server and its engine processes.
 """
@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
-from benchmeasure.verifier.cpu_server import plan_server, running_server
+from benchmeasure.serving.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
 
 EXAMPLES = """\

@@ -68,11 +68,11 @@ def log_rows(log: HarnessLog, metric: str | None, n_trials: int, threshold: floa
     threshold : float
         Binarization cut for metric values other than 0/1.
     grade_kind : str or None
-        Grade every response against ``target`` with :func:`benchmeasure.verifier.grading.grade`.
+        Grade every response against ``target`` with :func:`benchmeasure.grading.grade`.
     """
     rows = Rows() if rows is None else rows
     if grade_kind is not None:
-        from ..verifier.grading import grade  # imported only when grading (SymPy worker)
+        from ..grading import grade  # imported only when grading (SymPy worker)
         if any(s.responses is None for s in log.samples):
             fail(f"{log.path}: a {log.harness} log keeps no response text to grade; choose a logged value "
                  "with --metric NAME instead of --grade")

@@ -12,7 +12,7 @@ lmms-eval (pinned in ``requirements_benchfill.txt``) is driven as an installed p
   ``verifier/lmms_task/benchfill_lmms_utils.py``, copied beside the YAML
   (``--include_path``);
 - the per-sample log is read by :func:`benchmeasure.harness.read_lmms_samples` and each
-  of the K responses graded with :func:`benchmeasure.verifier.grading.grade`, giving
+  of the K responses graded with :func:`benchmeasure.grading.grade`, giving
   ``model,item_id,trial,correct`` rows (:class:`~benchmeasure.verifier.base.Rollout`), trial
   = repeat index.
 
@@ -35,9 +35,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmeasure.grading import grade
 from benchmeasure.harness import find_lmms_samples, read_lmms_samples
 from benchmeasure.verifier.base import Rollout
-from benchmeasure.verifier.grading import grade
 from benchmeasure.verifier.rollouts import rollout_template
 
 TASK_FILES = Path(__file__).resolve().parents[2] / "verifier" / "lmms_task"

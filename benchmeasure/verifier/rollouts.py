@@ -3,7 +3,7 @@
 For each candidate item and panel model the backend asks for ``n_trials`` samples (one
 request with ``n`` where the model's server supports it, else one request per trial, see
 :class:`benchmeasure.llm_client.LLMClient`), grades each reply with the project's grader
-(:func:`benchmeasure.verifier.grading.grade`) and returns :class:`~benchmeasure.verifier.base.Rollout`
+(:func:`benchmeasure.grading.grade`) and returns :class:`~benchmeasure.verifier.base.Rollout`
 rows — the ``model,item_id,trial,correct`` rows that ``prepare_response_matrix.py`` and the
 online calibration read (paper, Section 4 and Appendix C). The user turn is rendered from
 ``verifier/prompts/rollout_<kind>.txt`` (``$question``). Each (item, model) call has the journal
@@ -17,9 +17,9 @@ from pathlib import Path
 from string import Template
 
 from benchmeasure.errors import fail
+from benchmeasure.grading import KINDS, grade
 from benchmeasure.llm_client import Endpoint
 from benchmeasure.verifier.base import Rollout
-from benchmeasure.verifier.grading import KINDS, grade
 
 PROMPTS = Path(__file__).resolve().parents[2] / "verifier" / "prompts"
 

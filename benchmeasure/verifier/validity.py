@@ -44,12 +44,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from benchmeasure.errors import InputError
+from benchmeasure.grading import kind_for
+from benchmeasure.grading.choice import reference_letter
+from benchmeasure.grading.ifeval import parse_instructions
+from benchmeasure.grading.math_answer import answers_equal, normalize, to_number
+from benchmeasure.grading.symbolic import shared_checker
 from benchmeasure.verifier.base import Candidate, Verdict
-from benchmeasure.verifier.grading import kind_for
-from benchmeasure.verifier.grading.choice import reference_letter
-from benchmeasure.verifier.grading.ifeval import parse_instructions
-from benchmeasure.verifier.grading.math_answer import answers_equal, normalize, to_number
-from benchmeasure.verifier.grading.symbolic import shared_checker
 
 _ARTIFACTS = re.compile(
     r"<\s*/?\s*think\s*>|\{(?:question|answer|parent|item)\}|^\s*(?:rewritten|new|revised)\s+(?:question|item)\s*:",

@@ -48,7 +48,7 @@ from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.rollouts import DirectRollouts
 from benchmeasure.verifier.validity import confirmed_by_solve, static_checks
 
-BENCHMARK = "math_arith"  # graded as "math" (benchmeasure.verifier.grading.kind_for)
+BENCHMARK = "math_arith"  # graded as "math" (benchmeasure.grading.kind_for)
 KIND = "math"
 ITEMS = [  # ours: (item_id, question, answer, normalized difficulty used as the parent's z)
     ("a1", "Compute 2 + 3. Give only the final number.", "5", 0.10),

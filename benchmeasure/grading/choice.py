@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import string
 
-from benchmeasure.verifier.grading.extract import after_answer_phrase, last_boxed, strip_thinking
+from benchmeasure.grading.extract import after_answer_phrase, last_boxed, strip_thinking
 
 _PHRASE = re.compile(
     r"(?:final\s+answer|correct\s+(?:answer|option|choice)|the\s+answer|answer|option|choice|i\s+(?:choose|pick|select))"

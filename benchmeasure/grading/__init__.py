@@ -47,15 +47,15 @@ def kind_for(benchmark: str) -> str:
 def grade(kind: str, response: str, reference: str, **options) -> bool:
     """Whether ``response`` answers correctly, judged against ``reference`` by the ``kind`` grader."""
     if kind == "math":
-        from benchmeasure.verifier.grading.math_answer import grade_math
+        from benchmeasure.grading.math_answer import grade_math
 
         return grade_math(response, reference, **options)
     if kind == "choice":
-        from benchmeasure.verifier.grading.choice import grade_choice
+        from benchmeasure.grading.choice import grade_choice
 
         return grade_choice(response, reference, **options)
     if kind == "ifeval":
-        from benchmeasure.verifier.grading.ifeval import grade_ifeval
+        from benchmeasure.grading.ifeval import grade_ifeval
 
         return grade_ifeval(response, reference, **options)
     fail(f"unknown grader kind {kind!r} (choose from {', '.join(KINDS)})")

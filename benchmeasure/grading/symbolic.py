@@ -166,7 +166,7 @@ _shared_lock = threading.Lock()
 
 
 def shared_checker() -> SymbolicChecker:
-    """The process-wide checker used by :func:`benchmeasure.verifier.grading.grade`."""
+    """The process-wide checker used by :func:`benchmeasure.grading.grade`."""
     global _shared
     with _shared_lock:
         if _shared is None:

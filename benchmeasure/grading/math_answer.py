@@ -25,8 +25,8 @@ import math
 import re
 from fractions import Fraction
 
-from benchmeasure.verifier.grading.extract import braced, extract_math_answer
-from benchmeasure.verifier.grading.symbolic import shared_checker
+from benchmeasure.grading.extract import braced, extract_math_answer
+from benchmeasure.grading.symbolic import shared_checker
 
 _UNIT_WORDS = (
     "square units|square feet|square inches|square meters|square centimeters|sq units|units|unit|"
