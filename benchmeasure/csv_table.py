@@ -64,12 +64,18 @@ class Table:
         return f"{place}, column {column!r}" if column is not None else place
 
 
-def check_header(path: str, header: list, required: Iterable = (), expected: str = "") -> list:
-    """Stripped column names; fail on a blank or repeated name, or a missing required column."""
+def check_header(path: str, header: list, required: Iterable = (), expected: str = "",
+                 label_first: bool = False) -> list:
+    """Stripped column names; fail on a blank or repeated name, or a missing required column.
+
+    ``label_first``: the first header cell only labels the row-ID column (a wide table's), so it may be blank.
+    """
     names = [name.strip() for name in header]
     hint = f" (expected {expected})" if expected else ""
     seen: dict = {}
     for position, name in enumerate(names, start=1):
+        if label_first and position == 1:
+            continue
         if not name:
             fail(f"{path}: line 1: header column {position} is blank{hint}")
         if name in seen:
@@ -85,11 +91,12 @@ def check_header(path: str, header: list, required: Iterable = (), expected: str
 
 @contextlib.contextmanager
 def open_table(path: str | os.PathLike, required: Iterable = (), nonblank: Iterable | None = None,
-               expected: str = "") -> Iterator[tuple[list, Iterator[tuple[int, list]]]]:
+               expected: str = "", label_first: bool = False) -> Iterator[tuple[list, Iterator[tuple[int, list]]]]:
     """Stream a CSV under the strict rules: yields ``(header, rows)`` where rows gives ``(line, fields)``.
 
     ``required`` columns must exist; ``nonblank`` columns (default: the required ones) must not be blank
     in any row. ``expected`` describes the format for messages (``"model,item_id,trial,correct"``).
+    ``label_first``: the first header cell may be blank (see :func:`check_header`).
     """
     path = os.fspath(path)
     required = tuple(required)
@@ -111,7 +118,7 @@ def open_table(path: str | os.PathLike, required: Iterable = (), nonblank: Itera
             if raw is None:
                 fail(f"{path}: file is empty (expected a header line"
                      + (f": {expected})" if expected else ")"))
-            header = check_header(path, raw, required, expected)
+            header = check_header(path, raw, required, expected, label_first)
             checks = [(header.index(name), name) for name in nonblank if name in header]
             width = len(header)
 

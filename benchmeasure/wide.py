@@ -8,8 +8,11 @@ floats and often with the items as rows::
     0,0.0,1.0,0.0
     1,1.0,1.0,1.0
 
-The IDs come from the header (columns) and the first column (rows); the first header cell
-is a label of the ID column and is ignored (it is often blank). Each cell is the number of
+The IDs come from the header (columns) and the first column (rows), surrounding spaces
+removed; the first header cell is a label of the ID column and is ignored (it is often
+blank). The file is read by the project's one strict CSV reader (:mod:`benchmeasure.csv_table`):
+every row has as many fields as the header, no header name is blank or repeated, and lines
+whose fields are all blank are skipped. Each cell is the number of
 correct responses of that model to that item, an integer in [0, n_trials]; an integer
 written as a float (``1.0``, ``1.``) is accepted, anything else — ``0.5``, ``1e0``, ``nan``,
 a blank — is rejected with the line, the column and the model and item named. The result is
@@ -20,11 +23,11 @@ Parsing uses the standard library only; numpy is imported to build the matrix.
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 
-from .errors import fail, file_errors
+from .csv_table import open_table
+from .errors import fail
 
 # An integer count, optionally written as a float with a zero fraction: 1, 1.0, 1., 001.000.
 # ASCII digits only (str.isdigit and int() would also take '٣'); the length bound keeps int() away from
@@ -72,38 +75,19 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
     check_n_trials(n_trials)
     path = os.fspath(path)
     row_kind, column_kind = ("item", "model") if items_as_rows else ("model", "item")
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
-    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        while header is not None and not header:  # leading blank lines
-            header = next(reader, None)
-        if header is None:
-            fail(f"{path}: file is empty (expected a header ',<{column_kind}>,<{column_kind}>,…')")
+    expected = f"a header ',<{column_kind}>,<{column_kind}>,…' and one row per {row_kind}"
+    rows, data, first_line = [], [], {}
+    with open_table(path, nonblank=(), expected=expected, label_first=True) as (header, lines):
         columns = header[1:]
-        seen: dict = {}
-        for position, name in enumerate(columns, start=2):
-            if not name.strip():
-                fail(f"{path}: line 1, column {position}: blank {column_kind} ID in the header")
-            if name in seen:
-                fail(f"{path}: line 1: {column_kind} ID {name!r} appears in columns {seen[name]} and {position}")
-            seen[name] = position
-        rows, data, first_line = [], [], {}
-        for row in reader:
-            line = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                fail(f"{path}: line {line} has {len(row)} cells, the header has {len(header)}")
-            name = row[0]
-            if not name.strip():
+        for line, fields in lines:
+            name = fields[0].strip()
+            if not name:
                 fail(f"{path}: line {line}, column 1: blank {row_kind} ID")
             if name in first_line:
                 fail(f"{path}: line {line}: {row_kind} ID {name!r} is also on line {first_line[name]}")
             first_line[name] = line
             values = []
-            for position, (column, cell) in enumerate(zip(columns, row[1:]), start=2):
+            for position, (column, cell) in enumerate(zip(columns, fields[1:]), start=2):
                 value = _cell_value(cell.strip(), n_trials)
                 if isinstance(value, str):
                     pair = (f"model {column!r}, item {name!r}" if items_as_rows

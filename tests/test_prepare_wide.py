@@ -84,12 +84,12 @@ BAD = {
     "negative": ("model,q1,q2\na,1,-1\nb,1,0", ["'-1' is not an integer count"]),
     "exponent": ("model,q1,q2\na,1,1e0\nb,1,0", ["'1e0'"]),
     "huge": ("model,q1,q2\na,1," + "9" * 5000 + "\nb,1,0", ["line 2, column 3", "..."]),
-    "short row": ("model,q1,q2\na,1\nb,1,0", ["line 2 has 2 cells, the header has 3"]),
-    "long row": ("model,q1,q2\na,1,0,1\nb,1,0", ["line 2 has 4 cells"]),
+    "short row": ("model,q1,q2\na,1\nb,1,0", ["line 2: 2 fields, the header has 3"]),
+    "long row": ("model,q1,q2\na,1,0,1\nb,1,0", ["line 2: 4 fields", "unquoted comma"]),
     "blank row ID": ("model,q1,q2\na,1,0\n ,1,0", ["line 3, column 1: blank model ID"]),
     "duplicate row ID": ("model,q1,q2\na,1,0\na,1,0", ["line 3: model ID 'a' is also on line 2"]),
-    "duplicate column ID": ("model,q1,q1\na,1,0\nb,1,0", ["item ID 'q1' appears in columns 2 and 3"]),
-    "blank header cell": ("model,q1,,q3\na,1,0,1\nb,1,0,1", ["line 1, column 3: blank item ID"]),
+    "duplicate column ID": ("model,q1,q1\na,1,0\nb,1,0", ["column 'q1' appears twice in the header (columns 2 and 3)"]),
+    "blank header cell": ("model,q1,,q3\na,1,0,1\nb,1,0,1", ["line 1: header column 3 is blank"]),
     "one model": ("model,q1,q2\na,1,0", ["need at least 2 models and 2 items", "--items-as-rows"]),
     "empty file": ("", ["file is empty"]),
 }
@@ -149,7 +149,7 @@ def test_help_shows_the_wide_example():
 TOKENS = {"0": 0, "1": 1, "2": 2, "1.0": 1, "0.0": 0, "2.": 2, "1.000": 1, " 1 ": 1, "0.5": None, "nan": None,
           "NaN": None, "": None, "-1": None, "1e0": None, "+1": None, "\u0663": None, "x": None, "1,0": None,
           "99999999999999999999999": None, "inf": None, "1.01": None}
-IDS = st.sampled_from(["a", "b", "q 1", "007", "7", "", " ", "x,y", 'say "hi"', "line\nbreak", "é", "a"])
+IDS = st.sampled_from(["a", "b", " b", "q 1", "007", "7", "", " ", "x,y", 'say "hi"', "line\nbreak", "é", "a"])
 
 
 @st.composite
@@ -164,18 +164,23 @@ def tables(draw):
 
 
 def expected(header, rows, n_trials, items_as_rows):
-    """What the reader must give: the model × item grid, or None when the table must be rejected."""
-    columns = header[1:]
-    if any(not name.strip() for name in columns) or len(set(columns)) != len(columns):
+    """What the reader must give: the model × item grid, or None when the table must be rejected.
+
+    IDs lose surrounding spaces; a row whose fields are all blank is skipped (the strict reader's rule).
+    """
+    columns = [name.strip() for name in header[1:]]
+    if any(not name for name in columns) or len(set(columns)) != len(columns):
         return None
     names, grid = [], []
     for row in rows:
-        if len(row) != len(header) or not row[0].strip() or row[0] in names:
+        if all(not cell.strip() for cell in row):
+            continue
+        if len(row) != len(header) or not row[0].strip() or row[0].strip() in names:
             return None
         values = [TOKENS[cell] for cell in row[1:]]
         if any(value is None or value > n_trials for value in values):
             return None
-        names.append(row[0])
+        names.append(row[0].strip())
         grid.append(values)
     if len(names) < 2 or len(columns) < 2:
         return None
