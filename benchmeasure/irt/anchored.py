@@ -7,15 +7,19 @@ posterior of one model's ability factorizes from every other parameter:
 
     p(θ | y, b) ∝ N(θ; 0, 1) · Π_i Binomial(y_i; K, g_i + (1 − g_i)·σ(θ − b_i)),
 
-a density on a line, computed here by quadrature on a fine grid — exact up to the grid, no
-sampler. The mirror image, one item's difficulty with every ability θ_j fixed, is the same
-density in the reflected variable: with x = −b and d_j = −θ_j, θ_j − b = x − d_j, and the
-N(0, 1) prior is symmetric, so :func:`difficulty_posterior` is :func:`ability_posterior`
-reflected. This is BenchFill's online calibration (:mod:`benchmeasure.benchfill.calibration`,
-paper Section 4) and ``calibrate_items.py``; ``score_models.py`` uses
-:func:`ability_posterior` and :func:`predict_accuracy`.
+a density on a line; the mirror image, one item's difficulty with every ability θ_j fixed, is
+p(b | y, θ) ∝ N(b; 0, 1) · Π_j Binomial(y_j; K, g + (1 − g)·σ(θ_j − b)). Both are evaluated
+by the one quadrature of the project, :mod:`benchmeasure.irt.quadrature` (uniform trapezoid
+grid sized from the likelihood's curvature bound; also the collapsed sampler's), here on a
+grid :data:`SUMMARY_STEP_FACTOR` times finer than its default so that interpolated quantiles
+and highest-density intervals are as exact as the mean and sd. This module adds what the
+anchored workflows report: the summaries (:class:`GridPosterior`: mean, sd, HDI, mixtures
+over difficulty draws) and the predicted full-benchmark accuracy (:func:`predict_accuracy`).
 
-Standard library and NumPy only (BenchFill's environment has no SciPy).
+:func:`difficulty_posterior` is BenchFill's online calibration
+(:mod:`benchmeasure.benchfill.calibration`, paper Section 4) and ``calibrate_items.py``;
+``score_models.py`` uses :func:`ability_posterior` and :func:`predict_accuracy`.
+NumPy and Numba only (BenchFill's environment has no SciPy).
 """
 
 from __future__ import annotations
@@ -25,22 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .likelihood import log_likelihood
+from .quadrature import LOG_SQRT_2PI, log_integrand, make_grid
 
-GRID_POINTS = 4001   # grid spacing (span + 24)/4000: ≤ 0.008 for abilities or difficulties within ±4
-GRID_MARGIN = 12.0   # beyond the outermost fixed value and the prior's centre: no posterior mass is left there
-HDI_PROB = 0.94      # ArviZ's default credible mass, as the rest of the project reports
-MASS_FLOOR = 1e-16   # grid points below this fraction of the peak density carry no mass worth summing
+SUMMARY_STEP_FACTOR = 0.1  # grid step = 0.1·σ_min, σ_min the narrowest posterior the curvature bound allows
+HDI_PROB = 0.94            # ArviZ's default credible mass, as the rest of the project reports
+MASS_FLOOR = 1e-16         # grid points below this fraction of the peak density carry no mass worth summing
 
 _integrate = np.trapezoid if hasattr(np, "trapezoid") else np.trapz  # NumPy < 2 has only trapz
 
 
-def grid_for(fixed_values) -> np.ndarray:
-    """The quadrature grid for a parameter whose likelihood involves ``fixed_values`` (the other side)."""
-    values = np.asarray(fixed_values, dtype=float)
-    low = min(float(values.min()) if values.size else 0.0, 0.0) - GRID_MARGIN
-    high = max(float(values.max()) if values.size else 0.0, 0.0) + GRID_MARGIN
-    return np.linspace(low, high, GRID_POINTS)
+def grid_for(n_opposing: int, n_trials: int):
+    """The :class:`~benchmeasure.irt.quadrature.Grid` of a parameter facing ``n_opposing`` fixed ones."""
+    return make_grid(n_opposing, n_trials, step_factor=SUMMARY_STEP_FACTOR)
 
 
 @dataclass(frozen=True)
@@ -104,19 +104,41 @@ class GridPosterior:
         return np.interp(q, cdf, self.grid)
 
     def hdi(self, prob: float = HDI_PROB) -> tuple[float, float]:
-        """The narrowest interval holding ``prob`` of the mass (the highest-density interval when unimodal)."""
-        levels = np.linspace(0.0, 1.0 - prob, 4001)  # the lower tail's mass; the narrowest interval wins
-        cdf = self.cdf()
-        lower, upper = np.interp(levels, cdf, self.grid), np.interp(levels + prob, cdf, self.grid)
-        best = int(np.argmin(upper - lower))
-        return float(lower[best]), float(upper[best])
+        """The highest-density interval holding ``prob`` of the mass (density linear between grid points).
+
+        The density level c is found by bisection so that {x: density(x) ≥ c} holds ``prob``;
+        the interval runs from the first to the last crossing of c (one interval when unimodal,
+        as the 1PL's 1-D posteriors are for g = 0: the likelihood is log-concave).
+        """
+        x, d = self.grid, self.density
+        left, right, width = d[:-1], d[1:], np.diff(x)
+
+        def above(c):
+            lo, hi = np.minimum(left, right), np.maximum(left, right)
+            span = np.where(hi > lo, (hi - np.clip(c, lo, hi)) / np.where(hi > lo, hi - lo, 1.0), (lo >= c) * 1.0)
+            # the part of the cell above c has length span·width and mean density (max(c, lo) + hi)/2
+            return float(np.sum(span * width * 0.5 * (np.maximum(c, lo) + hi)))
+
+        low_c, high_c = 0.0, float(d.max())
+        for _ in range(80):
+            c = 0.5 * (low_c + high_c)
+            low_c, high_c = (c, high_c) if above(c) >= prob else (low_c, c)
+        c = low_c
+        inside = np.flatnonzero(d >= c)
+        first, last = int(inside[0]), int(inside[-1])
+        lower, upper = x[first], x[last]
+        if first > 0:
+            lower = x[first - 1] + (c - d[first - 1]) / (d[first] - d[first - 1]) * width[first - 1]
+        if last < d.size - 1:
+            upper = x[last] + (d[last] - c) / (d[last] - d[last + 1]) * width[last]
+        return float(lower), float(upper)
 
     def support(self) -> np.ndarray:
         """Indices of grid points with non-negligible density (for sums over many items)."""
         return np.flatnonzero(self.density >= MASS_FLOOR * self.density.max())
 
 
-def _check(counts, fixed, n_trials: int, what: str):
+def _posterior(counts, fixed, n_trials: int, guessing, side: str, what: str, grid=None) -> GridPosterior:
     y = np.asarray(counts, dtype=float)
     values = np.asarray(fixed, dtype=float)
     if y.shape != values.shape or y.ndim != 1:
@@ -125,7 +147,12 @@ def _check(counts, fixed, n_trials: int, what: str):
         raise ValueError(f"counts must lie in [0, {n_trials}]")
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{what} must be finite")
-    return y, values
+    grid = grid_for(values.size, n_trials) if grid is None else grid
+    g = np.broadcast_to(np.asarray(guessing, dtype=float), values.shape)
+    log_mass = log_integrand(y[None, :], n_trials, values, grid, g[None, :], side)[0]
+    # log_integrand = log(trapezoid weight · prior · likelihood); the density drops the weight
+    log_density = log_mass - (grid.log_weights + 0.5 * grid.nodes**2 + LOG_SQRT_2PI)
+    return GridPosterior.from_log(grid.nodes, log_density)
 
 
 def ability_posterior(counts, difficulties, n_trials: int, guessing=0.0, grid=None) -> GridPosterior:
@@ -139,28 +166,17 @@ def ability_posterior(counts, difficulties, n_trials: int, guessing=0.0, grid=No
         The items' fixed difficulties b_i.
     guessing : float or array_like of shape (n,)
         Lower asymptote g_i of each item.
-    grid : ndarray, optional
-        Quadrature grid (default :func:`grid_for` the difficulties).
+    grid : quadrature.Grid, optional
+        Default :func:`grid_for` (n, K); pass one grid to mix posteriors (:meth:`GridPosterior.mixture`).
     """
-    y, b = _check(counts, difficulties, n_trials, "difficulties")
-    grid = grid_for(b) if grid is None else grid
-    g = np.broadcast_to(np.asarray(guessing, dtype=float), b.shape)
-    log_post = -0.5 * grid**2
-    if b.size:
-        log_post = log_post + log_likelihood(y[None, :], n_trials, grid[:, None] - b[None, :], g[None, :]).sum(axis=1)
-    return GridPosterior.from_log(grid, log_post)
+    return _posterior(counts, difficulties, n_trials, guessing, "model", "difficulties", grid)
 
 
 def difficulty_posterior(counts, abilities, n_trials: int, guessing: float = 0.0) -> GridPosterior:
-    """p(b | y, θ) of one item answered ``counts`` times correctly by models with fixed ``abilities``.
-
-    The reflection of :func:`ability_posterior` (x = −b, d_j = −θ_j; module docstring).
-    """
-    y, theta = _check(counts, abilities, n_trials, "abilities")
-    if y.size == 0:
+    """p(b | y, θ) of one item answered ``counts`` times correctly by models with fixed ``abilities``."""
+    if np.size(counts) == 0:
         raise ValueError("an item needs at least one model's answers")
-    reflected = ability_posterior(y, -theta, n_trials, guessing)
-    return GridPosterior(-reflected.grid[::-1], reflected.density[::-1])
+    return _posterior(counts, abilities, n_trials, guessing, "item", "abilities")
 
 
 # ------------------------------------------------------------------------------------------------
