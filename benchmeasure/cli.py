@@ -51,6 +51,8 @@ COMMANDS: dict[str, Command] = {
                       "permutation test of a model's improvement (Table 12)"),
     "rank-flip": Command("rank_flip_bound", "scripts/rank_flip_bound.py", "analyses",
                          "Theorem 2.1 bound on comparison distortion"),
+    "explore": Command("explore_benchmarks", "scripts/explore_benchmarks.py", "analyses",
+                       "one self-contained HTML page to explore benchmarks (project page)"),
     "reproduce": Command("reproduce_tables", "scripts/reproduce_tables.py", "analyses",
                          "the paper's tables beside what local data reproduces"),
     # grading, verifier, BenchFill

@@ -97,6 +97,36 @@ def posterior_intervals(b_draws, top_k: int = 5, probability: float = PROBABILIT
     return {name: summarize_draws(v, probability) for name, v in metric_draws(b_draws, top_k).items()}
 
 
+def ecdf_band(b_draws, grid, probability: float = PROBABILITY) -> tuple:
+    """Pointwise central ``probability`` band of the ECDF of normalized difficulties over the draws.
+
+    Each draw of b is min–max normalized on its own (as :func:`metric_draws`) and its ECDF
+    F_d(x) = #{z_i ≤ x}/N evaluated at ``grid``; the band is the equal-tailed quantiles of
+    F_d(x) across draws at each x.
+
+    Parameters
+    ----------
+    b_draws : array_like, shape (D, N)
+    grid : array_like, shape (G,)
+        Points of [0, 1].
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Lower and upper band, each of shape (G,).
+    """
+    b = np.asarray(b_draws, dtype=float)
+    low, high = b.min(axis=1, keepdims=True), b.max(axis=1, keepdims=True)
+    if np.any(high <= low):
+        fail("a posterior draw has all difficulties equal; min-max normalization is undefined")
+    z = np.sort((b - low) / (high - low), axis=1)
+    x = np.asarray(grid, dtype=float)
+    values = np.stack([np.searchsorted(row, x, side="right") for row in z]) / z.shape[1]
+    tail = (1 - probability) / 2
+    lower, upper = np.quantile(values, [tail, 1 - tail], axis=0)
+    return lower, upper
+
+
 def input_sha256(path: str | os.PathLike) -> str:
     """SHA-256 of a file, or of a folder (a zarr store): every file's relative path and bytes, in sorted order."""
     import hashlib

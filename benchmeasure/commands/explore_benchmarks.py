@@ -1,0 +1,149 @@
+"""Write the benchmark explorer: one self-contained HTML page of benchmarks' difficulty measures."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import sys
+from pathlib import Path
+
+from benchmeasure import __version__
+from benchmeasure.benchmarks import skipped_warning
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.explorer.collect import (
+    QUESTION_FIELDS,
+    attach_filled,
+    attach_posteriors,
+    check_names,
+    load_entries,
+    page_data,
+)
+from benchmeasure.explorer.page import render
+from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions
+from benchmeasure.summary import DEFAULT_DOMAINS, read_domains
+
+log = logging.getLogger("benchmeasure.explorer")
+
+EXAMPLES = f"""\
+examples:
+  python3 scripts/explore_benchmarks.py data/benchmarks --output explorer.html
+  python3 scripts/explore_benchmarks.py my_benchmark/difficulty.csv other/difficulty.csv --output explorer.html
+  .venv-irt/bin/python scripts/explore_benchmarks.py my_benchmark --posterior my_benchmark/posterior.zarr \\
+      --output explorer.html
+  python3 scripts/explore_benchmarks.py data/benchmarks --filled propose/results/aime24/run-1 --output explorer.html
+
+inputs:
+  DIFFICULTY_CSV_OR_BENCHMARK_DIR  a difficulty file (b_mean column; fit_irt.py's difficulty.csv or the
+        released item_id,b_mean layout), a benchmark folder holding difficulty.csv (and optionally
+        test.jsonl, whose question text the page shows on hover), or a folder of such folders. A
+        benchmark is named after the folder holding its file, or after the file's stem when several
+        given files share a folder.
+  --filled RUN_DIR  a finished BenchFill run folder (summary.json, new_item_records.csv) or mass-fill
+        output (mass_fill_summary.json, mass_fill_records.csv): before/after ECDFs with the new items,
+        their targets and parents. It joins the benchmark whose difficulty file is the run's
+        calibration table (same SHA-256), or adds that table as a benchmark of its own.
+  --posterior [NAME=]PATH  posterior.zarr, .nc, .npz or a CSV of draws (or a fit_irt.py --save-posterior
+        folder) of a benchmark's fit: 94% intervals of the metrics in the table and a band of ECDF
+        draws. Without NAME= it belongs to the benchmark whose difficulty file is in the same folder.
+        Needs NumPy (and xarray for zarr/NetCDF): run with .venv-irt/bin/python.
+
+the page: numbers are those of diagnose_benchmark.py (paper Table 1, three decimals); highlighted
+cells reach DDM >= 0.10, Max Gap >= 0.10, Top-5 Gap Sum >= 0.30. The page needs no server and no
+network: open it from disk. Question text is cut to --question-chars characters (a 10,000-item
+benchmark adds about that many kilobytes per character kept). Question fields tried in order:
+{", ".join(QUESTION_FIELDS)}.
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(
+        prog="explore_benchmarks.py",
+        description="Write one self-contained HTML page to explore benchmarks' difficulty measures: a sortable "
+                    "table of DDM, Max Gap and Top-5 Gap Sum, and per benchmark its ECDF against the uniform "
+                    "reference with the widest gaps, posterior bands and gap-filling results.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", metavar="DIFFICULTY_CSV_OR_BENCHMARK_DIR",
+                        help="difficulty files, benchmark folders, or folders of benchmark folders")
+    parser.add_argument("--filled", nargs="+", action="extend", default=[], metavar="RUN_DIR",
+                        help="finished BenchFill run folders or mass-fill outputs")
+    parser.add_argument("--posterior", nargs="+", action="extend", default=[], metavar="[NAME=]PATH",
+                        help="saved posteriors of the benchmarks' fits")
+    parser.add_argument("--output", required=True, metavar="HTML", help="the page to write (e.g. explorer.html)")
+    parser.add_argument("--column", default="b_mean", help="difficulty column of the files (default: b_mean)")
+    parser.add_argument("--domains", metavar="CSV",
+                        help="benchmark,domain CSV (default: the paper's Table 3 rows)")
+    parser.add_argument("--question-field", metavar="FIELD",
+                        help="test.jsonl field holding the question (default: the first of "
+                             f"{', '.join(QUESTION_FIELDS)} present)")
+    parser.add_argument("--question-chars", type=int, default=120, metavar="N",
+                        help="characters of question text kept per item (default: 120; 0 leaves text out)")
+    parser.add_argument("--probability", type=float, metavar="P",
+                        help="mass of the posterior intervals and band (default: 0.94, as posterior_metrics.py)")
+    parser.add_argument("--title", default="Benchmark explorer", help="the page's title")
+    parser.add_argument("--quiet", action="store_true", help="print only the final line")
+    return parser.parse_args(argv)
+
+
+def _progress(quiet: bool) -> None:
+    """Progress lines on stdout (stderr is kept for the one error line), unless a handler is already set."""
+    logger = logging.getLogger("benchmeasure")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+def _check_output(output: Path, inputs: list) -> None:
+    target = output.resolve()
+    for path in inputs:
+        source = Path(path).resolve()
+        if target == source or source in target.parents:
+            fail(f"--output {output}: would overwrite the input {path}; choose another file")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if not args.paths and not args.filled:
+        fail("explore_benchmarks.py: give at least one benchmark (difficulty file or folder) or --filled run "
+             "(see --help)")
+    if args.question_chars < 0:
+        fail(f"--question-chars must be 0 or more, got {args.question_chars}")
+    if args.posterior or args.probability is not None:  # NumPy only where a posterior is read
+        from benchmeasure.posterior_metrics import PROBABILITY
+
+        args.probability = PROBABILITY if args.probability is None else args.probability
+        if not 0 < args.probability < 1:
+            fail(f"--probability must lie in (0, 1), got {args.probability}")
+    output = check_output_path(args.output)
+    _check_output(output, [*args.paths, *args.filled])
+    _progress(args.quiet)
+    domains_path = Path(args.domains) if args.domains else DEFAULT_DOMAINS
+    domains = read_domains(domains_path) if args.domains or DEFAULT_DOMAINS.is_file() else {}
+    entries, skipped = load_entries(args.paths, args.column, args.question_field, args.question_chars)
+    inputs = {e.source: e.sha256 for e in entries}
+    inputs.update(attach_filled(entries, args.filled, args.question_field, args.question_chars))
+    check_names(entries)
+    if args.posterior:
+        inputs.update(attach_posteriors(entries, args.posterior, args.probability))
+    _check_output(output, [*inputs, *(str(Path(e.source).parent / "test.jsonl") for e in entries)])
+    versions = package_versions(["numpy", "xarray"] if args.posterior else [])
+    provenance = {
+        "command": command_line(), "written": datetime.datetime.now().isoformat(timespec="seconds"),
+        "benchmeasure": __version__,
+        "settings": {"column": args.column, "question_field": args.question_field,
+                     "question_chars": args.question_chars, "probability": args.probability, "top_k": 5,
+                     "normalization": "per-benchmark min-max to [0, 1]"},
+        "inputs_sha256": inputs, "package_versions": versions,
+        "skipped_folders": [str(folder) for folder in skipped],
+    }
+    html = render(page_data(entries, {**domains}, args.title, provenance))
+    with atomic_write(output) as handle:
+        handle.write(html)
+    for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
+        print(skipped_warning(folder), file=sys.stderr)
+    size = len(html.encode("utf-8"))
+    print(f"wrote {output} ({len(entries)} benchmark{'s' if len(entries) != 1 else ''}, {size / 1e6:.2f} MB); "
+          f"open it in a browser, no server needed")
+    return 0

@@ -1,0 +1,330 @@
+"""Gather what the explorer page shows: benchmarks, their metrics, posteriors and filled runs.
+
+Every number comes from the package's own definitions — :func:`benchmeasure.metrics.diagnose`
+(DDM, Max Gap, Top-5 Gap Sum and the five widest gaps; paper, Section 2 and Table 1),
+:data:`benchmeasure.summary.THRESHOLDS` (the Table 1 highlights and the project page's
+"k/25" counts), :mod:`benchmeasure.posterior_metrics` (94% intervals, ECDF band) and
+:mod:`benchmeasure.explorer.filled` (before/after, paper Figure 5) — and is formatted here,
+in Python, to the three decimals of Table 1, so the page shows exactly what
+``diagnose_benchmark.py`` prints.
+
+Naming: a benchmark is named after the folder that holds its difficulty file; when several
+given files share a folder, after each file's stem instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmeasure.benchmarks import DIFFICULTY, TEST, find_benchmarks, load_benchmark
+from benchmeasure.difficulty_file import read_difficulty_column
+from benchmeasure.errors import fail
+from benchmeasure.explorer.filled import FilledRun, read_filled
+from benchmeasure.files import read_jsonl_objects, sha256_file
+from benchmeasure.metrics import Diagnosis, diagnose
+from benchmeasure.summary import LABELS, THRESHOLDS, SummaryRow, marked_counts
+
+log = logging.getLogger(__name__)
+
+TOP_K = 5
+QUESTION_FIELDS = ("question", "problem", "prompt", "input", "text")
+Z_DECIMALS = 4  # item positions on the page: 1e-4 of the axis, well under a pixel
+BAND_POINTS = 201
+
+
+@dataclass
+class Entry:
+    """One benchmark of the page, before it is turned into page data.
+
+    Attributes
+    ----------
+    name, source : str
+        Display name; the difficulty file it was read from.
+    item_ids : list of str
+    b : list of float
+        Unnormalized difficulties (``b_mean``), in file order.
+    questions : dict or None
+        ``item_id → question text`` when an item pool is present.
+    domain : str
+    sha256 : str
+        Of the difficulty file (how a filled run finds its benchmark).
+    posterior, filled : see :func:`posterior_view`, :func:`filled_view`
+    """
+
+    name: str
+    source: str
+    item_ids: list
+    b: list
+    questions: dict | None
+    sha256: str
+    domain: str = ""
+    posterior: dict | None = None
+    filled: list = field(default_factory=list)
+
+    def diagnosis(self) -> Diagnosis:
+        return diagnose(self.b, top_k=TOP_K, where=self.source)
+
+
+def fmt(value: float) -> str:
+    """Three decimals, as the paper's Table 1 and ``diagnose_benchmark.py``'s table print them."""
+    return f"{value:.3f}"
+
+
+def _fixed(value: float, decimals: int) -> int:
+    """``value`` as an integer count of 10^-decimals, rounded exactly as ``f"{value:.{decimals}f}"`` rounds."""
+    return int(f"{value:.{decimals}f}".replace(".", ""))
+
+
+def _question_text(record: dict, question_field: str | None, where: str) -> str:
+    if question_field is not None:
+        if question_field not in record:
+            fail(f"{where}: no field {question_field!r} (--question-field)")
+        value = record[question_field]
+    else:
+        value = next((record[k] for k in QUESTION_FIELDS if k in record), "")
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def read_questions(path: Path, question_field: str | None, chars: int) -> dict:
+    """``item_id → the first ``chars`` characters of the question`` from an item pool (``test.jsonl``)."""
+    questions = {}
+    for line, record in read_jsonl_objects(path, ("item_id",)):
+        text = " ".join(_question_text(record, question_field, f"{path} line {line}").split())
+        key = record["item_id"]
+        questions[str(key)] = text if len(text) <= chars else text[:chars].rstrip() + "…"
+    return questions
+
+
+def _key(item_id: str, questions: dict) -> str:
+    """The pool key of a difficulty-file ID (released layout: the integers 0 … N−1, written either way)."""
+    if item_id in questions:
+        return item_id
+    try:
+        return str(int(item_id))
+    except ValueError:
+        return item_id
+
+
+def load_entries(paths: list, column: str, question_field: str | None, chars: int) -> tuple:
+    """Entries for the positional arguments, and the folders skipped while scanning (module docstring)."""
+    files = [Path(p) for p in paths if Path(p).is_file()]
+    shared = Counter(f.resolve().parent for f in files)
+    entries, skipped = [], []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            name = path.stem if shared[path.resolve().parent] > 1 else (path.resolve().parent.name or path.stem)
+            pool = path.parent / TEST
+            if path.name == DIFFICULTY and column == "b_mean":
+                loaded = load_benchmark(path.parent)  # checks the released layout against test.jsonl
+                ids, b = loaded.item_ids, loaded.difficulties
+            else:
+                read = read_difficulty_column(path, column)
+                ids, b, pool = read.item_ids, read.values, None
+            entries.append(_entry(name, path, ids, b, pool, question_field, chars))
+        elif path.is_dir():
+            for loaded in find_benchmarks([path], skipped=skipped):
+                folder = Path(loaded.folder)
+                entries.append(_entry(loaded.name, folder / DIFFICULTY, loaded.item_ids, loaded.difficulties,
+                                      folder / TEST, question_field, chars))
+        else:
+            fail(f"{path}: no such benchmark folder or difficulty file")
+    return entries, skipped
+
+
+def _entry(name, path: Path, ids, b, pool, question_field, chars) -> Entry:
+    questions = read_questions(pool, question_field, chars) if pool is not None and pool.is_file() and chars else None
+    log.info("%s: %d items from %s%s", name, len(b), path, " (with question text)" if questions else "")
+    return Entry(name, str(path), [str(i) for i in ids], list(b), questions, sha256_file(path))
+
+
+def check_names(entries: list) -> None:
+    counts = Counter(e.name for e in entries)
+    repeated = next((n for n in counts if counts[n] > 1), None)
+    if repeated is not None:
+        sources = [e.source for e in entries if e.name == repeated]
+        fail(f"benchmark {repeated!r} is given more than once ({', '.join(sources)}); give each benchmark once")
+
+
+# -- posterior ----------------------------------------------------------------------------------------
+def parse_posterior(spec: str) -> tuple:
+    """``NAME=PATH`` or ``PATH`` → (name or None, path)."""
+    name, sep, path = spec.partition("=")
+    if sep and name and not Path(spec).exists():
+        return name, Path(path)
+    return None, Path(spec)
+
+
+def posterior_path(path: Path) -> Path:
+    """A fit folder stands for its ``posterior.zarr``; anything else is the posterior itself."""
+    if path.is_dir() and not path.name.endswith(".zarr"):
+        store = path / "posterior.zarr"
+        if not store.is_dir():
+            fail(f"{path}: no posterior.zarr inside (give the posterior file or store, or a fit_irt.py "
+                 f"--save-posterior output folder)")
+        return store
+    if not path.exists():
+        fail(f"{path}: no such posterior")
+    return path
+
+
+def attach_posteriors(entries: list, specs: list, probability: float) -> list:
+    """Attach each ``--posterior`` to its benchmark; returns the posterior paths read."""
+    from benchmeasure.posterior_metrics import input_sha256, read_posterior_b
+
+    read = {}
+    for spec in specs:
+        name, raw = parse_posterior(spec)
+        path = posterior_path(raw)
+        if name is not None:
+            entry = next((e for e in entries if e.name == name), None)
+            if entry is None:
+                fail(f"--posterior {spec}: no benchmark named {name!r} (benchmarks: "
+                     f"{', '.join(e.name for e in entries)})")
+        else:
+            home = path.resolve().parent
+            entry = next((e for e in entries if Path(e.source).resolve().parent == home), None)
+            if entry is None:
+                fail(f"--posterior {spec}: no given benchmark's difficulty file is in {home}; "
+                     f"name it as NAME=PATH")
+        if entry.posterior is not None:
+            fail(f"--posterior {spec}: benchmark {entry.name!r} already has a posterior")
+        log.info("%s: reading posterior %s", entry.name, path)
+        items, draws = read_posterior_b(path)
+        _check_items(entry, items, path)
+        entry.posterior = posterior_view(draws, probability, str(path))
+        read[str(path)] = input_sha256(path)
+    return read
+
+
+def _check_items(entry: Entry, items: list, path: Path) -> None:
+    mine = set(entry.item_ids)
+    theirs = [str(i) for i in items]
+    if len(theirs) != len(mine) or set(theirs) != mine:
+        odd = next((i for i in theirs if i not in mine), None) or next(i for i in entry.item_ids if i not in theirs)
+        fail(f"{path}: its {len(theirs)} items are not {entry.name}'s {len(mine)} (item {odd!r} is in only one); "
+             f"give the posterior of this benchmark's fit")
+
+
+def posterior_view(draws, probability: float, source: str) -> dict:
+    """94% intervals of the metrics and the pointwise band of ECDF draws, ready for the page."""
+    import numpy as np
+
+    from benchmeasure.posterior_metrics import ecdf_band, posterior_intervals
+
+    intervals = posterior_intervals(draws, TOP_K, probability)
+    grid = np.linspace(0.0, 1.0, BAND_POINTS)
+    low, high = ecdf_band(draws, grid, probability)
+    names = {"ddm": "ddm", "max_gap": "max_gap", f"top{TOP_K}_gap_sum": "top5_sum"}
+    return {
+        "source": source, "draws": int(draws.shape[0]), "probability": probability,
+        "intervals": {names[k]: {**v.as_dict(), "text": f"[{fmt(v.low)}, {fmt(v.high)}]"}
+                      for k, v in intervals.items()},
+        "band": {"x": [_fixed(x, Z_DECIMALS) for x in grid], "low": [_fixed(v, Z_DECIMALS) for v in low],
+                 "high": [_fixed(v, Z_DECIMALS) for v in high]},
+    }
+
+
+# -- filled runs --------------------------------------------------------------------------------------
+def attach_filled(entries: list, folders: list, question_field: str | None, chars: int) -> dict:
+    """Attach each filled folder to the benchmark whose difficulty file it calibrated from (same SHA-256).
+
+    A folder whose calibration table is none of the given files adds its original benchmark as
+    a row of its own. Returns every file read, ``{path: sha256}``.
+    """
+    read = {}
+    for folder in folders:
+        run = read_filled(folder)
+        read.update(run.inputs)
+        entry = next((e for e in entries if e.sha256 == run.calibration_sha256), None)
+        if entry is None:
+            entry = _entry_from_run(run, {e.name for e in entries}, chars)
+            entries.append(entry)
+        log.info("%s: %s %s, %d new items", entry.name, run.kind, folder, len(run.items))
+        entry.filled.append(filled_view(run, chars))
+    return read
+
+
+def _entry_from_run(run: FilledRun, taken: set, chars: int) -> Entry:
+    bench = run.benchmark
+    name = bench.name if bench.name not in taken else f"{bench.name} ({Path(run.folder).name})"
+    questions = {i.item_id: _snippet(i.question, chars) for i in bench.items} if chars else None
+    return Entry(name, run.calibration, [i.item_id for i in bench.items], [i.b_mean for i in bench.items], questions,
+                 run.calibration_sha256)
+
+
+def _snippet(text: str, chars: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= chars else text[:chars].rstrip() + "…"
+
+
+def filled_view(run: FilledRun, chars: int) -> dict:
+    """Before/after metrics and the new items (paper, Figure 5), ready for the page."""
+    metrics = run.metrics(TOP_K)
+    return {
+        "kind": run.kind, "folder": run.folder, "reported": run.reported,
+        "metrics": {label: _metric_view(d) for label, d in metrics.items()},
+        "targets": [{"step": t.step, "left": _fixed(t.z_left, Z_DECIMALS), "right": _fixed(t.z_right, Z_DECIMALS),
+                     "target": _fixed(t.target, Z_DECIMALS), "text": fmt(t.target)} for t in run.targets],
+        "items": [{"id": i.label, "item_id": i.item_id, "step": i.step, "z": _fixed(min(1.0, max(0.0, i.z)), 4),
+                   "z_text": f"{i.z:.4f}", "target": _fixed(i.target, Z_DECIMALS), "target_text": f"{i.target:.4f}",
+                   "deviation": f"{i.deviation:.4f}", "b_mean": f"{i.b_mean:.4f}", "parent": i.parent_id,
+                   "parent_z": None if i.parent_z is None else _fixed(min(1.0, max(0.0, i.parent_z)), 4),
+                   "parent_z_text": None if i.parent_z is None else f"{i.parent_z:.4f}",
+                   "lineage": i.lineage, "question": _snippet(i.question, chars) if chars else ""}
+                  for i in run.items],
+    }
+
+
+# -- the page's data ----------------------------------------------------------------------------------
+def _metric_view(d: Diagnosis) -> dict:
+    return {"items": d.items, "ddm": d.ddm, "max_gap": d.max_gap, "top5_sum": d.top_k_gap_sum,
+            "text": {"ddm": fmt(d.ddm), "max_gap": fmt(d.max_gap), "top5_sum": fmt(d.top_k_gap_sum)}}
+
+
+def _b_decimals(b: list) -> int:
+    """Decimals that resolve the benchmark's b scale to 1e-4 of its range (at least 3)."""
+    span = max(b) - min(b)
+    return max(3, min(12, math.ceil(4 - math.log10(span))))
+
+
+def benchmark_view(entry: Entry, domains: dict) -> dict:
+    """One benchmark's page record; the table row follows :class:`benchmeasure.summary.SummaryRow`."""
+    d = entry.diagnosis()
+    row = SummaryRow(entry.name, domains.get(entry.name, ""), d.ddm, d.max_gap, d.top_k_gap_sum, d.items)
+    low, span = min(entry.b), max(entry.b) - min(entry.b)
+    decimals = _b_decimals(entry.b)
+    ids = None if entry.item_ids == [str(i) for i in range(len(entry.item_ids))] else entry.item_ids
+    questions = None
+    if entry.questions:
+        questions = [entry.questions.get(_key(i, entry.questions), "") for i in entry.item_ids]
+    return {
+        "name": entry.name, "domain": row.domain, "source": entry.source, **_metric_view(d),
+        "marked": {m: row.marked(m) for m in THRESHOLDS},
+        "gaps": [{"rank": g.rank, "left": _fixed(g.left, Z_DECIMALS), "right": _fixed(g.right, Z_DECIMALS),
+                  "text": fmt(g.width)} for g in d.largest_gaps],
+        "b_decimals": decimals,
+        "b": [_fixed(v, decimals) for v in entry.b],
+        "z": [_fixed((v - low) / span, Z_DECIMALS) for v in entry.b],
+        "ids": ids, "questions": questions, "posterior": entry.posterior, "filled": entry.filled,
+    }
+
+
+def page_data(entries: list, domains: dict, title: str, provenance: dict) -> dict:
+    """Everything the page's script reads (one JSON object)."""
+    views = [benchmark_view(e, domains) for e in entries]
+    rows = [SummaryRow(v["name"], v["domain"], v["ddm"], v["max_gap"], v["top5_sum"], v["items"]) for v in views]
+    counts = marked_counts(rows)
+    return {
+        "title": title,
+        "z_scale": 10 ** Z_DECIMALS,
+        "thresholds": [{"metric": m, "label": LABELS[m], "threshold": f"{THRESHOLDS[m]:.2f}",
+                        "count": counts[m][0], "total": counts[m][1]} for m in THRESHOLDS],
+        "benchmarks": views,
+        "provenance": provenance,
+    }
