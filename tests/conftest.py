@@ -121,3 +121,34 @@ def wait_for_lock(folder: Path, proc: subprocess.Popen, timeout: float = 30) -> 
     while lock_holder(folder) != str(proc.pid):
         assert proc.poll() is None and time.time() < deadline, "the run never took its lock"
         time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def filled_runs(tmp_path_factory):
+    """A finished BenchFill run and a finished mass fill (3 items) on the simulated benchmark, made by the real CLIs.
+
+    Returns ``(calibration.csv, run folder, mass-fill folder)``. About 25 s; shared by the explorer tests.
+    """
+    from benchmeasure.sim.dataset import make_sim_benchmark
+    from benchmeasure.sim.server import serve
+    from benchmeasure.sim.world import World
+
+    root = tmp_path_factory.mktemp("filled")
+    data = root / "data"
+    config = make_sim_benchmark(data, 1, search={"rounds": 2}, truth=True)
+    server, url = serve(World.load(data / "world.json"), seed=1)
+    env = {**os.environ, "BENCHFILL_SIM_URL": url}
+    mass_cli = [sys.executable, str(ROOT / "propose" / "mass_fill" / "mass_fill.py")]
+    try:
+        made = subprocess.run([*BENCHFILL_CLI, "init", "--config", str(config), "--name", "run", "--results",
+                               str(root / "res")], capture_output=True, text=True, env=env, check=True)
+        run = Path(made.stdout.strip())
+        subprocess.run([*BENCHFILL_CLI, "run", str(run)], capture_output=True, text=True, env=env, check=True)
+        made = subprocess.run([*mass_cli, "init", "--config", str(config), "--name", "mass", "--results",
+                               str(root / "res"), "--max-items", "3"], capture_output=True, text=True, env=env,
+                              check=True)
+        mass = Path(made.stdout.strip())
+        subprocess.run([*mass_cli, "run", str(mass)], capture_output=True, text=True, env=env, check=True)
+    finally:
+        server.shutdown()
+    return data / "calibration.csv", run, mass

@@ -99,7 +99,7 @@ def _check_output(output: Path, inputs: list) -> None:
     target = output.resolve()
     for path in inputs:
         source = Path(path).resolve()
-        if target == source or source in target.parents:
+        if target == source or (source.suffix == ".zarr" and source in target.parents):
             fail(f"--output {output}: would overwrite the input {path}; choose another file")
 
 

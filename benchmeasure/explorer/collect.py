@@ -113,7 +113,7 @@ def _key(item_id: str, questions: dict) -> str:
 def load_entries(paths: list, column: str, question_field: str | None, chars: int) -> tuple:
     """Entries for the positional arguments, and the folders skipped while scanning (module docstring)."""
     files = [Path(p) for p in paths if Path(p).is_file()]
-    shared = Counter(f.resolve().parent for f in files)
+    shared = Counter(f.parent for f in {f.resolve() for f in files})  # distinct files per folder
     entries, skipped = [], []
     for raw in paths:
         path = Path(raw)
@@ -180,13 +180,13 @@ def attach_posteriors(entries: list, specs: list, probability: float) -> list:
     read = {}
     for spec in specs:
         name, raw = parse_posterior(spec)
-        path = posterior_path(raw)
         if name is not None:
             entry = next((e for e in entries if e.name == name), None)
             if entry is None:
                 fail(f"--posterior {spec}: no benchmark named {name!r} (benchmarks: "
                      f"{', '.join(e.name for e in entries)})")
-        else:
+        path = posterior_path(raw)
+        if name is None:
             home = path.resolve().parent
             entry = next((e for e in entries if Path(e.source).resolve().parent == home), None)
             if entry is None:
@@ -269,6 +269,8 @@ def filled_view(run: FilledRun, chars: int) -> dict:
     return {
         "kind": run.kind, "folder": run.folder, "reported": run.reported,
         "metrics": {label: _metric_view(d) for label, d in metrics.items()},
+        "top3_reduction": f"{run.top3_reduction():.2f}",
+        "target_deviation": None if run.target_deviation() is None else f"{run.target_deviation():.4f}",
         "targets": [{"step": t.step, "left": _fixed(t.z_left, Z_DECIMALS), "right": _fixed(t.z_right, Z_DECIMALS),
                      "target": _fixed(t.target, Z_DECIMALS), "text": fmt(t.target)} for t in run.targets],
         "items": [{"id": i.label, "item_id": i.item_id, "step": i.step, "z": _fixed(min(1.0, max(0.0, i.z)), 4),

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from benchmeasure.benchfill.eventlog import EVENTS, read_events
 from benchmeasure.benchfill.gaps import Benchmark, load_benchmark
+from benchmeasure.benchfill.summary import reduction
 from benchmeasure.errors import fail, file_errors
 from benchmeasure.files import sha256_file
 from benchmeasure.metrics import diagnose
@@ -129,6 +130,14 @@ class FilledRun:
         """Originals plus new items, each new z clipped to [0, 1] (as Table 2 does)."""
         return self.z_before() + [min(1.0, max(0.0, item.z)) for item in self.items]
 
+    def top3_reduction(self) -> float:
+        """Top-3 Gap Sum reduction (%) from the original benchmark (paper, Table 2)."""
+        return reduction(self.z_before(), [item.z for item in self.items], 3)
+
+    def target_deviation(self) -> float | None:
+        """Mean |z − z*| over the new items (Table 2's target deviation); None when none was added."""
+        return sum(item.deviation for item in self.items) / len(self.items) if self.items else None
+
     def metrics(self, top_k: int = 5) -> dict:
         """DDM, Max Gap and Top-k Gap Sum before and after (:func:`benchmeasure.metrics.diagnose`)."""
         return {label: diagnose(z, top_k=top_k, normalized=True, where=f"{self.folder} ({label})")
@@ -216,11 +225,14 @@ def read_filled(folder) -> FilledRun:
         fail(f"{folder}: not a BenchFill run or mass-fill folder (no {CONFIG})")
     record = _read_json(config_path)
     settings = _field(record, str(config_path), "config", "benchmark")
+    if not isinstance(settings, dict):
+        fail(f"{config_path}: config.benchmark is not an object")
     name = str(_field(record, str(config_path), "config", "benchmark", "name"))
     calibration, calibration_sha = _input(record, "calibration", config_path)
     pool, pool_sha = _input(record, "pool", config_path)
-    benchmark = load_benchmark(name, calibration, pool, str(settings.get("question_field", "question")),
-                               str(settings.get("answer_field", "answer")))
+    with file_errors(calibration):
+        benchmark = load_benchmark(name, calibration, pool, str(settings.get("question_field", "question")),
+                                   str(settings.get("answer_field", "answer")))
     mass = (folder / MASS_MARKER).is_file()
     kind = MASS_FILL if mass else BENCHFILL_RUN
     summary_path = folder / (MASS_SUMMARY if mass else RUN_SUMMARY)
@@ -268,12 +280,13 @@ def _targets(summary: dict, path: Path, mass: bool) -> list:
 def _reported(summary: dict, path: Path, mass: bool) -> dict:
     """The folder's own headline figures (shown beside ours, which must agree)."""
     where = str(path)
+    def number(*keys, optional=False):
+        value = _field(summary, where, *keys)
+        return None if optional and value is None else _number(value, f"{where}: {'.'.join(keys)}")
+
     if mass:
-        return {"max_gap_before": _field(summary, where, "before", "max_gap"),
-                "max_gap_after": _field(summary, where, "after", "max_gap"),
-                "items_added": _field(summary, where, "items_added"),
-                "stop_reason": _field(summary, where, "stop_reason")}
-    return {"top3_gap_sum_reduction": _field(summary, where, "benchfill", "top3_gap_sum_reduction"),
-            "target_deviation": _field(summary, where, "benchfill", "target_deviation"),
-            "gaps_filled": _field(summary, where, "benchfill", "gaps_filled"),
-            "gaps": _field(summary, where, "benchfill", "gaps")}
+        return {"max_gap_before": number("before", "max_gap"), "max_gap_after": number("after", "max_gap"),
+                "items_added": number("items_added"), "stop_reason": str(_field(summary, where, "stop_reason"))}
+    return {"top3_gap_sum_reduction": number("benchfill", "top3_gap_sum_reduction"),
+            "target_deviation": number("benchfill", "target_deviation", optional=True),
+            "gaps_filled": number("benchfill", "gaps_filled"), "gaps": number("benchfill", "gaps")}
