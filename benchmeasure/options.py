@@ -81,3 +81,9 @@ SECONDS = number(0.0, 86_400.0, open_low=True)
 GUESSING = number(0.0, 1.0, open_high=True)
 #: A TCP port.
 PORT = integer(1, 65_535)
+#: NUTS chains: R-hat compares chains, so at least 2 (the paper runs 4).
+CHAINS = integer(2, 256)
+#: Warm-up iterations per chain.
+TUNE = integer(0, 10_000_000)
+#: Posterior draws per chain: R-hat and ESS need a few; at most ten million.
+DRAWS = integer(4, 10_000_000)

@@ -74,7 +74,7 @@ def test_identical_files_agree_perfectly(pair):
     (ESTIMATE + "b,3,0.1\n", REFERENCE, [], ["est.csv: item 'b' appears more than once"]),
     (ESTIMATE, "item_id,b_true\nd,1\na,1\nc,1\nb,1\n", [], ["ref.csv: all 4 difficulties equal"]),
     (ESTIMATE, "item_id,b_true\nd,3\na,x\nc,1\nb,2\n", [], ["ref.csv: line 3, item 'a': b_true 'x' is not a number"]),
-    (ESTIMATE, REFERENCE, ["--top-k", "0"], ["--top-k must be at least 1"]),
+    (ESTIMATE, REFERENCE, ["--top-k", "0"], ["--top-k", "0 is outside the allowed range [1, "]),
 ])
 def test_rejected_inputs(tmp_path, estimate, reference, extra, fragments):
     for name, text in (("est.csv", estimate), ("ref.csv", reference)):

@@ -63,7 +63,7 @@ def test_cli_panels_and_after(tmp_path):
 
 @pytest.mark.parametrize("extra, fragment", [
     (["--after", "X"], "--after compares one benchmark"),
-    (["--top-k", "0"], "--top-k must be at least 1"),
+    (["--top-k", "0"], "--top-k: 0 is outside the allowed range [1, "),
 ])
 def test_cli_rejects(tmp_path, extra, fragment):
     a = _write(tmp_path / "A" / "difficulty.csv", [0, 1, 2])

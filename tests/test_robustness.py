@@ -100,8 +100,8 @@ def test_cli_end_to_end_tiny(tmp_path):
 
 
 @pytest.mark.parametrize("extra, fragment", [
-    (["--mirt", "1"], "--mirt dimensions must be at least 2"),
-    (["--workers", "0"], "--workers must be at least 1"),
+    (["--mirt", "1"], "--mirt: 1 is outside the allowed range [2, "),
+    (["--workers", "0"], "--workers: 0 is outside the allowed range [1, "),
     (["--target-accept", "1.2"], "--target-accept"),
     (["--n-trials", "2"], "outside [0, 2]"),
 ])

@@ -12,6 +12,7 @@ from pathlib import Path
 from benchmeasure.benchfill import runner
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.llm_client import LLMCallError
+from benchmeasure.options import SEED, integer
 
 EXAMPLES = """examples:
   python propose/benchfill.py init --config propose/configs/aime24.toml --name first
@@ -35,8 +36,8 @@ def main(argv=None) -> int:
     p.add_argument("folder")
     p = sub.add_parser("sim-data", help="write the synthetic benchmark of simulation mode and calibrate it")
     p.add_argument("--folder", required=True)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--items", type=int, default=40)
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--items", type=integer(2, 1_000_000), default=40)
     p.add_argument("--truth", action="store_true",
                    help="calibrate from the ground truth instead of the IRT fit (fast tests only)")
     args = parser.parse_args(argv)

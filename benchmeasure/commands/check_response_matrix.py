@@ -10,6 +10,7 @@ from benchmeasure.checks import THRESHOLDS, check_matrix
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
+from benchmeasure.options import N_TRIALS
 
 EXAMPLES = """\
 examples:
@@ -36,7 +37,7 @@ def parse_args(argv):
                     "them with the paper's pass thresholds.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
-    parser.add_argument("--n-trials", type=int, required=True, metavar="K", help="trials per model-item pair")
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K", help="trials per model-item pair")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--output-dir", metavar="DIR",
                         help="also write checks.json (figures, settings, input SHA-256, versions) and checks.md here")

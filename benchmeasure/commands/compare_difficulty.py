@@ -12,6 +12,7 @@ from dataclasses import asdict
 from benchmeasure.compare import compare
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser
+from benchmeasure.options import TOP_K
 
 EXAMPLE = """\
 example (the bundled simulated benchmark):
@@ -30,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("reference", help="difficulty CSV to compare against")
     parser.add_argument("--column", default="b_mean", help="difficulty column of ESTIMATE (default: b_mean)")
     parser.add_argument("--reference-column", default="b_mean", help="difficulty column of REFERENCE")
-    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--top-k", type=TOP_K, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     result = compare(read_difficulty_column(args.estimate, args.column),

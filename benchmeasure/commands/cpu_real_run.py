@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
+from benchmeasure.options import N_TRIALS, PORT
 from benchmeasure.serving.cpu_model import prepare_model
 from benchmeasure.serving.cpu_run import command_line_rollouts, run_chain
 from benchmeasure.serving.cpu_server import plan_server, running_server
@@ -41,8 +42,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", type=Path, required=True, help="where the report, rows and logs go")
     parser.add_argument("--panel", default=str(ROOT / "verifier" / "panels" / "cpu_smollm.toml"))
     parser.add_argument("--model-dir", type=Path, help="converted model folder (default: the cache)")
-    parser.add_argument("--port", type=int, help="server port (default: a free one)")
-    parser.add_argument("--n-trials", type=int, default=3)
+    parser.add_argument("--port", type=PORT, help="server port (default: a free one)")
+    parser.add_argument("--n-trials", type=N_TRIALS, default=3)
     args = parser.parse_args(argv)
     start = time.monotonic()
     model_dir, built = prepare_model(args.model_dir)

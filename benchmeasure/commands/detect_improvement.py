@@ -8,6 +8,7 @@ import json
 from benchmeasure.detection import read_pre_post, stratified_test
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import command_line, package_versions, sha256_file, write_json
+from benchmeasure.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
 examples:
@@ -30,10 +31,11 @@ def parse_args(argv):
         description="One-sided stratified randomization test of an accuracy gain between pre and post rollouts.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("responses", metavar="RESPONSES_CSV", help="model,item_id,trial,correct,condition rows")
-    parser.add_argument("--permutations", type=int, default=100_000, metavar="B",
+    parser.add_argument("--permutations", type=integer(1, 100_000_000), default=100_000, metavar="B",
                         help="random reassignments (default: 100000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the reassignments (default: 0)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="level for the 'detected' flag (default: 0.05)")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the reassignments (default: 0)")
+    parser.add_argument("--alpha", type=OPEN_PROBABILITY, default=0.05,
+                        help="level for the 'detected' flag (default: 0.05)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--output", metavar="JSON", help="also write the JSON record to this file")
     return parser.parse_args(argv)

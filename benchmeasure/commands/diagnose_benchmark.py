@@ -12,6 +12,7 @@ from pathlib import Path
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser
 from benchmeasure.metrics import diagnose
+from benchmeasure.options import TOP_K
 
 EXAMPLES = """\
 examples:
@@ -38,7 +39,7 @@ def parse_args(argv):
     parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV",
                         help="CSV with one difficulty per item (e.g. fit_irt.py's difficulty.csv)")
     parser.add_argument("--column", default="b_mean", help="column holding the difficulties (default: b_mean)")
-    parser.add_argument("--top-k", type=int, default=5, metavar="K", help="how many gaps to sum (default: 5)")
+    parser.add_argument("--top-k", type=TOP_K, default=5, metavar="K", help="how many gaps to sum (default: 5)")
     parser.add_argument("--normalized", action="store_true",
                         help="values are already on [0, 1]: keep that scale (a value outside it is an error)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")

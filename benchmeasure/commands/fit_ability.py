@@ -11,6 +11,7 @@ import sys
 
 from benchmeasure.benchfill.abilities import fit_abilities
 from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.options import GUESSING, N_TRIALS, SEED
 
 EXAMPLES = """examples:
   python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32
@@ -22,10 +23,10 @@ def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("matrix", help="response matrix CSV (model,<item>,…; correct counts)")
-    parser.add_argument("--n-trials", type=int, required=True, help="trials per model-item pair")
-    parser.add_argument("--guessing", type=float, default=0.0, help="lower asymptote g (default 0)")
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, help="trials per model-item pair")
+    parser.add_argument("--guessing", type=GUESSING, default=0.0, help="lower asymptote g (default 0)")
     parser.add_argument("--cache", default="propose/cache/abilities", help="cache folder (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=SEED, default=0)
     args = parser.parse_args(argv)
     if args.n_trials < 1:
         fail(f"--n-trials must be a positive integer, got {args.n_trials}")

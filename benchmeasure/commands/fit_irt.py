@@ -24,6 +24,7 @@ from pathlib import Path
 from benchmeasure.errors import ArgumentParser, fail, file_errors
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
+from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
 ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
@@ -44,21 +45,6 @@ model (paper, Appendix C.3):
 """
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-
-
 def parse_args(argv):
     parser = ArgumentParser(
         prog="fit_irt.py",
@@ -67,21 +53,23 @@ def parse_args(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("matrix", help="count matrix CSV: header 'model,<item>,...', one row per model")
-    parser.add_argument("--n-trials", type=_positive_int, required=True, metavar="K",
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
                         help="responses collected per model-item pair (every cell is in [0, K])")
     parser.add_argument("--output-dir", required=True, metavar="DIR",
                         help="folder for difficulty.csv, ability.csv, diagnostics.json (created if missing)")
     guess = parser.add_mutually_exclusive_group()
-    guess.add_argument("--guessing", type=_number, default=None, metavar="G",
+    guess.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
                        help="one guessing floor g in [0, 1) for every item (e.g. 0.25 for four choices; default 0)")
     guess.add_argument("--guessing-csv", default=None, metavar="CSV",
                        help="per-item guessing: columns item_id,guessing, exactly one row per matrix item")
-    parser.add_argument("--chains", type=_positive_int, default=4, help="NUTS chains (default 4)")
-    parser.add_argument("--tune", type=_positive_int, default=1000, help="warm-up iterations per chain (default 1000)")
-    parser.add_argument("--draws", type=_positive_int, default=1000, help="posterior draws per chain (default 1000)")
-    parser.add_argument("--target-accept", type=_number, default=0.95, metavar="P",
+    parser.add_argument("--chains", type=CHAINS, default=4,
+                        help="NUTS chains, at least 2: R-hat compares chains (default 4)")
+    parser.add_argument("--tune", type=TUNE, default=1000, help="warm-up iterations per chain (default 1000)")
+    parser.add_argument("--draws", type=DRAWS, default=1000,
+                        help="posterior draws per chain, at least 4 (default 1000)")
+    parser.add_argument("--target-accept", type=OPEN_PROBABILITY, default=0.95, metavar="P",
                         help="NUTS target acceptance rate in (0, 1) (default 0.95)")
-    parser.add_argument("--seed", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--seed", type=SEED, default=None, metavar="N",
                         help="random seed; the same seed and inputs give identical outputs (default: drawn, recorded)")
     parser.add_argument("--sampler", default="nutpie", choices=["nutpie", "pymc", "numpyro"],
                         help="NUTS implementation (default nutpie; pymc is PyMC's own NUTS; numpyro needs jax)")

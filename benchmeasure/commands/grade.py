@@ -10,6 +10,7 @@ from pathlib import Path
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.grading import KINDS, grade
 from benchmeasure.grading.extract import extract_math_answer
+from benchmeasure.options import SECONDS
 
 EPILOG = r"""examples:
   python verifier/grade.py --kind math --reference '\frac{1}{2}' --response 'so \boxed{0.5}'
@@ -35,7 +36,7 @@ def parse_args(argv):
     parser.add_argument("--instructions", help="ifeval: instruction JSON (list of {id, kwargs})")
     parser.add_argument("--choices", help="choice: JSON list of the option texts, in order A, B, ...")
     parser.add_argument("--loose", action="store_true", help="ifeval: loose criterion")
-    parser.add_argument("--timeout", type=float, default=5.0, help="math: seconds per symbolic comparison")
+    parser.add_argument("--timeout", type=SECONDS, default=5.0, help="math: seconds per symbolic comparison")
     parser.add_argument("--explain", action="store_true", help="math: print the extracted answer first")
     return parser.parse_args(argv)
 

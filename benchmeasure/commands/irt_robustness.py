@@ -10,6 +10,7 @@ from benchmeasure.commands.fit_irt import read_guessing_csv
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
+from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
 
 EXAMPLES = """\
 examples:
@@ -39,22 +40,23 @@ def parse_args(argv):
         description="Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
-    parser.add_argument("--n-trials", type=int, required=True, metavar="K")
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K")
     parser.add_argument("--output-dir", required=True, metavar="DIR")
     parser.add_argument("--loo", action="store_true", help="leave-one-model-out refits (Table 7)")
     parser.add_argument("--bic", action="store_true", help="2PL fit and BIC comparison (Tables 8, 9)")
-    parser.add_argument("--mirt", type=int, nargs="+", default=[], metavar="D", help="MIRT dimensions (Table 10)")
-    parser.add_argument("--guessing", type=float, default=None, help="lower asymptote g for every item (default 0)")
+    parser.add_argument("--mirt", type=integer(2, 20), nargs="+", default=[], metavar="D",
+                        help="MIRT dimensions (Table 10)")
+    parser.add_argument("--guessing", type=GUESSING, default=None, help="lower asymptote g for every item (default 0)")
     parser.add_argument("--guessing-csv", metavar="CSV",
                         help="per-item guessing: columns item_id,guessing, one row per matrix item (as fit_irt.py)")
     parser.add_argument("--fit-dir", metavar="DIR",
                         help="fit_irt.py output folder of this matrix: Table 6 from its diagnostics.json, no refit")
-    parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--tune", type=int, default=1000)
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--target-accept", type=float, default=0.95)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--chains", type=CHAINS, default=4)
+    parser.add_argument("--tune", type=TUNE, default=1000)
+    parser.add_argument("--draws", type=DRAWS, default=1000)
+    parser.add_argument("--target-accept", type=OPEN_PROBABILITY, default=0.95)
+    parser.add_argument("--seed", type=SEED, default=0)
+    parser.add_argument("--workers", type=integer(1, 256), default=None,
                         help="processes for the leave-one-out refits (default: one per CPU)")
     parser.add_argument("--name", help="benchmark name in the tables (default: the matrix's folder)")
     return parser.parse_args(argv)

@@ -15,16 +15,17 @@ import numpy as np
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, write_json
+from benchmeasure.options import N_TRIALS, SEED, integer
 from benchmeasure.simulate import gapped_difficulties, simulate_trials
 
 
 def main(argv=None) -> int:
     parser = ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", default=str(Path(__file__).resolve().parents[2] / "data/example_simulated"))
-    parser.add_argument("--models", type=int, default=12)
-    parser.add_argument("--items", type=int, default=60)
-    parser.add_argument("--trials", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--models", type=integer(2, 100_000), default=12)
+    parser.add_argument("--items", type=integer(2, 1_000_000), default=60)
+    parser.add_argument("--trials", type=N_TRIALS, default=8)
+    parser.add_argument("--seed", type=SEED, default=2026)
     args = parser.parse_args(argv)
     for flag, value, least in (("--models", args.models, 2), ("--items", args.items, 2), ("--trials", args.trials, 1)):
         if value < least:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.options import integer, number
 
 EXAMPLES = """examples:
   # create a run folder: stop at Max Gap 0.05, or after 20 items or 5000 model calls, whichever comes first
@@ -28,10 +29,13 @@ At least one budget (--max-items, --max-calls, --max-rounds) is required; the se
 
 def add_limits(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("stop rules (any one that is met stops; on 'run' they replace the stored ones)")
-    group.add_argument("--target-max-gap", type=float, help="stop once the Max Gap is at most this (0 < x < 1)")
-    group.add_argument("--max-items", type=int, help="stop after inserting this many items")
-    group.add_argument("--max-calls", type=int, help="model calls to spend at most (rewrites, solves, rollouts)")
-    group.add_argument("--max-rounds", type=int, help="BenchFill rounds to spend at most, all gaps together")
+    group.add_argument("--target-max-gap", type=number(0.0, 1.0, open_low=True, open_high=True),
+                       help="stop once the Max Gap is at most this (0 < x < 1)")
+    group.add_argument("--max-items", type=integer(1, 10_000_000), help="stop after inserting this many items")
+    group.add_argument("--max-calls", type=integer(1, 10**12),
+                       help="model calls to spend at most (rewrites, solves, rollouts)")
+    group.add_argument("--max-rounds", type=integer(1, 10_000_000),
+                       help="BenchFill rounds to spend at most, all gaps together")
 
 
 def limits_of(args) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
+from benchmeasure.options import TOP_K, integer
 from benchmeasure.plots import plot_before_after, plot_benchmarks
 
 EXAMPLES = """\
@@ -32,9 +33,9 @@ def parse_args(argv):
                         help="difficulties after gap filling: draw before/after (Figure 5); one input file only")
     parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
     parser.add_argument("--normalized", action="store_true", help="values are already on [0, 1]")
-    parser.add_argument("--top-k", type=int, default=None,
+    parser.add_argument("--top-k", type=TOP_K, default=None,
                         help="gaps to shade (default: 5 for ECDF panels, 3 for --after)")
-    parser.add_argument("--columns", type=int, default=None, help="panels per row (default: up to 3)")
+    parser.add_argument("--columns", type=integer(1, 50), default=None, help="panels per row (default: up to 3)")
     return parser.parse_args(argv)
 
 

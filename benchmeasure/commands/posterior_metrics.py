@@ -8,6 +8,7 @@ import json
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import command_line, package_versions, write_json
 from benchmeasure.metrics import diagnose
+from benchmeasure.options import OPEN_PROBABILITY, TOP_K
 from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
 
 EXAMPLES = """\
@@ -32,8 +33,9 @@ def parse_args(argv):
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("posterior", metavar="POSTERIOR", help="posterior.zarr, .nc, .npz or CSV of draws")
     parser.add_argument("--variable", default="b", help="difficulty variable in a NetCDF posterior (default: b)")
-    parser.add_argument("--top-k", type=int, default=5, metavar="K")
-    parser.add_argument("--probability", type=float, default=PROBABILITY, help="interval mass (default: 0.94)")
+    parser.add_argument("--top-k", type=TOP_K, default=5, metavar="K")
+    parser.add_argument("--probability", type=OPEN_PROBABILITY, default=PROBABILITY,
+                        help="interval mass (default: 0.94)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--output", metavar="JSON", help="also write the JSON record here")
     return parser.parse_args(argv)

@@ -20,6 +20,7 @@ from benchmeasure.files import atomic_write, check_output_path, command_line, pa
 from benchmeasure.grading import KINDS
 from benchmeasure.harness import FORMATS, HARNESSES, logs_to_matrix, read_log
 from benchmeasure.matrix import ResponseMatrix, write_matrix
+from benchmeasure.options import N_TRIALS, number
 from benchmeasure.responses import read_responses_csv
 
 EXAMPLES = """\
@@ -69,7 +70,7 @@ def parse_args(argv):
     parser.add_argument("responses", metavar="RESPONSES_CSV | LOG_PATH | WIDE_CSV", nargs="+",
                         help="CSV with columns model,item_id,trial,correct; with --from, harness log folders or "
                              "files, or (--from wide) one wide table")
-    parser.add_argument("--n-trials", type=int, required=True, metavar="K",
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
                         help="responses collected per model-item pair")
     parser.add_argument("--output", required=True, metavar="MATRIX_CSV",
                         help="where to write the matrix (parent folders are created)")
@@ -81,7 +82,7 @@ def parse_args(argv):
     logs.add_argument("--from", dest="harness", choices=(*HARNESSES, "wide"),
                       help="read evaluation-harness sample logs, or 'wide': a models × items table of counts")
     logs.add_argument("--metric", help="per-sample metric key of the log (e.g. exact_match, acc)")
-    logs.add_argument("--threshold", type=float, default=0.5,
+    logs.add_argument("--threshold", type=number(), default=0.5,
                       help="metric values other than 0/1 count as correct when >= this (default: 0.5)")
     logs.add_argument("--filter", dest="filter_name", metavar="NAME",
                       help="lm-eval: which filter's lines to use (default: the first in the log)")

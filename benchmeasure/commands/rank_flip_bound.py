@@ -12,6 +12,7 @@ from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.matrix import read_matrix
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
+from benchmeasure.options import N_TRIALS, number
 from benchmeasure.rank_flip import rank_flip_bound
 
 EXAMPLES = """\
@@ -36,8 +37,8 @@ def parse_args(argv):
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV", help="difficulty file with item or item_id IDs")
-    parser.add_argument("--n-trials", type=int, required=True, metavar="K")
-    parser.add_argument("--lipschitz", type=float, required=True, metavar="L",
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K")
+    parser.add_argument("--lipschitz", type=number(0.0, 1e6, open_low=True), required=True, metavar="L",
                         help="assumed Lipschitz constant of the accuracy difference on the [0, 1] axis")
     parser.add_argument("--models", nargs=2, metavar=("A", "B"), help="one pair (default: every pair)")
     parser.add_argument("--column", default="b_mean")

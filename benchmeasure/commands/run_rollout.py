@@ -33,6 +33,7 @@ from benchmeasure.files import (
 )
 from benchmeasure.grading import KINDS, kind_for
 from benchmeasure.llm_client import LLMCallError, LLMClient
+from benchmeasure.options import N_TRIALS, SECONDS, integer
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.lmms_backend import LmmsEvalError, LmmsRollouts, default_executable
 from benchmeasure.verifier.panel import load_panel
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
     parser.add_argument("--panel", required=True, help="panel config (TOML)")
     parser.add_argument("--benchmark", required=True, help="benchmark key: picks the grader and rollouts")
     parser.add_argument("--kind", choices=KINDS, help="grader kind (default: from --benchmark)")
-    parser.add_argument("--n-trials", type=int, help="samples per item and model (default: the panel's rollouts)")
+    parser.add_argument("--n-trials", type=N_TRIALS, help="samples per item and model (default: the panel's rollouts)")
     parser.add_argument("--models", help="comma-separated subset of panel models")
     parser.add_argument("--output", required=True,
                         help="CSV of model,item_id,trial,correct; the run's record goes to OUTPUT.json")
@@ -147,10 +148,10 @@ def main(argv=None) -> int:
                              "(run from .venv-benchfill). Both write the same rows")
     parser.add_argument("--workdir", help="lmms-eval only: keep its task, items, logs and samples here "
                                           "(default: a temporary folder, removed afterwards)")
-    parser.add_argument("--concurrency", type=int, default=16,
+    parser.add_argument("--concurrency", type=integer(1, 4096), default=16,
                         help="requests in flight (lmms-eval: its num_concurrent, per model)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per request (direct)")
-    parser.add_argument("--retries", type=int, default=6, help="retries per request (direct)")
+    parser.add_argument("--timeout", type=SECONDS, default=600.0, help="seconds per request (direct)")
+    parser.add_argument("--retries", type=integer(0, 100), default=6, help="retries per request (direct)")
     args = parser.parse_args(argv)
     if args.workdir and args.backend != "lmms-eval":
         fail("--workdir applies to --backend lmms-eval only")

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
+from benchmeasure.options import PORT, SECONDS
 from benchmeasure.serving.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
 
@@ -39,9 +40,9 @@ def parse_args(argv):
     parser.add_argument("--panel", required=True, help="panel TOML (e.g. verifier/panels/cpu_smollm.toml)")
     parser.add_argument("--model-dir",
                         help="model folder (default: $BENCHMEASURE_SMOLLM2_DIR, else the panel's serve.path)")
-    parser.add_argument("--port", type=int, help="port (default: the panel's serve.port)")
+    parser.add_argument("--port", type=PORT, help="port (default: the panel's serve.port)")
     parser.add_argument("--log", type=Path, default=Path("vllm-cpu.log"), help="server log (default: vllm-cpu.log)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for readiness (default: 300)")
+    parser.add_argument("--timeout", type=SECONDS, default=300.0, help="seconds to wait for readiness (default: 300)")
     parser.add_argument("--ready-file", type=Path, help="write the base URL to this file once the server answers")
     parser.add_argument("--dry-run", action="store_true", help="print the environment and command, start nothing")
     return parser.parse_args(argv)

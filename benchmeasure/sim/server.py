@@ -33,6 +33,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from benchmeasure.options import SEED, integer, number
 from benchmeasure.sim.world import World, respond
 
 FAILURES = ("500", "429", "hang", "malformed")
@@ -161,13 +162,13 @@ def serve(world: World, port: int = 0, fail_rate: float = 0.0, hang_s: float = 5
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Simulated OpenAI-compatible server (rewriter + verifier panel).")
     parser.add_argument("--world", required=True, help="world.json written by the sim data set")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--fail-rate", type=float, default=0.0, help="share of requests that fail (0..1)")
-    parser.add_argument("--hang-s", type=float, default=5.0, help="delay of a 'hang' failure, seconds")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jitter-s", type=float, default=0.0,
+    parser.add_argument("--port", type=integer(0, 65_535), default=0, help="0 picks a free port")
+    parser.add_argument("--fail-rate", type=number(0.0, 1.0), default=0.0, help="share of requests that fail (0..1)")
+    parser.add_argument("--hang-s", type=number(0.0, 3600.0), default=5.0, help="delay of a 'hang' failure, seconds")
+    parser.add_argument("--seed", type=SEED, default=0)
+    parser.add_argument("--jitter-s", type=number(0.0, 3600.0), default=0.0,
                         help="delay each reply by a random time below this (s), so replies finish in a shuffled order")
-    parser.add_argument("--jitter-seed", type=int, default=0, help="seed of the delays (drawn in arrival order)")
+    parser.add_argument("--jitter-seed", type=SEED, default=0, help="seed of the delays (drawn in arrival order)")
     args = parser.parse_args(argv)
     server, url = serve(World.load(args.world), args.port, args.fail_rate, args.hang_s, args.seed, args.jitter_s,
                         args.jitter_seed)
