@@ -207,15 +207,28 @@ def per_parameter(idata, var_name: str) -> dict:
     """
     draws = _posterior(idata)[var_name]
     dims = [d for d in draws.dims if d not in ("chain", "draw")]
-    values = np.asarray(draws.transpose("chain", "draw", *dims).values, dtype=float)
+    values = np.asarray(draws.transpose("chain", "draw", *dims).values)
     n_chains, n_draws = values.shape[:2]
-    flat = values.reshape(n_chains, n_draws, -1)
-    return {
-        "mean": flat.mean(axis=(0, 1)),
-        "sd": flat.std(axis=(0, 1), ddof=1) if n_chains * n_draws > 1 else np.full(flat.shape[2], np.nan),
-        "r_hat": rhat_rank(flat),
-        "ess_bulk": ess_bulk(flat),
-    }
+    return summarize_draws(values.reshape(n_chains, n_draws, -1))
+
+
+def summarize_draws(values: np.ndarray, chunk: int = 2048) -> dict:
+    """:func:`per_parameter`'s figures from an array (chains, draws, P) of any float type, P in chunks.
+
+    Each chunk of ``chunk`` parameters is converted to float64 and summarized on its own, so
+    the working memory is a few copies of (chains, draws, chunk) whatever P is; draws stored
+    as float32 are summarized in float64.
+    """
+    n_chains, n_draws, n_params = values.shape
+    out = {key: np.empty(n_params) for key in ("mean", "sd", "r_hat", "ess_bulk")}
+    for start in range(0, n_params, chunk):
+        stop = min(start + chunk, n_params)
+        flat = np.asarray(values[:, :, start:stop], dtype=float)
+        out["mean"][start:stop] = flat.mean(axis=(0, 1))
+        out["sd"][start:stop] = (flat.std(axis=(0, 1), ddof=1) if n_chains * n_draws > 1 else np.nan)
+        out["r_hat"][start:stop] = rhat_rank(flat)
+        out["ess_bulk"][start:stop] = ess_bulk(flat)
+    return out
 
 
 def _finite_or_none(x) -> float | None:

@@ -9,10 +9,18 @@
     result.diagnostics["max_r_hat"], result.diagnostics["min_ess_bulk"], result.diagnostics["divergences"]
     result.posterior                                              # ArviZ DataTree (theta, b), None for MAP
 
-The model is built once (:func:`benchmeasure.irt.model.build_model`) and handed to the
-chosen sampler: nutpie (default, compiled with Numba), PyMC's own NUTS, or numpyro (JAX,
-optional). ``method="map"`` returns the posterior mode of the same model instead, with no
-uncertainty (sd, R-hat and ESS are NaN).
+Two routes sample the same posterior (``route``):
+
+* ``"collapsed"`` (default with nutpie and PyMC): NUTS on the abilities' marginal posterior,
+  every b_i integrated out by quadrature (:func:`benchmeasure.irt.model.build_collapsed_model`),
+  then each b_i drawn exactly from its one-dimensional conditional given every θ draw
+  (:mod:`benchmeasure.irt.collapsed`). NUTS runs in M dimensions whatever N is.
+* ``"joint"``: NUTS on (θ, b) together (:func:`benchmeasure.irt.model.build_model`), the
+  only route numpyro runs.
+
+Either model is built once and handed to the chosen sampler: nutpie (default, compiled
+with Numba), PyMC's own NUTS, or numpyro (JAX, optional). ``method="map"`` returns the
+posterior mode of the joint model instead, with no uncertainty (sd, R-hat and ESS are NaN).
 """
 
 from __future__ import annotations
@@ -21,7 +29,6 @@ import contextlib
 import logging
 import math
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -33,6 +40,7 @@ from .diagnostics import per_parameter, summarize_diagnostics
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 METHODS = ("nuts", "map")
+ROUTES = ("collapsed", "joint")
 DEFAULTS = {"chains": 4, "tune": 1000, "draws": 1000, "target_accept": 0.95}
 
 
@@ -48,9 +56,10 @@ class FitResult:
     ``diagnostics`` holds ``max_r_hat``, ``min_ess_bulk``, ``divergences`` (None/None/0 for
     MAP), ``leapfrog_steps_per_draw``, ``compile_time_s``, ``sampling_time_s``,
     ``wall_time_s`` and the rest of :func:`~benchmeasure.irt.diagnostics.summarize_diagnostics`.
-    ``settings`` records how the fit was run (method, sampler, chains, tune, draws,
-    target_accept, seed, seed_used, guessing). ``posterior`` is the ArviZ DataTree with
-    ``theta`` (dim ``model``) and ``b`` (dim ``item``) draws, or None for MAP.
+    ``settings`` records how the fit was run (method, route, sampler, chains, tune, draws,
+    target_accept, seed, seed_used, guessing). On the collapsed route the ``b`` draws are
+    stored as float32 (4 bytes × chains × draws × N); every summary is computed in float64.
+    ``posterior`` is the ArviZ DataTree with ``theta`` (dim ``model``) and ``b`` (dim ``item``) draws, or None for MAP.
     """
 
     models: list
@@ -127,8 +136,20 @@ def check_guessing(guessing, n_items: int, items=None):
     return g
 
 
+def resolve_route(route: str, sampler: str) -> str:
+    """``"auto"`` → ``"collapsed"`` except with numpyro (joint only); else the route itself, checked."""
+    if route == "auto":
+        return "joint" if sampler == "numpyro" else "collapsed"
+    if route not in ROUTES:
+        fail(f"route must be one of auto, {', '.join(ROUTES)}, got {route!r}")
+    if route == "collapsed" and sampler == "numpyro":
+        fail("the collapsed route runs with --sampler nutpie or pymc; numpyro samples the joint model "
+             "(use --route joint with --sampler numpyro)")
+    return route
+
+
 def check_settings(*, method: str, sampler: str, chains: int, tune: int, draws: int, target_accept: float,
-                   seed) -> None:
+                   seed, route: str = "auto") -> None:
     """Reject impossible sampler settings with one InputError line."""
     if method not in METHODS:
         fail(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -146,6 +167,8 @@ def check_settings(*, method: str, sampler: str, chains: int, tune: int, draws: 
         fail("tune must be at least 1 with the nutpie sampler (its warm-up schedule needs one step)")
     if method == "nuts" and sampler == "numpyro":
         check_numpyro_available()
+    if method == "nuts":
+        resolve_route(route, sampler)
 
 
 def check_numpyro_available() -> None:
@@ -165,8 +188,8 @@ def check_numpyro_available() -> None:
 
 def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampler: str = "nutpie",
             chains: int = 4, tune: int = 1000, draws: int = 1000, target_accept: float = 0.95,
-            seed: int | None = None, progress: bool = False, parametrization: str = "rotated",
-            adaptation: str = "diag", cores: int | None = None) -> FitResult:
+            seed: int | None = None, progress=False, parametrization: str = "rotated",
+            adaptation: str = "diag", cores: int | None = None, route: str = "auto") -> FitResult:
     """Fit the Bayesian 1PL model of paper Appendix C.3 to ``matrix``.
 
     Parameters
@@ -184,10 +207,13 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
     seed : int, optional
         Makes the fit reproducible (same seed, same inputs, same sampler → identical draws).
         When None a seed is drawn and recorded in ``settings["seed_used"]``.
-    progress : bool
-        Show a progress line on stderr while sampling.
+    progress : bool or :class:`benchmeasure.irt.progress.Progress`
+        Show progress on stderr (a redrawn line on a terminal, a line every ~10 s in a log):
+        True makes one, or pass your own.
     parametrization : {"rotated", "direct"}
-        Sampler coordinates (:mod:`benchmeasure.irt.model`); the posterior is the same either way.
+        Joint-route sampler coordinates (:mod:`benchmeasure.irt.model`); the posterior is the same either way.
+    route : {"auto", "collapsed", "joint"}
+        How NUTS explores the posterior (module docstring); "auto" is collapsed except with numpyro.
     adaptation : {"diag", "low_rank"}
         nutpie's mass-matrix adaptation (ignored by the other samplers).
     cores : int, optional
@@ -199,11 +225,13 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
     """
     wall_start = time.perf_counter()
     check_settings(method=method, sampler=sampler, chains=chains, tune=tune, draws=draws,
-                   target_accept=target_accept, seed=seed)
+                   target_accept=target_accept, seed=seed, route=route)
     g = check_guessing(guessing, len(matrix.items), matrix.items)
+    route = resolve_route(route, sampler) if method == "nuts" else None
     seed_used = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
     settings = {
         "method": method,
+        "route": route,
         "sampler": sampler if method == "nuts" else None,
         "chains": chains if method == "nuts" else None,
         "tune": tune if method == "nuts" else None,
@@ -212,19 +240,33 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         "seed": None if seed is None else int(seed),
         "seed_used": seed_used,
         "guessing": g if np.ndim(g) == 0 else g.tolist(),
-        "parametrization": parametrization,
+        "parametrization": parametrization if route == "joint" else None,
         "adaptation": adaptation if method == "nuts" and sampler == "nutpie" else None,
     }
     if method == "map":
         return _fit_map(matrix, g, settings, wall_start)
-    from .model import build_model
-
-    model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
-                        parametrization=parametrization,
-                        kernel="pytensor" if (method == "nuts" and sampler == "numpyro") else "fused")
     if cores is None:
         cores = min(chains, _available_cpus())
+    from .progress import Progress
+
+    shown = progress if isinstance(progress, Progress) else (
+        Progress("1PL fit", chains=chains) if progress else None)
+    with (shown if shown is not None else contextlib.nullcontext()):
+        if route == "collapsed":
+            return _fit_collapsed(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune,
+                                  draws=draws, target_accept=target_accept, seed_used=seed_used, cores=cores,
+                                  adaptation=adaptation, progress=shown)
+        return _fit_joint(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune, draws=draws,
+                          target_accept=target_accept, seed_used=seed_used, cores=cores, adaptation=adaptation,
+                          parametrization=parametrization, progress=shown)
+
+
+def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, seed_used, cores, adaptation,
+              progress):
+    """Sample ``model`` with nutpie or PyMC's NUTS; returns (idata, compile_time_s, sampling_time_s)."""
     compile_start = time.perf_counter()
+    if progress is not None:
+        progress.update("compiling", 0, 0)
     if sampler == "nutpie":
         import nutpie
         import pytensor
@@ -233,34 +275,113 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         # in an address-dependent way, so the same seed could give different last bits (and
         # then different draws). The hot loop is the fused kernel, which keeps its own flags.
         with pytensor.config.change_flags(numba__fastmath=False):
-            compiled = nutpie.compile_pymc_model(model, var_names=["theta", "b"])
+            compiled = nutpie.compile_pymc_model(model, var_names=var_names)
         compile_time = time.perf_counter() - compile_start
         sample_start = time.perf_counter()
-        callback = _ProgressLine(chains * (tune + draws), chains) if progress else None
+        callback = progress.nutpie_callback(tune + draws) if progress is not None else None
         idata = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
                               target_accept=float(target_accept), adaptation=adaptation, progress_bar=False,
                               progress_callback=callback, save_warmup=False)
-        if callback is not None:
-            callback.finish()
         sampling_time = time.perf_counter() - sample_start
     else:
         import pymc as pm
 
+        if progress is not None:
+            progress.update("NUTS (PyMC)", 0, 0)
         sample_start = time.perf_counter()
-        with _quiet_logger("pymc", quiet=not progress):
+        with _quiet_logger("pymc", quiet=True):
             idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
                               target_accept=float(target_accept), nuts_sampler=sampler, model=model,
-                              progressbar=progress, compute_convergence_checks=False, var_names=["theta", "b"])
+                              progressbar=False, compute_convergence_checks=False, var_names=var_names)
         total = time.perf_counter() - sample_start
         reported = idata["posterior"].attrs.get("sampling_time")
         sampling_time = float(reported) if reported else total
         compile_time = max(total - sampling_time, 0.0)
+    return _keep(idata, var_names), compile_time, sampling_time
+
+
+def _fit_collapsed(matrix, g, settings, wall_start, *, sampler, chains, tune, draws, target_accept, seed_used, cores,
+                   adaptation, progress) -> FitResult:
+    """The collapsed route: NUTS on θ's marginal, then exact draws of b given each θ draw."""
+    from .collapsed import draw_difficulties, quadrature_check
+    from .diagnostics import summarize_draws
+    from .model import build_collapsed_model
+
+    model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models)
+    idata, compile_time, sampling_time = _run_nuts(
+        model, ["theta"], sampler=sampler, chains=chains, tune=tune, draws=draws, target_accept=target_accept,
+        seed_used=seed_used, cores=cores, adaptation=adaptation, progress=progress)
+    posterior = idata["posterior"].to_dataset()
+    theta_draws = np.asarray(posterior["theta"].transpose("chain", "draw", "model").values, dtype=float)
+    draw_start = time.perf_counter()
+    total_draws = theta_draws.shape[0] * theta_draws.shape[1]
+
+    def on_block(done, total):
+        if progress is not None:
+            progress.update("drawing difficulties", done, total)
+
+    on_block(0, total_draws)
+    b_seed = int(np.random.SeedSequence([seed_used, 1]).generate_state(1)[0])
+    b_draws = draw_difficulties(data, theta_draws, b_seed, on_block=on_block)
+    draw_time = time.perf_counter() - draw_start
+    check = quadrature_check(data, theta_draws, seed=seed_used)
+    idata["posterior"] = posterior.assign_coords(item=list(matrix.items)).assign(
+        b=(("chain", "draw", "item"), b_draws))
+    summary_start = time.perf_counter()
+    if progress is not None:
+        progress.update("summarizing", 0, 0)
+    b_stats = summarize_draws(b_draws)
+    theta_stats = summarize_draws(theta_draws)
+    diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=sampling_time,
+                                        stats={"theta": theta_stats, "b": b_stats})
+    diagnostics["compile_time_s"] = compile_time
+    diagnostics["difficulty_draw_time_s"] = draw_time
+    diagnostics["summary_time_s"] = time.perf_counter() - summary_start
+    diagnostics["quadrature"] = check
+    diagnostics["route"] = "collapsed"
+    diagnostics["wall_time_s"] = time.perf_counter() - wall_start
+    return FitResult(
+        models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="nuts",
+        b_mean=b_stats["mean"], b_sd=b_stats["sd"], r_hat=b_stats["r_hat"], ess_bulk=b_stats["ess_bulk"],
+        theta_mean=theta_stats["mean"], theta_sd=theta_stats["sd"], theta_r_hat=theta_stats["r_hat"],
+        theta_ess_bulk=theta_stats["ess_bulk"], diagnostics=diagnostics, settings=settings, posterior=idata,
+    )
+
+
+def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws, target_accept, seed_used, cores,
+               adaptation, parametrization, progress) -> FitResult:
+    """The joint route: NUTS on (θ, b) together."""
+    from .model import build_model
+
+    model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
+                        parametrization=parametrization,
+                        kernel="pytensor" if sampler == "numpyro" else "fused")
+    if sampler == "numpyro":
+        import pymc as pm
+
+        if progress is not None:
+            progress.update("NUTS (numpyro)", 0, 0)
+        sample_start = time.perf_counter()
+        with _quiet_logger("pymc", quiet=True):
+            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
+                              target_accept=float(target_accept), nuts_sampler=sampler, model=model,
+                              progressbar=False, compute_convergence_checks=False, var_names=["theta", "b"])
+        total = time.perf_counter() - sample_start
+        reported = idata["posterior"].attrs.get("sampling_time")
+        sampling_time = float(reported) if reported else total
+        compile_time = max(total - sampling_time, 0.0)
+    else:
+        idata, compile_time, sampling_time = _run_nuts(
+            model, ["theta", "b"], sampler=sampler, chains=chains, tune=tune, draws=draws,
+            target_accept=target_accept, seed_used=seed_used, cores=cores, adaptation=adaptation,
+            progress=progress)
     idata = _keep(idata, ["theta", "b"])
     b_stats = per_parameter(idata, "b")
     theta_stats = per_parameter(idata, "theta")
     diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=sampling_time,
                                         stats={"theta": theta_stats, "b": b_stats})
     diagnostics["compile_time_s"] = compile_time
+    diagnostics["route"] = "joint"
     diagnostics["wall_time_s"] = time.perf_counter() - wall_start
     return FitResult(
         models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="nuts",
@@ -352,39 +473,3 @@ def _available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         return os.cpu_count() or 1
-
-
-class _ProgressLine:
-    """A one-line progress display on stderr fed by nutpie's progress callback (every 100 ms).
-
-    :meth:`finish` always draws the final state, so a run shorter than one callback still shows it.
-    """
-
-    def __init__(self, total: int, chains: int, stream=None):
-        self.total = max(total, 1)
-        self.chains = chains
-        self.divergences = 0
-        self.stream = stream or sys.stderr
-        self.start = time.perf_counter()
-        self.last = ""
-
-    def _draw(self, done: int, phase: str) -> None:
-        frac = min(done / self.total, 1.0)
-        width = 30
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        line = (f"\rsampling [{bar}] {100 * frac:5.1f}% {phase} {self.chains} chains, "
-                f"{self.divergences} divergences, {time.perf_counter() - self.start:5.1f} s")
-        if line != self.last:
-            self.stream.write(line)
-            self.stream.flush()
-            self.last = line
-
-    def __call__(self, progress) -> None:
-        self.divergences = sum(int(p.divergences) for p in progress)
-        tuning = any(bool(p.tuning) and bool(p.started) for p in progress)
-        self._draw(sum(int(p.finished_draws) for p in progress), "warm-up" if tuning else "draws  ")
-
-    def finish(self) -> None:
-        self._draw(self.total, "done   ")
-        self.stream.write("\n")
-        self.stream.flush()

@@ -3,7 +3,9 @@
 ``FusedLoglikGrad(theta, b, *constants)`` has three outputs, ℓ, ∂ℓ/∂θ and ∂ℓ/∂b, computed
 in one pass. Its pullback (reverse-mode gradient) reuses the node's own gradient outputs,
 so the log-density and its gradient cost one kernel call per leapfrog step.
-:class:`FusedLoglik` is the callable that builds the node from a matrix's constants. The Op runs compiled in
+:class:`FusedLoglik` is the callable that builds the node from a matrix's constants.
+:class:`MarginalLoglikGrad` / :class:`MarginalLoglik` do the same for the collapsed sampler's
+marginal log-likelihood of θ (:mod:`benchmeasure.irt.collapsed`, b integrated out). The Op runs compiled in
 PyTensor's Numba back end (nutpie) and through ``perform`` (PyMC's NUTS, ``find_MAP``).
 """
 
@@ -16,6 +18,7 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from .collapsed import CollapsedData, marginal_logp_grad
 from .kernel import LoglikData, loglik_and_grad
 
 
@@ -70,6 +73,49 @@ class FusedLoglik:
         return self._op(theta, b, *[pytensor.shared(c, borrow=False) for c in constants])[0]
 
 
+class MarginalLoglikGrad(Op):
+    """(θ, nodes, log weights, c, n_c, R, Y_u, n_u, g_u, g bounds, [K]) → (ℓ(θ) with b integrated out, ∂ℓ/∂θ)."""
+
+    __props__ = ()
+
+    def make_node(self, theta, *constants):
+        theta = pt.as_tensor_variable(theta).astype("float64")
+        constants = [pt.as_tensor_variable(c) for c in constants]
+        return Apply(self, [theta, *constants], [pt.dscalar(), pt.dvector()])
+
+    def perform(self, node, inputs, outputs):
+        theta, nodes, log_w, c_values, c_counts, row_sums, yu, nu, gu, gbounds, scalars = inputs
+        value, grad = marginal_logp_grad(np.ascontiguousarray(theta), nodes, log_w, scalars[0], c_values, c_counts,
+                                         row_sums, yu, nu, gu, gbounds)
+        outputs[0][0] = np.asarray(value, dtype=np.float64)
+        outputs[1][0] = grad
+
+    def infer_shape(self, node, input_shapes):
+        return [(), input_shapes[0]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        if not isinstance(cotangents[1].type, DisconnectedType):
+            raise NotImplementedError("only the log-likelihood output of MarginalLoglikGrad is differentiable")
+        return [cotangents[0] * outputs[1]] + [DisconnectedType()() for _ in inputs[1:]]
+
+    def connection_pattern(self, node):
+        return [[True, True]] + [[False, False]] * (len(node.inputs) - 1)
+
+
+class MarginalLoglik:
+    """``op(theta)`` → the marginal log-likelihood of θ for one :class:`~benchmeasure.irt.collapsed.CollapsedData`."""
+
+    def __init__(self, data: CollapsedData):
+        self.data = data
+        self._op = MarginalLoglikGrad()
+
+    def __call__(self, theta):
+        d = self.data
+        constants = [d.grid.nodes, d.grid.log_weights, d.c_values, d.c_counts, d.row_sums, d.yu, d.nu, d.gu,
+                     d.gbounds, np.array([float(d.n_trials)])]
+        return self._op(theta, *[pytensor.shared(c, borrow=False) for c in constants])[0]
+
+
 def _kernel_version() -> int:
     """A number that changes whenever kernel.py or this file changes (PyTensor's cache key salt)."""
     import hashlib
@@ -77,7 +123,7 @@ def _kernel_version() -> int:
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for name in ("kernel.py", "pytensor_op.py"):
+    for name in ("kernel.py", "pytensor_op.py", "collapsed.py", "quadrature.py"):
         digest.update((here / name).read_bytes())
     return int.from_bytes(digest.digest()[:6], "big")
 
@@ -103,6 +149,19 @@ def _register_numba():
         # PyTensor caches this compiled wrapper on disk under a key made of the Op and this
         # number; the kernel is linked into it, so the number must change with the kernel.
         return fused, _KERNEL_VERSION
+
+    @register_funcify_default_op_cache_key(MarginalLoglikGrad)
+    def _funcify_marginal(op, node=None, **kwargs):
+        @numba_njit
+        def marginal(theta, nodes, log_w, c_values, c_counts, row_sums, yu, nu, gu, gbounds, scalars):
+            value, grad = marginal_logp_grad(
+                np.ascontiguousarray(theta), np.ascontiguousarray(nodes), np.ascontiguousarray(log_w), scalars[0],
+                np.ascontiguousarray(c_values), np.ascontiguousarray(c_counts), np.ascontiguousarray(row_sums),
+                np.ascontiguousarray(yu), np.ascontiguousarray(nu), np.ascontiguousarray(gu),
+                np.ascontiguousarray(gbounds), )
+            return np.asarray(value), grad
+
+        return marginal, _KERNEL_VERSION
 
 
 _register_numba()

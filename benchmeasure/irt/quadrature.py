@@ -199,8 +199,9 @@ def edge_weight(log_values: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def chord_cumulative(f, h, cum):
-    """Cumulative masses of exp(chord) over the G − 1 intervals, relative to exp(max f) (cum: (G−1,))."""
+def chord_cumulative(f, h, cum, shape):
+    """Prepare draws from exp(chord of f): cumulative interval masses (relative to exp(max f)) into
+    ``cum`` (G − 1,) and each interval's inverse-CDF constant into ``shape`` (G − 1,); returns max f."""
     top = f.max()
     total = 0.0
     for n in range(f.shape[0] - 1):
@@ -209,15 +210,17 @@ def chord_cumulative(f, h, cum):
         d = b - a
         if abs(d) < 1e-10:
             mass = h * math.exp(a) * (1.0 + 0.5 * d)
+            shape[n] = 0.0
         else:
             mass = h * (math.exp(b) - math.exp(a)) / d
+            shape[n] = math.exp(-d) if d > 0 else math.expm1(d)
         total += mass
         cum[n] = total
     return top
 
 
 @numba.njit(cache=True)
-def chord_draw(f, cum, x0, h):
+def chord_draw(f, cum, shape, x0, h):
     """One draw from the density ∝ exp(chord of f) on [x0, x0 + (G − 1)·h]; returns (x, chord(x))."""
     target = np.random.random() * cum[cum.shape[0] - 1]
     lo, hi = 0, cum.shape[0] - 1
@@ -230,14 +233,13 @@ def chord_draw(f, cum, x0, h):
     n = lo
     d = f[n + 1] - f[n]
     v = np.random.random()
+    # inverse CDF of the density ∝ exp(d·t) on [0, 1]
     if abs(d) < 1e-10:
         t = v
+    elif d > 0:
+        t = 1.0 + math.log(v + (1.0 - v) * shape[n]) / d
     else:
-        # inverse CDF of density ∝ exp(d·t) on [0, 1]
-        if d > 0:
-            t = 1.0 + math.log(v + (1.0 - v) * math.exp(-d)) / d
-        else:
-            t = math.log1p(v * math.expm1(d)) / d
+        t = math.log1p(v * shape[n]) / d
     t = min(max(t, 0.0), 1.0)
     return x0 + (n + t) * h, f[n] + d * t
 
@@ -246,16 +248,18 @@ def chord_draw(f, cum, x0, h):
 def _sample_rows(counts, opposing, sign, k, g, nodes, h, delta, f_grid, size, seed, out):
     np.random.seed(seed)
     cum = np.empty(nodes.shape[0] - 1)
+    shape = np.empty(nodes.shape[0] - 1)
+    squeeze = math.exp(-2.0 * delta)
     for u in range(counts.shape[0]):
         f = f_grid[u]
-        chord_cumulative(f, h, cum)
+        chord_cumulative(f, h, cum, shape)
         for s in range(size):
             while True:
-                x, chord = chord_draw(f, cum, nodes[0], h)
-                log_u = math.log(np.random.random())
-                if log_u < -2.0 * delta:
+                x, chord = chord_draw(f, cum, shape, nodes[0], h)
+                w = np.random.random()
+                if w < squeeze:
                     break
-                if log_u < _logf_general(x, counts[u], opposing, sign, k, g[u]) - chord - delta:
+                if math.log(w) < _logf_general(x, counts[u], opposing, sign, k, g[u]) - chord - delta:
                     break
             out[u, s] = x
 

@@ -1,0 +1,371 @@
+"""The collapsed 1PL sampler: NUTS on the abilities' marginal posterior, difficulties drawn exactly given each draw.
+
+The paper's model (Appendix C.3): θ_j, b_i ~ Normal(0, 1), Y_ij ~ Binomial(K, g_i + (1 − g_i)·σ(θ_j − b_i)).
+Given θ the difficulties are independent, so
+
+    p(θ | Y) ∝ N(θ; 0, I) · Π_i ∫ N(b; 0, 1) Π_j Binom(Y_ij | K, p(θ_j − b, g_i)) db,        (1)
+    p(b | θ, Y) = Π_i p(b_i | θ, Y_i),
+
+and the joint posterior is sampled exactly by drawing θ from (1) with NUTS (M dimensions
+instead of M + N) and then one b_i from its one-dimensional conditional for every θ draw
+(:mod:`benchmeasure.irt.quadrature`: exact rejection draws from a piecewise-exponential
+envelope). Each integral in (1) is a trapezoid sum on the grid of
+:func:`benchmeasure.irt.quadrature.make_grid`, whose relative error (about 1e−17, checked
+for every fit by :func:`quadrature_check`) is far below Monte Carlo error.
+
+Items share integrals:
+
+* g_i = 0: Σ_j Y_ij·η_ij − K·softplus(η_ij) = Σ_j Y_ij θ_j − C_i·b − K·Σ_j softplus(θ_j − b),
+  so the integral depends on the item only through its column sum C_i (the Rasch model's
+  sufficient statistic): at most M·K + 1 integrals whatever N is, all sharing one table
+  S(x_k) = Σ_j softplus(θ_j − x_k) of M × G terms.
+* g_i > 0: items with the same g and the same column of counts share one integral; for
+  each distinct g the M × G tables log p and log(1 − p) are computed once and every
+  column's log-integrand is one matrix product.
+
+Cost of one log-density and gradient: O(M·G + groups·G) (plus one U × M × G product per
+distinct g with guessing), independent of the number of items.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .quadrature import Grid, _logf_general, cell_loglik, chord_cumulative, chord_draw, make_grid
+
+
+class CollapsedData:
+    """Items grouped by what their integral depends on, with the grid (see the module docstring).
+
+    ``c_values``/``c_counts``: distinct column sums of the g = 0 items and how many items
+    have each; ``row_sums``: Σ over g = 0 items of Y_ij per model; ``yu``/``nu``/``gu``:
+    distinct (g, column) pairs of the g > 0 items, sorted by g, with ``gbounds`` the start
+    of each distinct g; ``item_kind``/``item_group``: per item, 0 = column-sum group
+    (index into ``c_values``) or 1 = guessing group (index into ``yu``).
+    """
+
+    def __init__(self, counts, n_trials: int, guessing=0.0, grid: Grid | None = None):
+        y = np.asarray(counts, dtype=np.int64)
+        n_models, n_items = y.shape
+        g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,))
+        self.n_models, self.n_items, self.n_trials = n_models, n_items, int(n_trials)
+        self.grid = grid or make_grid(n_models, n_trials)
+        plain = g == 0.0
+        self.item_kind = np.where(plain, 0, 1).astype(np.int64)
+        self.item_group = np.zeros(n_items, dtype=np.int64)
+        col = y.sum(axis=0)
+        c_values, c_index, c_counts = np.unique(col[plain], return_inverse=True, return_counts=True)
+        self.c_values = c_values.astype(float)
+        self.c_counts = c_counts.astype(float)
+        self.item_group[plain] = c_index
+        self.row_sums = y[:, plain].sum(axis=1).astype(float)
+        guessed = np.flatnonzero(~plain)
+        if guessed.size:
+            keys = np.concatenate([g[guessed][:, None], y[:, guessed].T.astype(float)], axis=1)
+            order = np.lexsort(keys.T[::-1])          # by g, then by the column
+            sorted_keys = keys[order]
+            new = np.ones(order.size, dtype=bool)
+            new[1:] = np.any(sorted_keys[1:] != sorted_keys[:-1], axis=1)
+            group_of_sorted = np.cumsum(new) - 1
+            unique_keys = sorted_keys[new]
+            self.gu = np.ascontiguousarray(unique_keys[:, 0])
+            self.yu = np.ascontiguousarray(unique_keys[:, 1:])
+            self.nu = np.bincount(group_of_sorted).astype(float)
+            self.item_group[guessed[order]] = group_of_sorted
+            starts = np.flatnonzero(np.r_[True, self.gu[1:] != self.gu[:-1]])
+            self.gbounds = np.r_[starts, self.gu.size].astype(np.int64)
+        else:
+            self.gu = np.zeros(0)
+            self.yu = np.zeros((0, n_models))
+            self.nu = np.zeros(0)
+            self.gbounds = np.zeros(1, dtype=np.int64)
+
+    @property
+    def n_integrals(self) -> int:
+        """How many one-dimensional integrals one evaluation of (1) takes (groups, not items)."""
+        return int(self.c_values.size + self.gu.size)
+
+    def args(self):
+        grid = self.grid
+        return (grid.nodes, grid.log_weights, float(self.n_trials), self.c_values, self.c_counts, self.row_sums,
+                self.yu, self.nu, self.gu, self.gbounds)
+
+    def __call__(self, theta):
+        """(log p(Y | θ) integrated over b, its gradient in θ) at a NumPy θ; the θ prior is not included."""
+        return marginal_logp_grad(np.ascontiguousarray(theta, dtype=float), *self.args())
+
+
+# ---------------------------------------------------------------------------------------------
+# the marginal log-likelihood of θ and its gradient
+
+
+@numba.njit(cache=True)
+def _softplus_sigma_table(theta, nodes, sp, sig):
+    """sp[j, k] = softplus(θ_j − x_k), sig[j, k] = σ(θ_j − x_k)."""
+    for j in range(theta.shape[0]):
+        for k in range(nodes.shape[0]):
+            eta = theta[j] - nodes[k]
+            e = math.exp(-abs(eta))
+            sp[j, k] = max(eta, 0.0) + math.log1p(e)
+            sig[j, k] = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
+
+
+@numba.njit(cache=True)
+def _softmax_rows(a, out):
+    """out = row-wise softmax of a; returns the row-wise log-sum-exp."""
+    lse = np.empty(a.shape[0])
+    for u in range(a.shape[0]):
+        top = a[u].max()
+        total = 0.0
+        for k in range(a.shape[1]):
+            out[u, k] = math.exp(a[u, k] - top)
+            total += out[u, k]
+        for k in range(a.shape[1]):
+            out[u, k] /= total
+        lse[u] = top + math.log(total)
+    return lse
+
+
+@numba.njit(cache=True)
+def _guess_tables(theta, nodes, g, n_trials, d, e_sum, dd, dbl):
+    """For one g: d = log p − log(1 − p), e_sum[k] = K·Σ_j log(1 − p), and their η-derivatives."""
+    m, n_nodes = theta.shape[0], nodes.shape[0]
+    log1m_g = math.log1p(-g)
+    for k in range(n_nodes):
+        e_sum[k] = 0.0
+    for j in range(m):
+        for k in range(n_nodes):
+            eta = theta[j] - nodes[k]
+            e = math.exp(-abs(eta))
+            s = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)       # σ(η)
+            log_right = cell_loglik(1.0, 1.0, eta, g)                   # log p
+            log_wrong = cell_loglik(0.0, 1.0, eta, g)                   # log(1 − p)
+            d[j, k] = log_right - log_wrong
+            e_sum[k] += n_trials * log_wrong
+            # ∂ log p/∂η = (1 − g)σ(1 − σ)/p, ∂ log(1 − p)/∂η = −σ
+            p = g + (1.0 - g) * s
+            dbl[j, k] = -s
+            dd[j, k] = math.exp(log1m_g) * s * (1.0 - s) / p + s
+
+
+@numba.njit(cache=True)
+def marginal_logp_grad(theta, nodes, log_weights, n_trials, c_values, c_counts, row_sums, yu, nu, gu, gbounds):
+    """Σ_i log ∫ N(b; 0, 1) Π_j Binom(Y_ij | K, p(θ_j − b, g_i)) db (without log C(K, Y)) and its θ-gradient."""
+    m, n_nodes = theta.shape[0], nodes.shape[0]
+    value = 0.0
+    grad = np.zeros(m)
+    if c_values.shape[0]:
+        sp = np.empty((m, n_nodes))
+        sig = np.empty((m, n_nodes))
+        _softplus_sigma_table(theta, nodes, sp, sig)
+        s_sum = sp.sum(axis=0)
+        a = np.empty((c_values.shape[0], n_nodes))
+        for c in range(c_values.shape[0]):
+            for k in range(n_nodes):
+                a[c, k] = log_weights[k] - c_values[c] * nodes[k] - n_trials * s_sum[k]
+        pi = np.empty_like(a)
+        lse = _softmax_rows(a, pi)
+        w = np.zeros(n_nodes)
+        for c in range(c_values.shape[0]):
+            value += c_counts[c] * lse[c]
+            for k in range(n_nodes):
+                w[k] += c_counts[c] * pi[c, k]
+        for j in range(m):
+            value += row_sums[j] * theta[j]
+            acc = 0.0
+            for k in range(n_nodes):
+                acc += w[k] * sig[j, k]
+            grad[j] += row_sums[j] - n_trials * acc
+    if gu.shape[0]:
+        d = np.empty((m, n_nodes))
+        dd = np.empty((m, n_nodes))
+        dbl = np.empty((m, n_nodes))
+        e_sum = np.empty(n_nodes)
+        for block in range(gbounds.shape[0] - 1):
+            lo, hi = gbounds[block], gbounds[block + 1]
+            _guess_tables(theta, nodes, gu[lo], n_trials, d, e_sum, dd, dbl)
+            ys = np.ascontiguousarray(yu[lo:hi])
+            a = ys @ d
+            for u in range(hi - lo):
+                for k in range(n_nodes):
+                    a[u, k] += log_weights[k] + e_sum[k]
+            pi = np.empty_like(a)
+            lse = _softmax_rows(a, pi)
+            for u in range(hi - lo):
+                value += nu[lo + u] * lse[u]
+                for k in range(n_nodes):
+                    pi[u, k] *= nu[lo + u]
+            t = ys.T @ pi              # (M, G): Σ_u n_u π_uk Y_uj
+            w = pi.sum(axis=0)         # Σ_u n_u π_uk
+            for j in range(m):
+                acc = 0.0
+                for k in range(n_nodes):
+                    acc += t[j, k] * dd[j, k] + n_trials * w[k] * dbl[j, k]
+                grad[j] += acc
+    return value, grad
+
+
+# ---------------------------------------------------------------------------------------------
+# exact draws of b given θ
+
+
+@numba.njit(cache=True)
+def _logf_plain(x, c, theta, n_trials):
+    """log N(x; 0, 1)·likelihood of a g = 0 item with column sum c given θ, without terms free of x."""
+    total = -0.5 * x * x - c * x
+    for j in range(theta.shape[0]):
+        eta = theta[j] - x
+        total -= n_trials * (max(eta, 0.0) + math.log1p(math.exp(-abs(eta))))
+    return total
+
+
+@numba.njit(cache=True)
+def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gbounds, item_kind, item_group,
+                 seed, out):
+    """out[s, i] = one exact draw of b_i given θ = theta_draws[s], for every draw s and item i."""
+    np.random.seed(seed)
+    m, n_nodes = theta_draws.shape[1], nodes.shape[0]
+    n_c, n_u = c_values.shape[0], gu.shape[0]
+    f_c = np.empty((n_c, n_nodes))
+    cum_c = np.empty((n_c, n_nodes - 1))
+    shape_c = np.empty((n_c, n_nodes - 1))
+    f_u = np.empty((n_u, n_nodes))
+    cum_u = np.empty((n_u, n_nodes - 1))
+    shape_u = np.empty((n_u, n_nodes - 1))
+    sp = np.empty((m, n_nodes))
+    sig = np.empty((m, n_nodes))
+    d = np.empty((m, n_nodes))
+    dd = np.empty((m, n_nodes))
+    dbl = np.empty((m, n_nodes))
+    e_sum = np.empty(n_nodes)
+    g_item = np.zeros(m)
+    squeeze = math.exp(-2.0 * delta)
+    for s in range(theta_draws.shape[0]):
+        theta = theta_draws[s]
+        if n_c:
+            _softplus_sigma_table(theta, nodes, sp, sig)
+            s_sum = sp.sum(axis=0)
+            for c in range(n_c):
+                for k in range(n_nodes):
+                    x = nodes[k]
+                    f_c[c, k] = -0.5 * x * x - c_values[c] * x - n_trials * s_sum[k]
+                chord_cumulative(f_c[c], step, cum_c[c], shape_c[c])
+        for block in range(gbounds.shape[0] - 1):
+            lo, hi = gbounds[block], gbounds[block + 1]
+            _guess_tables(theta, nodes, gu[lo], n_trials, d, e_sum, dd, dbl)
+            f_u[lo:hi] = np.ascontiguousarray(yu[lo:hi]) @ d
+            for u in range(lo, hi):
+                for k in range(n_nodes):
+                    f_u[u, k] += e_sum[k] - 0.5 * nodes[k] * nodes[k]
+                chord_cumulative(f_u[u], step, cum_u[u], shape_u[u])
+        for i in range(item_kind.shape[0]):
+            grp = item_group[i]
+            plain = item_kind[i] == 0
+            while True:
+                if plain:
+                    x, chord = chord_draw(f_c[grp], cum_c[grp], shape_c[grp], nodes[0], step)
+                else:
+                    x, chord = chord_draw(f_u[grp], cum_u[grp], shape_u[grp], nodes[0], step)
+                w = np.random.random()
+                if w < squeeze:
+                    break
+                if plain:
+                    exact = _logf_plain(x, c_values[grp], theta, n_trials)
+                else:
+                    for j in range(m):
+                        g_item[j] = gu[grp]
+                    exact = _logf_general(x, yu[grp], theta, -1, n_trials, g_item)
+                if math.log(w) < exact - chord - delta:
+                    break
+            out[s, i] = x
+
+
+def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *, block: int = 100,
+                      on_block=None) -> np.ndarray:
+    """Exact draws of b given each θ draw: theta_draws (chains, draws, M) → float32 (chains, draws, N).
+
+    Draws are made in blocks of ``block`` θ draws, each block seeded from ``seed`` and its
+    index (so the result does not depend on the block's position in time);
+    ``on_block(done, total)`` is called after each block (progress).
+    """
+    chains, draws, m = theta_draws.shape
+    flat = np.ascontiguousarray(theta_draws.reshape(chains * draws, m), dtype=float)
+    out = np.empty((chains * draws, data.n_items), dtype=np.float32)
+    grid = data.grid
+    delta = grid.curvature * grid.step ** 2 / 8.0
+    buffer = np.empty((min(block, flat.shape[0]), data.n_items))
+    seeds = np.random.SeedSequence(seed).generate_state(-(-flat.shape[0] // block))
+    for index, start in enumerate(range(0, flat.shape[0], block)):
+        stop = min(start + block, flat.shape[0])
+        part = buffer[: stop - start]
+        draw_b_block(flat[start:stop], grid.nodes, grid.step, delta, float(data.n_trials), data.c_values, data.yu,
+                     data.gu, data.gbounds, data.item_kind, data.item_group, int(seeds[index]), part)
+        out[start:stop] = part
+        if on_block is not None:
+            on_block(stop, flat.shape[0])
+    return out.reshape(chains, draws, data.n_items)
+
+
+# ---------------------------------------------------------------------------------------------
+# the quadrature's accuracy on the fitted posterior
+
+
+def quadrature_check(data: CollapsedData, theta_draws: np.ndarray, n_check: int = 20, seed: int = 0) -> dict:
+    """Quadrature error of (1) at ``n_check`` θ draws: the grid against one with half the step.
+
+    Returns ``max_abs_log_marginal_error`` (largest |Δ| of the summed log-integral over the
+    draws checked), ``max_abs_gradient_error``, ``max_edge_weight`` (largest normalized
+    weight at an end node of any group's grid, i.e. how much could lie beyond ±L),
+    ``grid_nodes``, ``grid_step``, ``grid_half_width`` and ``integrals`` per evaluation.
+    """
+    flat = theta_draws.reshape(-1, theta_draws.shape[-1])
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(flat.shape[0], size=min(n_check, flat.shape[0]), replace=False)
+    fine = make_grid(data.n_models, data.n_trials, step_factor=0.5 * _step_factor(data.grid, data),
+                     half_width=float(data.grid.nodes[-1]))
+    fine_data = _with_grid(data, fine)
+    value_err = grad_err = edge = 0.0
+    for s in picks:
+        theta = np.ascontiguousarray(flat[s], dtype=float)
+        v1, g1 = data(theta)
+        v2, g2 = fine_data(theta)
+        value_err = max(value_err, abs(v1 - v2))
+        grad_err = max(grad_err, float(np.max(np.abs(g1 - g2))))
+        edge = max(edge, _edge_weight(data, theta))
+    return {"max_abs_log_marginal_error": value_err, "max_abs_gradient_error": grad_err,
+            "max_edge_weight": edge, "grid_nodes": data.grid.size, "grid_step": data.grid.step,
+            "grid_half_width": float(data.grid.nodes[-1]), "integrals": data.n_integrals,
+            "checked_draws": int(picks.size)}
+
+
+def _step_factor(grid: Grid, data: CollapsedData) -> float:
+    return grid.step * math.sqrt(grid.curvature)
+
+
+def _with_grid(data: CollapsedData, grid: Grid) -> CollapsedData:
+    clone = object.__new__(CollapsedData)
+    clone.__dict__.update(data.__dict__)
+    clone.grid = grid
+    return clone
+
+
+def _edge_weight(data: CollapsedData, theta: np.ndarray) -> float:
+    """Largest normalized end-node weight over every group's integrand at θ."""
+    from .quadrature import edge_weight
+
+    grid = data.grid
+    worst = 0.0
+    if data.c_values.size:
+        eta = theta[:, None] - grid.nodes[None, :]
+        s_sum = (np.maximum(eta, 0.0) + np.log1p(np.exp(-np.abs(eta)))).sum(axis=0)
+        a = grid.log_weights[None, :] - data.c_values[:, None] * grid.nodes[None, :] - data.n_trials * s_sum[None, :]
+        worst = max(worst, float(edge_weight(a).max()))
+    if data.gu.size:
+        from .quadrature import log_integrand
+
+        a = log_integrand(data.yu, data.n_trials, theta, grid, guessing=data.gu[:, None], side="item")
+        worst = max(worst, float(edge_weight(a).max()))
+    return worst
