@@ -86,6 +86,8 @@ def test_outputs_columns_and_keys(nuts_runs, matrix_file):
     s = d["settings"]
     assert {k: s[k] for k in ("chains", "tune", "draws", "target_accept", "seed", "sampler", "guessing")} == {
         "chains": 2, "tune": 150, "draws": 60, "target_accept": 0.95, "seed": 5, "sampler": "nutpie", "guessing": 0.0}
+    assert s["route"] == "collapsed"   # the default route, recorded
+    assert d["quadrature"]["max_edge_weight"] < 1e-20 and d["quadrature"]["max_abs_log_marginal_error"] < 1e-9
     import hashlib
 
     assert d["input"]["sha256"] == hashlib.sha256(matrix_file.read_bytes()).hexdigest()
@@ -114,7 +116,8 @@ def test_low_ess_warns_with_advice_and_no_progress_bar_off_a_terminal(nuts_runs)
     assert d["min_ess_bulk"] < 400
     assert "warning: min bulk ESS" in first.stderr and "--draws" in first.stderr
     assert d["warnings"] and any("ESS" in w for w in d["warnings"])
-    assert "\r" not in first.stderr and "sampling [" not in first.stderr
+    assert "\r" not in first.stderr and "1PL fit: [" not in first.stderr
+    assert "1PL fit: done" in first.stderr  # off a terminal: plain progress lines, the last one at the end
 
 
 @pytest.mark.slow
@@ -343,9 +346,9 @@ def test_progress_bar_on_a_terminal_and_quiet_silences_it(matrix_file, tmp_path)
 
     code, text = stderr_on_a_tty()
     assert code == 0, text
-    assert "sampling [" in text and "divergences" in text
+    assert "1PL fit: [" in text and "divergences" in text and "\r" in text and "elapsed" in text
     code, text = stderr_on_a_tty("--quiet")
-    assert code == 0 and "sampling [" not in text
+    assert code == 0 and "1PL fit" not in text
 
 
 @pytest.mark.slow
@@ -367,3 +370,49 @@ def test_non_utf8_matrix_is_one_line(tmp_path):
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "not UTF-8" in result.stderr and str(path) in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_joint_route_through_the_command_line(matrix_file, tmp_path):
+    out = tmp_path / "out"
+    result = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", out, "--route", "joint", "--chains", 2,
+                 "--tune", 100, "--draws", 100, "--seed", 4, "--quiet")
+    assert result.returncode == 0, result.stderr
+    d = json.loads((out / "diagnostics.json").read_text())
+    assert d["settings"]["route"] == "joint" and d["quadrature"] is None
+    assert len(read_rows(out / "difficulty.csv")) == 13
+
+
+def test_collapsed_route_with_numpyro_is_rejected(matrix_file, tmp_path):
+    result = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", tmp_path / "out", "--route", "collapsed",
+                 "--sampler", "numpyro")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "numpyro" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_progress_lines_in_a_log_at_the_configured_cadence(matrix_file, tmp_path):
+    """stderr to a file: a plain progress line every interval (10 s by default; 0.2 s here), whatever the phase."""
+    import re
+
+    interval = 0.2
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["BENCHMEASURE_PROGRESS_INTERVAL"] = str(interval)
+    log = tmp_path / "fit.log"
+    with open(log, "w", encoding="utf-8") as handle:
+        proc = subprocess.run([sys.executable, str(SCRIPT), str(matrix_file), "--n-trials", str(N_TRIALS),
+                               "--output-dir", str(tmp_path / "out"), "--chains", "2", "--tune", "200",
+                               "--draws", "200", "--seed", "2"], stdout=subprocess.DEVNULL, stderr=handle,
+                              stdin=subprocess.DEVNULL, env=env, cwd=ROOT, timeout=300)
+    text = log.read_text(encoding="utf-8")
+    assert proc.returncode == 0, text
+    assert "\r" not in text
+    lines = [line for line in text.splitlines() if line.startswith("1PL fit: ")]
+    elapsed = [float(re.search(r"elapsed ([0-9.]+) s", line).group(1)) for line in lines]
+    assert len(lines) >= 4, text                      # the fit lasted several intervals
+    assert lines[-1].startswith("1PL fit: done") and "2 chains" in lines[-1]
+    # each line comes one interval after the previous one (generous slack for a loaded machine)
+    assert max(np.diff(elapsed)) <= interval + 4.0, elapsed
+    assert elapsed == sorted(elapsed)
+    assert any(re.search(r"NUTS (warm-up|draws), \d+/\d+ \(", line) for line in lines) or \
+        any("drawing difficulties" in line for line in lines) or any("compiling" in line for line in lines)

@@ -73,12 +73,19 @@ def parse_args(argv):
                         help="random seed; the same seed and inputs give identical outputs (default: drawn, recorded)")
     parser.add_argument("--sampler", default="nutpie", choices=["nutpie", "pymc", "numpyro"],
                         help="NUTS implementation (default nutpie; pymc is PyMC's own NUTS; numpyro needs jax)")
+    parser.add_argument("--route", default="auto", choices=["auto", "collapsed", "joint"],
+                        help="how NUTS explores the same posterior: collapsed = NUTS on the abilities with every "
+                             "difficulty integrated out by quadrature, then each difficulty drawn exactly given each "
+                             "draw (fast for many items); joint = NUTS on abilities and difficulties together; "
+                             "auto (default) = collapsed, joint with --sampler numpyro")
     parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
                         help="nuts: full posterior (default, as in the paper); map: posterior mode only, "
                              "no uncertainty, for exploring")
     parser.add_argument("--save-posterior", action="store_true",
                         help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary (warnings still shown)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress and no summary (warnings still shown); without it progress goes to stderr: "
+                             "a redrawn line on a terminal, a line every 10 s when stderr is a file")
     return parser.parse_args(argv)
 
 
@@ -160,7 +167,7 @@ def validate(args):
     if args.seed is not None and not 0 <= args.seed < 2**32:
         fail(f"--seed must be in [0, 2^32), got {args.seed}")
     check_settings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune, draws=args.draws,
-                   target_accept=args.target_accept, seed=args.seed)
+                   target_accept=args.target_accept, seed=args.seed, route=args.route)
     check_output_dir(args.output_dir)
     return matrix, guessing
 
@@ -207,6 +214,7 @@ def build_diagnostics(args, matrix, guessing, result, wall_time: float) -> dict:
         "max_tree_depth_hits": d.get("max_tree_depth_hits"),
         "settings": {
             "method": method,
+            "route": result.settings.get("route"),
             "sampler": args.sampler if method == "nuts" else None,
             "chains": args.chains if method == "nuts" else None,
             "tune": args.tune if method == "nuts" else None,
@@ -234,9 +242,12 @@ def build_diagnostics(args, matrix, guessing, result, wall_time: float) -> dict:
             "note": "items every model solved in every trial, or none did; legal, the priors keep their b finite, "
                     "but their b is set mostly by the prior",
         },
+        "quadrature": d.get("quadrature"),
         "timing": {
             "compile_time_s": d.get("compile_time_s"),
             "sampling_time_s": d.get("sampling_time_s"),
+            "difficulty_draw_time_s": d.get("difficulty_draw_time_s"),
+            "summary_time_s": d.get("summary_time_s"),
             "optimization_time_s": d.get("optimization_time_s"),
             "min_ess_bulk_per_s": d.get("min_ess_bulk_per_s"),
         },
@@ -315,17 +326,17 @@ def main(argv=None) -> int:
     warn_if_failing(matrix)
 
     from benchmeasure.irt.diagnostics import warnings_for
-    from benchmeasure.irt.fit import fit_1pl
+    from benchmeasure.irt.fit import fit_1pl, resolve_route
 
-    show_progress = (not args.quiet) and sys.stderr.isatty()
+    show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trials per cell) with "
-        + (f"NUTS ({args.sampler}, {args.chains} chains x ({args.tune} + {args.draws}))" if args.method == "nuts"
-           else "MAP (posterior mode)"))
+        + (f"NUTS ({args.sampler}, {resolve_route(args.route, args.sampler)} route, {args.chains} chains x "
+           f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (posterior mode)"))
     result = fit_1pl(matrix, guessing=guessing, method=args.method, sampler=args.sampler, chains=args.chains,
                      tune=args.tune, draws=args.draws, target_accept=args.target_accept, seed=args.seed,
-                     progress=show_progress)
+                     progress=show_progress, route=args.route)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)
     constant = matrix.constant_items()

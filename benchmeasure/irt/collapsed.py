@@ -222,7 +222,7 @@ def _logf_plain(x, c, theta, n_trials):
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gbounds, item_kind, item_group,
                  seed, out):
     """out[s, i] = one exact draw of b_i given θ = theta_draws[s], for every draw s and item i."""

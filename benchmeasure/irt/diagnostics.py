@@ -18,6 +18,7 @@ import numpy as np
 
 R_HAT_MAX = 1.01
 ESS_BULK_MIN = 400.0
+QUADRATURE_TOLERANCE = 1e-6  # collapsed route: end-node weight and |Δ log-integral| on a grid of half the step
 
 
 def _posterior(idata):
@@ -345,6 +346,13 @@ def warnings_for(summary: dict) -> list[str]:
     if ess is not None and ess < ESS_BULK_MIN:
         out.append(f"min bulk ESS is {ess:.0f} (< {ESS_BULK_MIN:.0f}, at {summary.get('worst_ess_bulk')}): "
                    "too few effective draws for stable means and intervals; increase --draws (and --tune)")
+    quadrature = summary.get("quadrature") or {}
+    if (quadrature.get("max_edge_weight") or 0.0) > QUADRATURE_TOLERANCE or (
+            quadrature.get("max_abs_log_marginal_error") or 0.0) > QUADRATURE_TOLERANCE:
+        out.append(f"the collapsed route's quadrature is not exact enough here (end-node weight "
+                   f"{quadrature.get('max_edge_weight'):.2g}, log-integral change on a finer grid "
+                   f"{quadrature.get('max_abs_log_marginal_error'):.2g}, both should be < {QUADRATURE_TOLERANCE:g}); "
+                   "refit with --route joint")
     if divergences:
         out.append(f"{divergences} divergent transition(s) after warm-up: the sampler met geometry it could not "
                    "follow; raise --target-accept (e.g. 0.99) and check the estimates near the divergences")

@@ -90,7 +90,7 @@ class Progress:
                 parts.append(f"{self.chains} chains")
             if self.divergences is not None:
                 parts.append(f"{self.divergences} divergences")
-            parts.append(f"elapsed {_clock(elapsed)}")
+            parts.append(f"elapsed {_clock(elapsed)}" if self.tty else f"elapsed {elapsed:.1f} s")
             phase_elapsed = now - self.phase_start
             if self.total and 0 < self.done < self.total and phase_elapsed > 1.0:
                 remaining = phase_elapsed * (self.total - self.done) / self.done
