@@ -82,13 +82,14 @@ def _duplicate(names: list) -> str | None:
 INTEGER = re.compile(r"-?[0-9]+")
 
 
-def read_matrix(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
+def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)) -> ResponseMatrix:
     """Read and validate a count matrix CSV.
 
     Rejected with :class:`~benchmeasure.errors.InputError` naming the cell or ID: a missing
     or empty file; a first column not called ``model``; an empty cell; a value that is not
-    an integer in [0, n_trials]; duplicate model or item IDs; a blank ID; fewer than 2
-    models or 2 items; a row with too few or too many cells.
+    an integer in [0, n_trials]; duplicate model or item IDs; a blank ID; fewer than
+    ``min_size`` = (models, items) — 2 and 2 for a fit, 1 and 1 to score a model or calibrate an
+    item with the other side fixed; a row with too few or too many cells.
     """
     check_n_trials(n_trials)
     path = os.fspath(path)
@@ -121,8 +122,9 @@ def read_matrix(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
         data.append(values)
     if (dup := _duplicate(models)) is not None:
         fail(f"{path}: model ID {dup!r} appears on more than one row")
-    if len(models) < 2 or len(items) < 2:
-        fail(f"{path}: need at least 2 models and 2 items, found {len(models)} models and {len(items)} items")
+    if len(models) < min_size[0] or len(items) < min_size[1]:
+        fail(f"{path}: need at least {min_size[0]} model{'s' * (min_size[0] > 1)} and {min_size[1]} "
+             f"item{'s' * (min_size[1] > 1)}, found {len(models)} models and {len(items)} items")
     counts = np.asarray(data, dtype=np.int64).reshape(len(models), len(items))
     return ResponseMatrix(models, items, counts, n_trials)
 

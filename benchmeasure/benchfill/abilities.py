@@ -15,15 +15,14 @@ writes them); a second run on the same matrix reads the cache and starts no fit.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import math
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from benchmeasure.ability_file import read_ability_table
 from benchmeasure.errors import fail
 from benchmeasure.files import sha256_file
 from benchmeasure.matrix import read_matrix
@@ -51,26 +50,8 @@ def cache_key(matrix: str | os.PathLike, n_trials: int, guessing: float) -> str:
 
 
 def read_abilities(path: str | os.PathLike) -> dict:
-    """``{model: theta_mean}`` from an ``ability.csv``."""
-    path = Path(path)
-    if not path.is_file():
-        fail(f"{path}: ability table not found")
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        if "model" not in (reader.fieldnames or []) or "theta_mean" not in (reader.fieldnames or []):
-            fail(f"{path}: need columns model and theta_mean")
-        abilities = {}
-        for line, row in enumerate(reader, start=2):
-            try:
-                value = float(row["theta_mean"])
-            except (TypeError, ValueError):
-                fail(f"{path}: line {line}: theta_mean {row['theta_mean']!r} is not a number")
-            if not math.isfinite(value):
-                fail(f"{path}: line {line}: theta_mean is not finite")
-            abilities[row["model"]] = value
-    if not abilities:
-        fail(f"{path}: no models")
-    return abilities
+    """``{model: theta_mean}`` from an ``ability.csv`` (:func:`benchmeasure.ability_file.read_ability_table`)."""
+    return read_ability_table(path)
 
 
 def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.PathLike, guessing: float = 0.0,

@@ -21,8 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser, fail, file_errors
+from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.guessing import read_guessing_csv
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 
@@ -91,45 +92,6 @@ def parse_args(argv):
 
 # ------------------------------------------------------------------------------------------
 # validation
-
-
-def read_guessing_csv(path: str, items: list) -> list:
-    """Per-item guessing in matrix order from ``item_id,guessing``; InputError on any problem."""
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file (--guessing-csv)")
-    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle))
-    if not rows:
-        fail(f"{path}: file is empty (expected a header 'item_id,guessing')")
-    header = [name.strip() for name in rows[0]]
-    for column in ("item_id", "guessing"):
-        if column not in header:
-            fail(f"{path}: no column {column!r} (columns: {', '.join(header)}); expected 'item_id,guessing'")
-    id_at, value_at = header.index("item_id"), header.index("guessing")
-    known = set(items)
-    values: dict = {}
-    for line, row in enumerate(rows[1:], start=2):
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if len(row) <= max(id_at, value_at):
-            fail(f"{path}: line {line} has {len(row)} cells, the header has {len(header)}")
-        item, cell = row[id_at], row[value_at].strip()
-        if item not in known:
-            fail(f"{path}: line {line}: item {item!r} is not in the matrix")
-        if item in values:
-            fail(f"{path}: line {line}: item {item!r} appears more than once")
-        try:
-            g = float(cell)
-        except ValueError:
-            fail(f"{path}: line {line}, item {item!r}: guessing {cell!r} is not a number")
-        if not (math.isfinite(g) and 0.0 <= g < 1.0):
-            fail(f"{path}: line {line}, item {item!r}: guessing {cell} is outside [0, 1)")
-        values[item] = g
-    missing = [item for item in items if item not in values]
-    if missing:
-        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-        fail(f"{path}: no guessing value for matrix item {missing[0]!r}{more}")
-    return [values[item] for item in items]
 
 
 def check_output_dir(path: str) -> None:

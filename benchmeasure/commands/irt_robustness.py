@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmeasure.commands.fit_irt import read_guessing_csv
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.guessing import read_guessing_csv
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
 

@@ -258,3 +258,93 @@ def predict_accuracy(components: list, observed_correct: float, n_items_total: i
     low, high = max(float(low), 0.0), min(float(high), float(n_rest))
     return AccuracyPrediction(scale * (observed_correct + mean_count), scale * (observed_correct + low),
                               scale * (observed_correct + high))
+
+
+# ------------------------------------------------------------------------------------------------
+# the two workflows: score models against fixed difficulties, calibrate items against fixed abilities
+
+SCORE_COLUMNS = ["model", "theta_mean", "theta_sd", "theta_hdi_low", "theta_hdi_high", "n_items_answered",
+                 "accuracy_observed", "accuracy_predicted_full", "accuracy_predicted_low", "accuracy_predicted_high"]
+CALIBRATION_COLUMNS = ["item", "b_mean", "b_sd", "b_hdi_low", "b_hdi_high", "z"]
+
+
+@dataclass(frozen=True)
+class ModelScore:
+    """One model placed on a benchmark's scale (a row of ``score_models.py``'s output, :data:`SCORE_COLUMNS`)."""
+
+    model: str
+    theta_mean: float
+    theta_sd: float
+    theta_hdi_low: float
+    theta_hdi_high: float
+    n_items_answered: int
+    accuracy_observed: float
+    accuracy_predicted_full: float
+    accuracy_predicted_low: float
+    accuracy_predicted_high: float
+
+    def row(self) -> list:
+        return [getattr(self, name) for name in SCORE_COLUMNS]
+
+
+def score_model(counts, answered, difficulties, n_trials: int, guessing, difficulty_draws=None,
+                prob: float = HDI_PROB, model: str = "") -> ModelScore:
+    """θ's posterior and the predicted full-benchmark accuracy of one model that answered some items.
+
+    Parameters
+    ----------
+    counts : array_like of int, shape (n,)
+        Correct trials on the answered items.
+    answered : array_like of int, shape (n,)
+        Their indices among the benchmark's N items (distinct).
+    difficulties : ndarray, shape (N,)
+        Every benchmark item's difficulty (plugged in when ``difficulty_draws`` is None).
+    guessing : ndarray, shape (N,)
+    difficulty_draws : ndarray, shape (S, N), optional
+        Posterior draws of the difficulties: θ's posterior is then the mixture over draws of
+        p(θ | y, b⁽ˢ⁾) (the difficulties are not updated by the new model's answers, as when they
+        are held fixed), and the prediction uses each draw's difficulties for the unanswered items.
+    """
+    y = np.asarray(counts, dtype=float)
+    idx = np.asarray(answered, dtype=np.int64)
+    g = np.asarray(guessing, dtype=float)
+    rest = np.setdiff1d(np.arange(g.size), idx)
+    draws = np.asarray(difficulties, dtype=float)[None, :] if difficulty_draws is None else difficulty_draws
+    grid = grid_for(idx.size, n_trials)
+    components = [(ability_posterior(y, draw[idx], n_trials, g[idx], grid), draw[rest], g[rest]) for draw in draws]
+    posterior = components[0][0] if len(components) == 1 else GridPosterior.mixture([c[0] for c in components])
+    low, high = posterior.hdi(prob)
+    prediction = predict_accuracy(components, float(y.sum()) / n_trials, g.size, n_trials, prob)
+    observed = float(y.sum()) / (n_trials * idx.size) if idx.size else float("nan")
+    return ModelScore(model, posterior.mean, posterior.sd, low, high, int(idx.size), observed,
+                      prediction.mean, prediction.low, prediction.high)
+
+
+@dataclass(frozen=True)
+class ItemCalibration:
+    """One item placed on a fixed ability scale (a row of ``calibrate_items.py``'s output).
+
+    ``z`` is (b_mean − b_min)/(b_max − b_min) on a reference benchmark's min–max scale, NaN without one.
+    """
+
+    item: str
+    b_mean: float
+    b_sd: float
+    b_hdi_low: float
+    b_hdi_high: float
+    z: float
+
+    def row(self) -> list:
+        return [getattr(self, name) for name in CALIBRATION_COLUMNS]
+
+
+def calibrate_item(counts, abilities, n_trials: int, guessing: float = 0.0, reference=None,
+                   prob: float = HDI_PROB, item: str = "") -> ItemCalibration:
+    """b's posterior for one item given fixed abilities (BenchFill's online calibration, with an HDI).
+
+    ``reference`` is ``(b_min, b_max)`` of the benchmark whose normalized axis ``z`` is on.
+    """
+    posterior = difficulty_posterior(counts, abilities, n_trials, guessing)
+    low, high = posterior.hdi(prob)
+    z = float("nan") if reference is None else (posterior.mean - reference[0]) / (reference[1] - reference[0])
+    return ItemCalibration(item, posterior.mean, posterior.sd, low, high, z)

@@ -1,0 +1,113 @@
+"""Calibrate new items against fixed model abilities: each item's difficulty b on the existing scale.
+
+With every ability θ held fixed the posterior of one item's b is one-dimensional and is computed exactly
+by quadrature — BenchFill's online calibration (paper Section 4), the same function
+(:func:`benchmeasure.irt.anchored.difficulty_posterior`), with the paper's 1PL and N(0, 1) prior.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import time
+
+import numpy as np
+
+from benchmeasure.commands.score_models import input_records, read_counts
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
+from benchmeasure.options import GUESSING, N_TRIALS, OPEN_PROBABILITY
+
+EXAMPLES = """\
+examples:
+  calibrate_items.py new_items_matrix.csv --abilities my_benchmark/ability.csv --n-trials 4 --output new_difficulty.csv
+  calibrate_items.py new.csv --abilities ability.csv --n-trials 4 --guessing 0.25 \\
+      --reference-difficulty my_benchmark/difficulty.csv --output new_difficulty.csv
+
+input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct) of the new
+items; every model in it needs an ability in --abilities (models there but not here are unused).
+
+output columns: item, b_mean, b_sd, b_hdi_low, b_hdi_high (HDI of --hdi-prob), z
+  z = (b_mean - min b) / (max b - min b) on --reference-difficulty's scale (empty without it);
+  the file is a difficulty file: score_models.py, diagnose_benchmark.py read it
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(prog="calibrate_items.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("responses", metavar="MATRIX",
+                        help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct)")
+    parser.add_argument("--abilities", required=True, metavar="ABILITY_CSV",
+                        help="fixed abilities: columns model and theta_mean (fit_irt.py's or score_models.py's output)")
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
+                        help="responses per model-item pair (every count is in [0, K])")
+    parser.add_argument("--output", required=True, metavar="CSV", help="where to write the difficulties (and CSV.json)")
+    guess = parser.add_mutually_exclusive_group()
+    guess.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
+                       help="one guessing floor g in [0, 1) for every item (default 0)")
+    guess.add_argument("--guessing-csv", default=None, metavar="CSV",
+                       help="per-item guessing: item_id,guessing, one row per item of the matrix")
+    parser.add_argument("--reference-difficulty", default=None, metavar="DIFFICULTY_CSV",
+                        help="a benchmark's difficulty file: z is on its min-max scale (paper Section 4)")
+    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
+                        help="mass of b's highest-density interval (default 0.94)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    inputs = [args.responses, args.abilities, args.guessing_csv, args.reference_difficulty]
+    plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
+    from benchmeasure.ability_file import read_ability_table
+
+    abilities = read_ability_table(args.abilities)
+    reference = None
+    if args.reference_difficulty is not None:
+        from benchmeasure.difficulty_file import read_difficulty_column
+
+        values = read_difficulty_column(args.reference_difficulty, "b_mean").values
+        reference = (min(values), max(values))
+        if reference[1] <= reference[0]:
+            fail(f"{args.reference_difficulty}: every b_mean is {reference[0]}; a min-max scale needs a spread")
+    matrix = read_counts(args.responses, args.n_trials)
+    missing = [model for model in matrix.models if model not in abilities]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        fail(f"{args.responses}: model {missing[0]!r}{more} has no ability in {args.abilities}")
+    if args.guessing_csv is not None:
+        from benchmeasure.guessing import read_guessing_csv
+
+        guessing = np.asarray(read_guessing_csv(args.guessing_csv, matrix.items), dtype=float)
+    else:
+        guessing = np.full(len(matrix.items), args.guessing or 0.0)
+
+    from benchmeasure.irt.anchored import CALIBRATION_COLUMNS, calibrate_item
+
+    theta = np.asarray([abilities[model] for model in matrix.models], dtype=float)
+    say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
+    say(f"calibrating {len(matrix.items)} item(s) against the fixed abilities of {len(matrix.models)} model(s)")
+    rows = [calibrate_item(matrix.counts[:, i], theta, args.n_trials, float(guessing[i]), reference, args.hdi_prob,
+                           item) for i, item in enumerate(matrix.items)]
+    record = {
+        "output": args.output, "columns": CALIBRATION_COLUMNS, "items": len(rows), "models": len(matrix.models),
+        "unused_abilities": [model for model in abilities if model not in set(matrix.models)],
+        "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
+                     "hdi_prob": args.hdi_prob, "reference_min_max": list(reference) if reference else None,
+                     "model": "1PL, b ~ Normal(0, 1), abilities fixed at theta_mean"},
+        "inputs": input_records(inputs), "command": command_line(),
+        "package_versions": package_versions(["numpy", "numba"]), "wall_time_s": time.perf_counter() - start,
+    }
+    with all_or_nothing():
+        with atomic_write(args.output) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(CALIBRATION_COLUMNS)
+            for row in rows:
+                writer.writerow([row.item, *("" if not math.isfinite(v) else f"{v:.6g}" for v in row.row()[1:])])
+        write_json(f"{args.output}.json", record)
+    say(f"wrote {args.output} and {args.output}.json ({time.perf_counter() - start:.1f} s)")
+    return 0

@@ -1,0 +1,192 @@
+"""Score new models against fixed item difficulties: each model's ability θ and predicted full-benchmark accuracy.
+
+With every difficulty b held fixed the posterior of one model's θ is one-dimensional and is computed
+exactly by quadrature (:mod:`benchmeasure.irt.anchored`, the paper's 1PL of Appendix C.3 with its N(0, 1)
+prior). A model may have answered only some of the benchmark's items (anchors, e.g. from
+``select_anchors.py``); the predicted accuracy on the whole benchmark adds the expected score on the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import time
+
+import numpy as np
+
+from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    sha256_file,
+    write_json,
+)
+from benchmeasure.options import GUESSING, N_TRIALS, OPEN_PROBABILITY, integer
+
+EXAMPLES = """\
+examples:
+  score_models.py new_models.csv --difficulty my_benchmark/difficulty.csv --n-trials 2 --output scores.csv
+  score_models.py anchors_answered.csv --difficulty difficulty.csv --n-trials 1 --guessing 0.25 --output s.csv
+  score_models.py responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
+      --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
+
+input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct); its items must
+all be in the difficulty file (model answered a subset → the rest is predicted).
+
+output columns:
+  model, theta_mean, theta_sd, theta_hdi_low, theta_hdi_high   posterior of θ (HDI of --hdi-prob)
+  n_items_answered, accuracy_observed                         on the items the model answered
+  accuracy_predicted_full, _low, _high                        accuracy over every item of the difficulty
+      file: answered items as observed, the rest expected under θ's posterior; interval equal-tailed,
+      with the trials' binomial noise on the unanswered items
+"""
+
+PACKAGES = ["numpy", "numba", "xarray", "zarr"]
+
+
+def parse_args(argv):
+    parser = ArgumentParser(prog="score_models.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("responses", metavar="RESPONSES_OR_MATRIX",
+                        help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct)")
+    parser.add_argument("--difficulty", required=True, metavar="DIFFICULTY_CSV",
+                        help="the benchmark's difficulties: columns item (or item_id) and b_mean, one row per item")
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
+                        help="responses per model-item pair in the input (every count is in [0, K])")
+    parser.add_argument("--output", required=True, metavar="CSV", help="where to write the scores (and CSV.json)")
+    guess = parser.add_mutually_exclusive_group()
+    guess.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
+                       help="one guessing floor g in [0, 1) for every item (default 0)")
+    guess.add_argument("--guessing-csv", default=None, metavar="CSV",
+                       help="per-item guessing: item_id,guessing, one row per item of the difficulty file")
+    parser.add_argument("--difficulty-draws", default=None, metavar="POSTERIOR",
+                        help="posterior draws of b (fit_irt.py --save-posterior's posterior.zarr, .nc, .npz or a CSV "
+                             "of draws): integrate over them instead of plugging in b_mean")
+    parser.add_argument("--max-draws", type=integer(1, 100_000), default=200, metavar="S",
+                        help="use S draws of --difficulty-draws, evenly spaced (default 200)")
+    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
+                        help="mass of θ's HDI and of the accuracy interval (default 0.94)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser.parse_args(argv)
+
+
+def read_counts(path: str, n_trials: int):
+    """A count matrix, or graded responses in long format (told apart by the header)."""
+    from benchmeasure.csv_table import open_table
+    from benchmeasure.matrix import read_matrix
+    from benchmeasure.responses import COLUMNS, read_responses_csv
+
+    with open_table(path, expected="model,<item>,… or model,item_id,trial,correct") as (header, _):
+        long_format = set(COLUMNS) <= set(header)
+    return read_responses_csv(path, n_trials) if long_format else read_matrix(path, n_trials, min_size=(1, 1))
+
+
+def benchmark_difficulties(path: str):
+    """(items, b) of the difficulty file: item IDs required and distinct."""
+    from benchmeasure.difficulty_file import read_difficulty_column
+
+    column = read_difficulty_column(path, "b_mean")
+    if column.id_column is None:
+        fail(f"{path}: no column 'item' or 'item_id'; the difficulties must name their items")
+    repeated = column.first_repeated_id()
+    if repeated is not None:
+        fail(f"{path}: line {column.lines[repeated]}: item {column.item_ids[repeated]!r} appears more than once")
+    return column.item_ids, np.asarray(column.values, dtype=float)
+
+
+def unknown_items(path: str, items: list, known: list, where: str) -> None:
+    """Fail naming the items of ``items`` that ``known`` lacks."""
+    known_set = set(known)
+    missing = [item for item in items if item not in known_set]
+    if missing:
+        shown = ", ".join(repr(item) for item in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        fail(f"{path}: {len(missing)} item(s) have no difficulty in {where}: {shown}{more}")
+
+
+def per_item_guessing(args, items: list) -> np.ndarray:
+    from benchmeasure.guessing import read_guessing_csv
+
+    if args.guessing_csv is not None:
+        return np.asarray(read_guessing_csv(args.guessing_csv, items, "difficulty file"), dtype=float)
+    return np.full(len(items), args.guessing or 0.0)
+
+
+def difficulty_draws(args, items: list) -> np.ndarray | None:
+    """Draws (S, N) in the difficulty file's item order, thinned evenly to --max-draws."""
+    if args.difficulty_draws is None:
+        return None
+    from benchmeasure.posterior_metrics import read_posterior_b
+
+    draw_items, draws = read_posterior_b(args.difficulty_draws, "b")
+    unknown_items(args.difficulty, items, draw_items, args.difficulty_draws)
+    if draws.shape[0] < 1:
+        fail(f"{args.difficulty_draws}: no draws")
+    if not np.all(np.isfinite(draws)):
+        fail(f"{args.difficulty_draws}: some difficulty draws are not finite numbers")
+    position = {item: k for k, item in enumerate(draw_items)}
+    draws = draws[:, [position[item] for item in items]]
+    keep = np.unique(np.linspace(0, draws.shape[0] - 1, min(args.max_draws, draws.shape[0])).round().astype(int))
+    return draws[keep]
+
+
+def input_records(paths: list) -> list:
+    """Path and SHA-256 of each input file (a zarr store is a folder: its path only)."""
+    from pathlib import Path
+
+    return [{"path": str(path), "sha256": sha256_file(path) if Path(path).is_file() else None}
+            for path in paths if path is not None]
+
+
+def _cell(value: float) -> str:
+    return "" if not math.isfinite(value) else f"{value:.6g}"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    inputs = [args.responses, args.difficulty, args.guessing_csv, args.difficulty_draws]
+    plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
+    items, b = benchmark_difficulties(args.difficulty)
+    matrix = read_counts(args.responses, args.n_trials)
+    unknown_items(args.responses, matrix.items, items, args.difficulty)
+    guessing = per_item_guessing(args, items)
+    draws = difficulty_draws(args, items)
+
+    from benchmeasure.irt.anchored import SCORE_COLUMNS, score_model
+
+    position = {item: k for k, item in enumerate(items)}
+    answered = np.asarray([position[item] for item in matrix.items], dtype=np.int64)
+    say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
+    say(f"scoring {len(matrix.models)} model(s) on {len(matrix.items)} of {len(items)} items"
+        + (f", integrating over {len(draws)} difficulty draws" if draws is not None else ""))
+    scores = []
+    for j, model in enumerate(matrix.models):
+        scores.append(score_model(matrix.counts[j], answered, b, args.n_trials, guessing, draws, args.hdi_prob,
+                                  model))
+        say(f"  [{j + 1}/{len(matrix.models)}] {model}: theta {scores[-1].theta_mean:.3f} ± {scores[-1].theta_sd:.3f}, "
+            f"predicted accuracy {scores[-1].accuracy_predicted_full:.4f}")
+    record = {
+        "output": args.output, "columns": SCORE_COLUMNS, "models": len(scores),
+        "items_answered": len(matrix.items), "items_in_benchmark": len(items),
+        "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
+                     "hdi_prob": args.hdi_prob, "difficulty_draws_used": None if draws is None else len(draws),
+                     "max_draws": args.max_draws, "model": "1PL, theta ~ Normal(0, 1), difficulties fixed"},
+        "inputs": input_records(inputs),
+        "command": command_line(), "package_versions": package_versions(PACKAGES),
+        "wall_time_s": time.perf_counter() - start,
+    }
+    with all_or_nothing():
+        with atomic_write(args.output) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(SCORE_COLUMNS)
+            for score in scores:
+                writer.writerow([score.model, *(_cell(v) if isinstance(v, float) else v for v in score.row()[1:])])
+        write_json(f"{args.output}.json", record)
+    say(f"wrote {args.output} and {args.output}.json ({time.perf_counter() - start:.1f} s)")
+    return 0

@@ -1,0 +1,98 @@
+"""Choose k anchor items from a calibrated benchmark, to evaluate future models cheaply.
+
+A new model answers only the anchors; ``score_models.py`` then places it on the benchmark's scale and
+predicts its accuracy on every item. Strategies (:mod:`benchmeasure.anchors`): ``stratified`` (one item
+drawn from each of k equal-size difficulty strata), ``information`` (greedy, maximizing the expected log
+posterior precision of θ), ``random``. Every strategy is seeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+
+import numpy as np
+
+from benchmeasure.commands.score_models import benchmark_difficulties, input_records
+from benchmeasure.errors import ArgumentParser
+from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
+from benchmeasure.options import GUESSING, N_TRIALS, SEED, integer
+
+EXAMPLES = """\
+examples:
+  select_anchors.py my_benchmark/difficulty.csv --k 100 --strategy stratified --seed 1 --output anchors.csv
+  select_anchors.py difficulty.csv --k 50 --strategy information --abilities ability.csv --seed 1 --output a.csv
+
+output: anchors.csv with columns item,b_mean (a difficulty file of the k anchors, easiest first);
+  anchors.csv.json records the strategy, seed, inputs and their SHA-256.
+then: have the new model answer the anchors, and
+  score_models.py answers.csv --difficulty my_benchmark/difficulty.csv --n-trials K --output scores.csv
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(prog="select_anchors.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("difficulty", metavar="DIFFICULTY_CSV",
+                        help="the benchmark's difficulties: columns item (or item_id) and b_mean")
+    parser.add_argument("--k", type=integer(1, 10_000_000), required=True, help="number of anchor items")
+    parser.add_argument("--strategy", choices=["stratified", "information", "random"], default="stratified",
+                        help="how to choose (default stratified)")
+    parser.add_argument("--seed", type=SEED, required=True, metavar="S", help="random seed (same seed, same anchors)")
+    parser.add_argument("--output", required=True, metavar="CSV", help="where to write the anchors (and CSV.json)")
+    parser.add_argument("--abilities", default=None, metavar="ABILITY_CSV",
+                        help="information: design for these models' abilities (theta_mean) instead of N(0, 1)")
+    guess = parser.add_mutually_exclusive_group()
+    guess.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
+                       help="information: one guessing floor g in [0, 1) for every item (default 0)")
+    guess.add_argument("--guessing-csv", default=None, metavar="CSV",
+                       help="information: per-item guessing, item_id,guessing, one row per item")
+    parser.add_argument("--n-trials", type=N_TRIALS, default=1, metavar="K",
+                        help="information: trials per item the new models will run (default 1)")
+    parser.add_argument("--quiet", action="store_true", help="no summary line")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    inputs = [args.difficulty, args.abilities, args.guessing_csv]
+    plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
+    items, b = benchmark_difficulties(args.difficulty)
+    abilities = None
+    if args.abilities is not None:
+        from benchmeasure.ability_file import read_ability_table
+
+        abilities = np.asarray(list(read_ability_table(args.abilities).values()), dtype=float)
+    if args.guessing_csv is not None:
+        from benchmeasure.guessing import read_guessing_csv
+
+        guessing = np.asarray(read_guessing_csv(args.guessing_csv, items, "difficulty file"), dtype=float)
+    else:
+        guessing = args.guessing or 0.0
+
+    from benchmeasure.anchors import select_anchors
+
+    chosen = select_anchors(b, args.k, args.strategy, args.seed, guessing=guessing, abilities=abilities,
+                            n_trials=args.n_trials)
+    record = {
+        "output": args.output, "k": args.k, "items_in_benchmark": len(items),
+        "settings": {"strategy": args.strategy, "seed": args.seed, "n_trials": args.n_trials,
+                     "guessing": args.guessing if args.guessing_csv is None else None,
+                     "design_abilities": None if abilities is None else len(abilities)},
+        "anchor_b_range": [float(b[chosen].min()), float(b[chosen].max())],
+        "inputs": input_records(inputs), "command": command_line(), "package_versions": package_versions(["numpy"]),
+        "wall_time_s": time.perf_counter() - start,
+    }
+    with all_or_nothing():
+        with atomic_write(args.output) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(["item", "b_mean"])
+            writer.writerows([items[i], f"{b[i]:.8g}"] for i in chosen)
+        write_json(f"{args.output}.json", record)
+    if not args.quiet:
+        print(f"wrote {args.output}: {args.k} of {len(items)} items ({args.strategy}, seed {args.seed}), "
+              f"b from {b[chosen].min():.3f} to {b[chosen].max():.3f}", file=sys.stderr)
+    return 0

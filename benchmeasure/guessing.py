@@ -1,0 +1,55 @@
+"""Per-item guessing floors g (the 1PL's lower asymptote, paper Appendix C.3) from a CSV. Standard library only.
+
+``item_id,guessing``: one row per item, each g in [0, 1) (0.25 for four-choice questions). Used by
+``fit_irt.py``, ``irt_robustness.py``, ``score_models.py``, ``calibrate_items.py`` and ``select_anchors.py``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+
+from .errors import fail, file_errors
+
+
+def read_guessing_csv(path: str, items: list, source: str = "matrix") -> list:
+    """Per-item guessing in the order of ``items`` from ``item_id,guessing``; InputError on any problem.
+
+    Exactly one row per item of ``items`` (the ``source``'s items: a matrix, a difficulty file), any order.
+    """
+    if not os.path.isfile(path):
+        fail(f"{path}: no such file (--guessing-csv)")
+    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        fail(f"{path}: file is empty (expected a header 'item_id,guessing')")
+    header = [name.strip() for name in rows[0]]
+    for column in ("item_id", "guessing"):
+        if column not in header:
+            fail(f"{path}: no column {column!r} (columns: {', '.join(header)}); expected 'item_id,guessing'")
+    id_at, value_at = header.index("item_id"), header.index("guessing")
+    known = set(items)
+    values: dict = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) <= max(id_at, value_at):
+            fail(f"{path}: line {line} has {len(row)} cells, the header has {len(header)}")
+        item, cell = row[id_at], row[value_at].strip()
+        if item not in known:
+            fail(f"{path}: line {line}: item {item!r} is not in the {source}")
+        if item in values:
+            fail(f"{path}: line {line}: item {item!r} appears more than once")
+        try:
+            g = float(cell)
+        except ValueError:
+            fail(f"{path}: line {line}, item {item!r}: guessing {cell!r} is not a number")
+        if not (math.isfinite(g) and 0.0 <= g < 1.0):
+            fail(f"{path}: line {line}, item {item!r}: guessing {cell} is outside [0, 1)")
+        values[item] = g
+    missing = [item for item in items if item not in values]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        fail(f"{path}: no guessing value for {source} item {missing[0]!r}{more}")
+    return [values[item] for item in items]
