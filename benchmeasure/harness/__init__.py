@@ -8,6 +8,7 @@ the CSV path (:mod:`.assemble`). Formats and the exact fields used: ``docs/harne
 
 - :mod:`.lm_eval`: lmms-eval and lm-evaluation-harness sample JSONL;
 - :mod:`.lighteval`: lighteval parquet details;
+- :mod:`.inspect_log`: Inspect AI ``.eval``/``.json`` logs, through inspect-ai's own reader;
 - :mod:`.records`: the :class:`Sample` / :class:`HarnessLog` records every reader returns.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from ..errors import fail
 from .assemble import first_missing_document, log_rows, logs_to_matrix
+from .inspect_log import PARTIAL_CHOICES, read_inspect_log
 from .lighteval import read_lighteval_log
 from .lm_eval import find_lmms_samples, read_lm_eval_log, read_lmms_log, read_lmms_samples
 from .records import HarnessLog, Rows, Sample, binarize
@@ -28,6 +30,9 @@ class ReadOptions:
     """Reader settings given on the command line (each applies to some formats only)."""
 
     filter_name: str | None = None
+    metric: str | None = None
+    scorer: str | None = None
+    partial: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,12 +45,14 @@ class Format:
 
 
 FORMATS = {
-    "lmms-eval": Format(lambda path, o: read_lmms_log(path), "lmms_eval"),
-    "lm-eval": Format(lambda path, o: read_lm_eval_log(path, o.filter_name), "lm_eval", ("filter_name",)),
-    "lighteval": Format(lambda path, o: read_lighteval_log(path), "lighteval"),
+    "lmms-eval": Format(lambda path, o: read_lmms_log(path), "lmms_eval", ("metric",)),
+    "lm-eval": Format(lambda path, o: read_lm_eval_log(path, o.filter_name), "lm_eval", ("filter_name", "metric")),
+    "lighteval": Format(lambda path, o: read_lighteval_log(path), "lighteval", ("metric",)),
+    "inspect": Format(lambda path, o: read_inspect_log(path, o.scorer, o.partial or "reject"), "inspect_ai",
+                      ("scorer", "partial")),
 }
 HARNESSES = tuple(FORMATS)
-OPTION_FLAGS = {"filter_name": "--filter"}
+OPTION_FLAGS = {"filter_name": "--filter", "metric": "--metric", "scorer": "--scorer", "partial": "--partial"}
 
 
 def check_options(harness: str, options: ReadOptions) -> None:
@@ -55,7 +62,7 @@ def check_options(harness: str, options: ReadOptions) -> None:
     for name, flag in OPTION_FLAGS.items():
         if getattr(options, name) is not None and name not in FORMATS[harness].options:
             takers = [h for h, f in FORMATS.items() if name in f.options]
-            fail(f"{flag} applies to {' and '.join(takers)} logs only")
+            fail(f"{flag} applies to {', '.join(takers)} logs only")
 
 
 def read_log(harness: str, path: Path, options: ReadOptions | str | None = None) -> HarnessLog:
@@ -66,6 +73,7 @@ def read_log(harness: str, path: Path, options: ReadOptions | str | None = None)
     return FORMATS[harness].read(Path(path), options)
 
 
-__all__ = ["FORMATS", "HARNESSES", "Format", "HarnessLog", "ReadOptions", "Rows", "Sample", "binarize",
-           "check_options", "find_lmms_samples", "first_missing_document", "log_rows", "logs_to_matrix",
-           "read_lighteval_log", "read_lm_eval_log", "read_lmms_log", "read_lmms_samples", "read_log"]
+__all__ = ["FORMATS", "HARNESSES", "PARTIAL_CHOICES", "Format", "HarnessLog", "ReadOptions", "Rows", "Sample",
+           "binarize", "check_options", "find_lmms_samples", "first_missing_document", "log_rows", "logs_to_matrix",
+           "read_inspect_log", "read_lighteval_log", "read_lm_eval_log", "read_lmms_log", "read_lmms_samples",
+           "read_log"]
