@@ -75,3 +75,19 @@ def read_difficulty_column(path: str | os.PathLike, column: str = "b_mean") -> D
         fail(f"{path}: need at least 2 items, found {len(values)}")
     return DifficultyColumn(path=path, column=column, item_ids=ids, values=values, lines=list(table.lines),
                             id_column=id_name)
+
+
+def read_item_difficulties(path: str | os.PathLike, column: str = "b_mean") -> tuple[list, list]:
+    """(item IDs, values) of a difficulty file whose items must be named (``item``/``item_id``) and distinct.
+
+    For files that define a scale item by item: ``score_models.py --difficulty``, ``select_anchors.py``,
+    ``fit_irt.py --fixed-difficulties``.
+    """
+    difficulties = read_difficulty_column(path, column)
+    if difficulties.id_column is None:
+        fail(f"{os.fspath(path)}: no column 'item' or 'item_id'; the difficulties must name their items")
+    repeated = difficulties.first_repeated_id()
+    if repeated is not None:
+        fail(f"{os.fspath(path)}: line {difficulties.lines[repeated]}: item {difficulties.item_ids[repeated]!r} "
+             "appears more than once")
+    return difficulties.item_ids, difficulties.values

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
 from benchmeasure.guessing import read_guessing_csv
@@ -82,6 +84,10 @@ def parse_args(argv):
     parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
                         help="nuts: full posterior (default, as in the paper); map: posterior mode only, "
                              "no uncertainty, for exploring")
+    parser.add_argument("--fixed-difficulties", default=None, metavar="CSV",
+                        help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
+                             "every other item and every model is fitted, so new items land on that scale "
+                             "(joint route; docs/anchored.md)")
     parser.add_argument("--save-posterior", action="store_true",
                         help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
     parser.add_argument("--quiet", action="store_true",
@@ -130,8 +136,39 @@ def validate(args):
         fail(f"--seed must be in [0, 2^32), got {args.seed}")
     check_settings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune, draws=args.draws,
                    target_accept=args.target_accept, seed=args.seed, route=args.route)
+    args.fixed_b = read_fixed_difficulties(args, matrix)
     check_output_dir(args.output_dir)
+    if args.fixed_difficulties is not None:  # an anchor file inside --output-dir must not be overwritten
+        from benchmeasure.files import check_output_folder
+
+        check_output_folder(args.output_dir, [args.matrix, args.fixed_difficulties],
+                            ["difficulty.csv", "ability.csv", "diagnostics.json"])
     return matrix, guessing
+
+
+def read_fixed_difficulties(args, matrix):
+    """--fixed-difficulties in matrix order (NaN = free), or None; every named item must be in the matrix."""
+    if args.fixed_difficulties is None:
+        return None
+    if args.method != "nuts":
+        fail("--fixed-difficulties needs --method nuts (no posterior mode for anchored fits)")
+    if args.route == "collapsed" or args.sampler == "numpyro":
+        fail("--fixed-difficulties runs on the joint route with --sampler nutpie or pymc (--route joint or auto)")
+    from benchmeasure.difficulty_file import read_item_difficulties
+
+    items, values = read_item_difficulties(args.fixed_difficulties)
+    position = {item: i for i, item in enumerate(matrix.items)}
+    unknown = [item for item in items if item not in position]
+    if unknown:
+        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+        fail(f"{args.fixed_difficulties}: item {unknown[0]!r}{more} is not in the matrix {args.matrix}")
+    if len(items) == len(matrix.items):
+        fail(f"{args.fixed_difficulties}: every matrix item is fixed; nothing to calibrate "
+             "(to place models on a fixed scale use score_models.py)")
+    fixed = np.full(len(matrix.items), np.nan)
+    for item, value in zip(items, values):
+        fixed[position[item]] = value
+    return fixed
 
 
 # ------------------------------------------------------------------------------------------
@@ -190,6 +227,11 @@ def build_diagnostics(args, matrix, guessing, result, wall_time: float) -> dict:
                           "min": float(min(guessing)), "max": float(max(guessing))}),
             "parametrization": result.settings.get("parametrization"),
             "adaptation": result.settings.get("adaptation"),
+            "fixed_difficulties": None if args.fixed_difficulties is None else {
+                "path": os.path.abspath(args.fixed_difficulties), "sha256": sha256_file(args.fixed_difficulties),
+                "items": result.settings.get("fixed_items"),
+                "note": "these items kept their given b (b_sd 0, no R-hat/ESS, fixed = true in difficulty.csv); "
+                        "max_r_hat and min_ess_bulk cover the models and the free items"},
         },
         "input": {
             "path": os.path.abspath(args.matrix),
@@ -235,8 +277,10 @@ def write_outputs(out_dir: Path, result, diagnostics: dict, save_posterior: bool
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fit_irt.", dir=out_dir))
     try:
-        _write_csv(staging / "difficulty.csv", DIFFICULTY_COLUMNS,
+        fixed = set(result.settings.get("fixed_items") or ())
+        _write_csv(staging / "difficulty.csv", DIFFICULTY_COLUMNS + (["fixed"] if fixed else []),
                    ([item, _cell(m, 8), _cell(s), _cell(r), _cell(e, 5)]
+                    + ([str(item in fixed).lower()] if fixed else [])
                     for item, m, s, r, e in zip(result.items, result.b_mean, result.b_sd, result.r_hat,
                                                 result.ess_bulk)))
         _write_csv(staging / "ability.csv", ABILITY_COLUMNS,
@@ -294,11 +338,12 @@ def main(argv=None) -> int:
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trials per cell) with "
-        + (f"NUTS ({args.sampler}, {resolve_route(args.route, args.sampler)} route, {args.chains} chains x "
+        + (f"NUTS ({args.sampler}, {'joint' if args.fixed_b is not None else resolve_route(args.route, args.sampler)}"
+           f" route, {args.chains} chains x "
            f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (posterior mode)"))
     result = fit_1pl(matrix, guessing=guessing, method=args.method, sampler=args.sampler, chains=args.chains,
                      tune=args.tune, draws=args.draws, target_accept=args.target_accept, seed=args.seed,
-                     progress=show_progress, route=args.route)
+                     progress=show_progress, route=args.route, fixed_b=args.fixed_b)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)
     constant = matrix.constant_items()

@@ -87,16 +87,11 @@ def read_counts(path: str, n_trials: int):
 
 
 def benchmark_difficulties(path: str):
-    """(items, b) of the difficulty file: item IDs required and distinct."""
-    from benchmeasure.difficulty_file import read_difficulty_column
+    """(items, b as an array) of the difficulty file: item IDs required and distinct."""
+    from benchmeasure.difficulty_file import read_item_difficulties
 
-    column = read_difficulty_column(path, "b_mean")
-    if column.id_column is None:
-        fail(f"{path}: no column 'item' or 'item_id'; the difficulties must name their items")
-    repeated = column.first_repeated_id()
-    if repeated is not None:
-        fail(f"{path}: line {column.lines[repeated]}: item {column.item_ids[repeated]!r} appears more than once")
-    return column.item_ids, np.asarray(column.values, dtype=float)
+    items, values = read_item_difficulties(path, "b_mean")
+    return items, np.asarray(values, dtype=float)
 
 
 def unknown_items(path: str, items: list, known: list, where: str) -> None:

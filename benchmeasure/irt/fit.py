@@ -189,7 +189,7 @@ def check_numpyro_available() -> None:
 def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampler: str = "nutpie",
             chains: int = 4, tune: int = 1000, draws: int = 1000, target_accept: float = 0.95,
             seed: int | None = None, progress=False, parametrization: str = "rotated",
-            adaptation: str = "diag", cores: int | None = None, route: str = "auto") -> FitResult:
+            adaptation: str = "diag", cores: int | None = None, route: str = "auto", fixed_b=None) -> FitResult:
     """Fit the Bayesian 1PL model of paper Appendix C.3 to ``matrix``.
 
     Parameters
@@ -218,12 +218,23 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         nutpie's mass-matrix adaptation (ignored by the other samplers).
     cores : int, optional
         Chains run in parallel (default: min(chains, CPUs available)).
+    fixed_b : array_like of shape (N,), optional
+        Anchored fit: finite entries hold those items' b fixed (NaN: free); NUTS on the joint route.
+        Fixed items come back with their value as ``b_mean``, ``b_sd`` 0 and no R-hat/ESS, and
+        ``settings["fixed_items"]`` lists them; convergence is judged on θ and the free b.
 
     Returns
     -------
     FitResult
     """
     wall_start = time.perf_counter()
+    if fixed_b is not None:
+        if method != "nuts":
+            fail("--fixed-difficulties needs --method nuts (the posterior mode is not implemented for anchored fits)")
+        if route == "collapsed":
+            fail("--fixed-difficulties runs on the joint route (--route joint or auto): the collapsed route "
+                 "integrates every difficulty out")
+        route = "joint"
     check_settings(method=method, sampler=sampler, chains=chains, tune=tune, draws=draws,
                    target_accept=target_accept, seed=seed, route=route)
     g = check_guessing(guessing, len(matrix.items), matrix.items)
@@ -242,6 +253,8 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         "guessing": g if np.ndim(g) == 0 else g.tolist(),
         "parametrization": parametrization if route == "joint" else None,
         "adaptation": adaptation if method == "nuts" and sampler == "nutpie" else None,
+        "fixed_items": None if fixed_b is None else [item for item, value in zip(matrix.items, fixed_b)
+                                                     if np.isfinite(value)],
     }
     if method == "map":
         return _fit_map(matrix, g, settings, wall_start)
@@ -258,7 +271,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
                                   adaptation=adaptation, progress=shown)
         return _fit_joint(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune, draws=draws,
                           target_accept=target_accept, seed_used=seed_used, cores=cores, adaptation=adaptation,
-                          parametrization=parametrization, progress=shown)
+                          parametrization=parametrization, progress=shown, fixed_b=fixed_b)
 
 
 def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, seed_used, cores, adaptation,
@@ -349,13 +362,15 @@ def _fit_collapsed(matrix, g, settings, wall_start, *, sampler, chains, tune, dr
 
 
 def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws, target_accept, seed_used, cores,
-               adaptation, parametrization, progress) -> FitResult:
-    """The joint route: NUTS on (θ, b) together."""
+               adaptation, parametrization, progress, fixed_b=None) -> FitResult:
+    """The joint route: NUTS on (θ, b) together (on θ and the free b when ``fixed_b`` holds anchors)."""
     from .model import build_model
 
     model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
                         parametrization=parametrization,
-                        kernel="pytensor" if sampler == "numpyro" else "fused")
+                        kernel="pytensor" if sampler == "numpyro" else "fused", fixed_b=fixed_b)
+    names = ["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]
+    checked = ["theta", "b"] if fixed_b is None else ["theta", "b_free"]
     if sampler == "numpyro":
         import pymc as pm
 
@@ -365,21 +380,27 @@ def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws,
         with _quiet_logger("pymc", quiet=True):
             idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
                               target_accept=float(target_accept), nuts_sampler=sampler, model=model,
-                              progressbar=False, compute_convergence_checks=False, var_names=["theta", "b"])
+                              progressbar=False, compute_convergence_checks=False, var_names=names)
         total = time.perf_counter() - sample_start
         reported = idata["posterior"].attrs.get("sampling_time")
         sampling_time = float(reported) if reported else total
         compile_time = max(total - sampling_time, 0.0)
     else:
         idata, compile_time, sampling_time = _run_nuts(
-            model, ["theta", "b"], sampler=sampler, chains=chains, tune=tune, draws=draws,
+            model, names, sampler=sampler, chains=chains, tune=tune, draws=draws,
             target_accept=target_accept, seed_used=seed_used, cores=cores, adaptation=adaptation,
             progress=progress)
-    idata = _keep(idata, ["theta", "b"])
+    idata = _keep(idata, names)
     b_stats = per_parameter(idata, "b")
     theta_stats = per_parameter(idata, "theta")
-    diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=sampling_time,
-                                        stats={"theta": theta_stats, "b": b_stats})
+    stats = {"theta": theta_stats, "b": b_stats}
+    if fixed_b is not None:  # anchors: exactly their value, nothing to diagnose
+        anchored = np.isfinite(np.asarray(fixed_b, dtype=float))
+        stats = {"theta": theta_stats, "b_free": per_parameter(idata, "b_free")}
+        b_stats["sd"][anchored] = 0.0
+        b_stats["r_hat"][anchored] = np.nan
+        b_stats["ess_bulk"][anchored] = np.nan
+    diagnostics = summarize_diagnostics(idata, checked, sampling_time_s=sampling_time, stats=stats)
     diagnostics["compile_time_s"] = compile_time
     diagnostics["route"] = "joint"
     diagnostics["wall_time_s"] = time.perf_counter() - wall_start

@@ -92,7 +92,7 @@ class Rotation:
 
 
 def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
-                parametrization: str = "rotated", kernel: str = "fused"):
+                parametrization: str = "rotated", kernel: str = "fused", fixed_b=None):
     """The 1PL PyMC model for a count matrix.
 
     Parameters
@@ -112,6 +112,11 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
         (:mod:`benchmeasure.irt.kernel`); ``"pytensor"`` writes the same expression with
         PyTensor elementwise operations (used by back ends the fused kernel does not
         support, e.g. JAX, and as a cross-check).
+    fixed_b : array_like of shape (N,), optional
+        Anchor items (``fit_irt.py --fixed-difficulties``): a finite entry holds that item's b
+        at the given value (no prior, no parameter), NaN leaves it free. The free b and every θ
+        keep the paper's Normal(0, 1) priors; the sampled parameters are θ and the free b
+        (``b_free``, dims ``free_item``), rotated as above among themselves.
 
     Returns
     -------
@@ -135,16 +140,24 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
         "model": list(models) if models is not None else list(range(n_models)),
         "item": list(items) if items is not None else list(range(n_items)),
     }
+    fixed = None if fixed_b is None else np.asarray(fixed_b, dtype=float)
+    free = np.arange(n_items) if fixed is None else np.flatnonzero(np.isnan(fixed))
+    b_name, b_dim = ("b", "item") if fixed is None else ("b_free", "free_item")
+    if fixed is not None:
+        coords["free_item"] = [coords["item"][i] for i in free]
     with pm.Model(coords=coords) as model:
         if parametrization == "direct":
             theta = pm.Normal("theta", 0.0, 1.0, dims="model")
-            b = pm.Normal("b", 0.0, 1.0, dims="item")
+            b = pm.Normal(b_name, 0.0, 1.0, dims=b_dim)
         else:
-            model.add_coord("param", np.arange(n_models + n_items))
+            model.add_coord("param", np.arange(n_models + free.size))
             z = pm.Normal("z", 0.0, 1.0, dims="param")
-            theta_, b_ = Rotation(n_models, n_items).to_stacked(z, backend=pt)
+            theta_, b_ = Rotation(n_models, free.size).to_stacked(z, backend=pt)
             theta = pm.Deterministic("theta", theta_, dims="model")
-            b = pm.Deterministic("b", b_, dims="item")
+            b = pm.Deterministic(b_name, b_, dims=b_dim)
+        if fixed is not None:  # the anchors' values with the free items filled in
+            b = pm.Deterministic("b", pt.set_subtensor(pt.as_tensor_variable(np.nan_to_num(fixed))[free], b),
+                                 dims="item")
 
         if kernel == "fused":
             op = loglik_op(y, n_trials, g)
