@@ -49,22 +49,22 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
     ``inputs`` (writing it would destroy the input); a parent that is a file or cannot be written.
     """
     target = Path(path)
-    real = Path(os.path.realpath(target))
-    if real.is_dir():
-        fail(f"{target}: is a folder; give the path of a file to write")
     try:
-        info = os.stat(real)
+        info = os.stat(target)  # follows symlinks: /dev/stdout is the device or pipe it names
     except (FileNotFoundError, NotADirectoryError):
         info = None  # (a file in the way of a parent folder is reported below)
     except OSError as exc:
         fail(f"{target}: cannot check this output path ({exc.strerror or exc})")
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        fail(f"{target}: is a folder; give the path of a file to write")
     if info is not None and not stat.S_ISREG(info.st_mode):
         fail(f"{target}: exists and is {_describe_kind(info.st_mode)}; give the path of a regular file to write")
     if info is not None:
         for source in inputs:
             if source is not None and _identity(source) == (info.st_dev, info.st_ino):
-                fail(f"{target}: is the input {os.fspath(source)}; writing it would destroy the input, "
+                fail(f"{target}: is the input {os.fspath(source)}; writing it would overwrite the input, "
                      "choose another output path")
+    real = Path(os.path.realpath(target))
     ancestor = real.parent
     while not ancestor.exists():
         ancestor = ancestor.parent

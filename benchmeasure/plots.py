@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .files import atomic_write
+from .files import all_or_nothing, atomic_write
 from .metrics import ddm, largest_gaps, max_gap
 
 GAP_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
@@ -58,14 +58,28 @@ def _frame(ax):
     ax.grid(alpha=0.25, lw=0.5)
 
 
+def figure_paths(output: str | Path) -> list[Path]:
+    """The PNG and PDF written for ``output``: its name with a final ``.png``/``.pdf`` replaced, else appended.
+
+    Only that final suffix is touched, so ``fig.v2.png`` gives ``fig.v2.png`` and ``fig.v2.pdf`` (never
+    ``fig.png``).
+    """
+    text = str(output)
+    if Path(text).suffix.lower() in (".png", ".pdf"):
+        text = text[: -len(Path(text).suffix)]
+    return [Path(text + ".png"), Path(text + ".pdf")]
+
+
 def _save(fig, output: str | Path) -> list[Path]:
-    """Write ``output`` as PNG and PDF (same stem) atomically; return both paths."""
-    stem = Path(output).with_suffix("")
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        with atomic_write(path, mode="wb") as handle:
-            fig.savefig(handle, format=path.suffix[1:], dpi=200, bbox_inches="tight")
-    plt.close(fig)
+    """Write ``output`` as PNG and PDF (see :func:`figure_paths`), both or neither; return both paths."""
+    paths = figure_paths(output)
+    try:
+        with all_or_nothing():
+            for path in paths:
+                with atomic_write(path, mode="wb") as handle:
+                    fig.savefig(handle, format=path.suffix[1:], dpi=200, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return paths
 
 

@@ -228,9 +228,9 @@ def _good_matrix(tmp_path):
 
 
 GUESS_CASES = {
-    "guessing 1": (["--guessing", "1"], "[0, 1)"),
-    "guessing negative": (["--guessing", "-0.1"], "[0, 1)"),
-    "guessing nan": (["--guessing", "nan"], "[0, 1)"),
+    "guessing 1": (["--guessing", "1"], "--guessing"),
+    "guessing negative": (["--guessing", "-0.1"], "--guessing"),
+    "guessing nan": (["--guessing", "nan"], "--guessing"),
     "csv misses an item": ([["item_id", "guessing"], ["a", "0.2"], ["b", "0.2"]], "'c'"),
     "csv unknown item": ([["item_id", "guessing"], ["a", "0.2"], ["b", "0.2"], ["c", "0.2"], ["zz", "0.1"]],
                          "'zz' is not in the matrix"),

@@ -82,7 +82,7 @@ def test_cli(files):
 @pytest.mark.parametrize("extra, difficulty, fragment", [
     (["--models", "a", "zz"], None, "no model 'zz'"),
     (["--models", "a", "a"], None, "two different models"),
-    (["--lipschitz", "-1"], None, "--lipschitz must be"),
+    (["--lipschitz", "-1"], None, "--lipschitz: -1 is outside the allowed range"),
     ([], "item,b_mean\nq0,1\nq1,2\nq9,3\n", "item 'q2' of the matrix is not in"),
 ])
 def test_cli_rejects(files, extra, difficulty, fragment):

@@ -7,8 +7,16 @@ import json
 from pathlib import Path
 
 from benchmeasure.checks import THRESHOLDS, check_matrix
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.errors import ArgumentParser
+from benchmeasure.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    sha256_file,
+    write_json,
+)
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import N_TRIALS
 
@@ -78,8 +86,12 @@ def markdown(path, matrix, result) -> str:
     return "\n".join(lines) + "\n"
 
 
+OUTPUTS = ("checks.md", "checks.json")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    plan_outputs(inputs=[args.matrix], folders=[(args.output_dir, OUTPUTS)])
     matrix = read_matrix(args.matrix, args.n_trials)
     result = check_matrix(matrix)
     if args.output_dir:
@@ -95,14 +107,10 @@ def main(argv=None) -> int:
             "package_versions": package_versions(["numpy"]),
         }
         out = Path(args.output_dir)
-        if out.exists() and not out.is_dir():
-            fail(f"--output-dir {out}: exists and is not a folder")
-        try:
+        with all_or_nothing():
             with atomic_write(out / "checks.md") as handle:
                 handle.write(markdown(args.matrix, matrix, result))
             write_json(out / "checks.json", record)
-        except OSError as exc:
-            fail(f"--output-dir {out}: cannot write ({exc.strerror or exc})")
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     else:

@@ -7,7 +7,7 @@ import json
 
 from benchmeasure.detection import read_pre_post, stratified_test
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, sha256_file, write_json
+from benchmeasure.files import command_line, package_versions, plan_outputs, sha256_file, write_json
 from benchmeasure.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
@@ -43,6 +43,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    plan_outputs(files=[args.output], inputs=[args.responses])
     if not 0 < args.alpha < 1:
         fail(f"--alpha must lie in (0, 1), got {args.alpha}")
     if args.permutations < 1:

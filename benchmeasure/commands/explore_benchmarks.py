@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         args.probability = PROBABILITY if args.probability is None else args.probability
         if not 0 < args.probability < 1:
             fail(f"--probability must lie in (0, 1), got {args.probability}")
-    output = check_output_path(args.output)
+    output = check_output_path(args.output, [*args.paths, *args.filled, args.domains, *(args.posterior or [])])
     _check_output(output, [*args.paths, *args.filled])
     _progress(args.quiet)
     domains_path = Path(args.domains) if args.domains else DEFAULT_DOMAINS

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.files import atomic_write, command_line, package_versions, plan_outputs, sha256_file, write_json
 from benchmeasure.guessing import read_guessing_csv
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
@@ -32,6 +32,8 @@ from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABI
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
 ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
 POSTERIOR_NAME = "posterior.zarr"
+#: Every file a fit may write into --output-dir; a refit replaces them all or removes the stale ones.
+OUTPUTS = ("difficulty.csv", "ability.csv", "diagnostics.json")
 PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
             "numpyro", "jax"]
 
@@ -100,22 +102,15 @@ def parse_args(argv):
 # validation
 
 
-def check_output_dir(path: str) -> None:
-    """Reject an --output-dir that is a file or cannot be created/written, before any work."""
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        fail(f"--output-dir {path}: exists and is not a folder")
-    probe = target
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        fail(f"--output-dir {path}: cannot write into {probe}")
 
 
 def validate(args):
     """Every check that can fail on the user's input, in one place; returns (matrix, guessing)."""
     from benchmeasure.irt.fit import check_guessing, check_settings
 
+    # every output (and the folder) checked before any input is read: none may be an input
+    plan_outputs(inputs=[args.matrix, args.guessing_csv, args.fixed_difficulties],
+                 folders=[(args.output_dir, OUTPUTS)])
     matrix = read_matrix(args.matrix, args.n_trials)
     if args.guessing_csv is not None:
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
@@ -137,12 +132,6 @@ def validate(args):
     check_settings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune, draws=args.draws,
                    target_accept=args.target_accept, seed=args.seed, route=args.route)
     args.fixed_b = read_fixed_difficulties(args, matrix)
-    check_output_dir(args.output_dir)
-    if args.fixed_difficulties is not None:  # an anchor file inside --output-dir must not be overwritten
-        from benchmeasure.files import check_output_folder
-
-        check_output_folder(args.output_dir, [args.matrix, args.fixed_difficulties],
-                            ["difficulty.csv", "ability.csv", "diagnostics.json"])
     return matrix, guessing
 
 
@@ -298,7 +287,14 @@ def write_outputs(out_dir: Path, result, diagnostics: dict, save_posterior: bool
                 old = staging / "old-posterior"
                 os.replace(target, old)
             os.replace(staging / POSTERIOR_NAME, target)
-        for name in ("difficulty.csv", "ability.csv", "diagnostics.json"):
+        else:
+            # a posterior left by an earlier fit into this folder would be read as this fit's (stale)
+            stale = out_dir / POSTERIOR_NAME
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale)
+            elif stale.exists() or stale.is_symlink():
+                stale.unlink()
+        for name in OUTPUTS:
             os.replace(staging / name, out_dir / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

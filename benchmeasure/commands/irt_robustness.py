@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    sha256_file,
+    write_json,
+)
 from benchmeasure.guessing import read_guessing_csv
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
@@ -62,8 +71,12 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+OUTPUTS = ("robustness.json", "robustness.md", "loo.csv")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    plan_outputs(inputs=[args.matrix, args.guessing_csv], folders=[(args.output_dir, OUTPUTS)])
     if any(d < 2 for d in args.mirt):
         fail(f"--mirt dimensions must be at least 2, got {args.mirt}")
     if args.workers is not None and args.workers < 1:
@@ -103,16 +116,17 @@ def main(argv=None) -> int:
                    "command": command_line(),
                    "package_versions": package_versions(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
     out = Path(args.output_dir)
-    write_json(out / "robustness.json", record, default=float)
     text = markdown(record, name)
-    with atomic_write(out / "robustness.md") as handle:
-        handle.write(text)
-    if "leave_one_model_out" in record:
-        loo = record["leave_one_model_out"]
-        with atomic_write(out / "loo.csv") as handle:
-            handle.write("dropped_model,pearson,spearman\n")
-            for model, p, s in zip(loo["dropped_models"], loo["pearson"], loo["spearman"]):
-                handle.write(f"{model},{p!r},{s!r}\n")
+    with all_or_nothing():
+        write_json(out / "robustness.json", record, default=float)
+        with atomic_write(out / "robustness.md") as handle:
+            handle.write(text)
+        if "leave_one_model_out" in record:
+            loo = record["leave_one_model_out"]
+            with atomic_write(out / "loo.csv") as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["dropped_model", "pearson", "spearman"])
+                writer.writerows(zip(loo["dropped_models"], map(repr, loo["pearson"]), map(repr, loo["spearman"])))
     print(text)
     return 0
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, write_json
+from benchmeasure.errors import ArgumentParser
+from benchmeasure.files import all_or_nothing, atomic_write, plan_outputs, write_json
 from benchmeasure.options import N_TRIALS, SEED, integer
 from benchmeasure.simulate import gapped_difficulties, simulate_trials
 
@@ -27,13 +27,18 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=N_TRIALS, default=8)
     parser.add_argument("--seed", type=SEED, default=2026)
     args = parser.parse_args(argv)
-    for flag, value, least in (("--models", args.models, 2), ("--items", args.items, 2), ("--trials", args.trials, 1)):
-        if value < least:
-            fail(f"{flag} must be at least {least}, got {value}")
     out = Path(args.output_dir)
+    plan_outputs(folders=[(out, ("responses.csv", "true_difficulty.csv", "true_ability.csv", "settings.json"))])
     b = gapped_difficulties(args.items, seed=args.seed)
     theta = np.sort(np.random.default_rng(args.seed + 1).normal(0.0, 1.0, args.models))
     outcomes = simulate_trials(theta, b, args.trials, seed=args.seed + 2)
+    with all_or_nothing():
+        _write(out, args, b, theta, outcomes)
+    print(f"wrote the simulated example to {out}", file=sys.stderr)
+    return 0
+
+
+def _write(out: Path, args, b, theta, outcomes) -> None:
     models = [f"sim-model-{j:02d}" for j in range(args.models)]
     items = [f"q{i:03d}" for i in range(args.items)]
     with atomic_write(out / "responses.csv") as handle:
@@ -56,6 +61,4 @@ def main(argv=None) -> int:
                 "difficulty_range": [-2.5, 2.5], "empty_difficulty_intervals": [[-0.9, -0.3], [0.6, 1.3], [1.8, 2.2]],
                 "ability_prior": "Normal(0, 1), sorted"}
     write_json(out / "settings.json", settings)
-    print(f"wrote the simulated example to {out}", file=sys.stderr)
-    return 0
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import plan_outputs
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
 from benchmeasure.options import TOP_K, integer
-from benchmeasure.plots import plot_before_after, plot_benchmarks
+from benchmeasure.plots import figure_paths, plot_before_after, plot_benchmarks
 
 EXAMPLES = """\
 examples:
@@ -17,7 +18,8 @@ examples:
   python scripts/plot_difficulty.py data/benchmarks/*/difficulty.csv --output fig6.png --columns 4
   python scripts/plot_difficulty.py aime24/difficulty.csv --after aime24_filled/difficulty.csv --output fig5.png
 
-Each figure is written as PNG and PDF (same name, both suffixes). Difficulties are min-max
+Each figure is written as PNG and PDF: a final .png or .pdf of --output is replaced by each
+(fig.v2.png gives fig.v2.png and fig.v2.pdf), any other name gets both appended. Difficulties are min-max
 normalized per file unless --normalized. The panel title is the folder holding the file.
 """
 
@@ -53,12 +55,10 @@ def name_of(path: str) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.top_k is not None and args.top_k < 1:
-        fail(f"--top-k must be at least 1, got {args.top_k}")
-    if args.columns is not None and args.columns < 1:
-        fail(f"--columns must be at least 1, got {args.columns}")
-    if Path(args.output).suffix.lower() not in (".png", ".pdf", ""):
+    suffix = Path(args.output).suffix.lower()
+    if suffix in (".jpg", ".jpeg", ".svg", ".eps", ".ps", ".tif", ".tiff", ".gif", ".webp", ".bmp"):
         fail(f"--output {args.output}: use a .png or .pdf name (both are written)")
+    plan_outputs(files=figure_paths(args.output), inputs=[*args.files, args.after])
     if args.after:
         if len(args.files) != 1:
             fail(f"--after compares one benchmark, but {len(args.files)} input files were given")

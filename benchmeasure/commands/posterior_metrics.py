@@ -6,7 +6,7 @@ import argparse
 import json
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, write_json
+from benchmeasure.files import command_line, package_versions, plan_outputs, write_json
 from benchmeasure.metrics import diagnose
 from benchmeasure.options import OPEN_PROBABILITY, TOP_K
 from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
@@ -43,6 +43,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    plan_outputs(files=[args.output], inputs=[args.posterior])
     if args.top_k < 1:
         fail(f"--top-k must be at least 1, got {args.top_k}")
     items, draws = read_posterior_b(args.posterior, args.variable)

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions, sha256_file, write_json
+from benchmeasure.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    sha256_file,
+    write_json,
+)
 from benchmeasure.grading import KINDS
 from benchmeasure.harness import FORMATS, HARNESSES, PARTIAL_CHOICES, ReadOptions, logs_to_matrix, read_log
 from benchmeasure.matrix import ResponseMatrix, write_matrix
@@ -118,10 +127,10 @@ def parse_args(argv):
     return args
 
 
-def matrix_from_logs(args) -> tuple[ResponseMatrix, list]:
-    """The --from path: read every log, apply --model, convert and validate, write --responses-out.
+def matrix_from_logs(args) -> tuple[ResponseMatrix, list, object]:
+    """The --from path: read every log, apply --model, convert and validate.
 
-    Returns the matrix and the logs' provenance (file, SHA-256, model, task).
+    Returns the matrix, the logs' provenance (file, SHA-256, model, task) and the long rows (for --responses-out).
     """
     if args.model is not None and len(args.responses) != 1:
         fail(f"--model renames a single log; {len(args.responses)} logs were given")
@@ -130,14 +139,30 @@ def matrix_from_logs(args) -> tuple[ResponseMatrix, list]:
     if args.model is not None:
         logs = [replace(logs[0], model=args.model)]
     matrix, rows = logs_to_matrix(logs, args.metric, args.n_trials, args.threshold, args.grade)
-    if args.responses_out:
-        with atomic_write(args.responses_out) as handle:
-            writer = csv.writer(handle, lineterminator="\n")
-            writer.writerow(["model", "item_id", "trial", "correct"])
-            writer.writerows(zip(rows.model, rows.item, rows.trial, rows.correct))
     inputs = [{"path": str(log.path), "sha256": sha256_file(log.path), "model": log.model, "task": log.task}
               for log in logs]
-    return matrix, inputs
+    return matrix, inputs, rows
+
+
+def write_responses(rows, path: str) -> None:
+    """``--responses-out``: the long ``model,item_id,trial,correct`` rows the matrix was counted from."""
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["model", "item_id", "trial", "correct"])
+        writer.writerows(zip(rows.model, rows.item, rows.trial, rows.correct))
+
+
+def input_files(paths: list) -> list:
+    """The files a run reads: each path, and for a log folder every log-like file inside it (so that no output
+    can land on one of them)."""
+    found = []
+    for path in paths:
+        found.append(path)
+        if os.path.isdir(path):
+            for folder, _, names in os.walk(path):
+                found.extend(os.path.join(folder, name) for name in names
+                             if name.endswith((".json", ".jsonl", ".parquet", ".csv")))
+    return found
 
 
 def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
@@ -159,21 +184,26 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
-    for path in (args.output, args.responses_out):
-        if path is not None:
-            check_output_path(path)  # before reading what may be gigabytes of input
+    if args.harness == "wide" and args.responses_out:
+        fail("--responses-out applies to harness logs; a wide table has no per-trial rows")
+    # every output checked before what may be gigabytes of input is read; none may be an input
+    plan_outputs(files=[args.output, f"{args.output}.json", args.responses_out], inputs=input_files(args.responses))
+    rows = None
     if args.harness == "wide":
         from benchmeasure.wide import read_wide_matrix
 
         matrix = read_wide_matrix(args.responses[0], args.n_trials, args.items_as_rows)
         inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
     elif args.harness is not None:
-        matrix, inputs = matrix_from_logs(args)
+        matrix, inputs, rows = matrix_from_logs(args)
     else:
         matrix = read_responses_csv(args.responses[0], args.n_trials)
         inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
-    write_matrix(matrix, args.output)
-    write_json(f"{args.output}.json", provenance(args, matrix, inputs))
+    with all_or_nothing():  # the matrix, its record and --responses-out: all or none
+        if args.responses_out:
+            write_responses(rows, args.responses_out)
+        write_matrix(matrix, args.output)
+        write_json(f"{args.output}.json", provenance(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
         print(f"wrote {args.output}: {n_models} models x {n_items} items, {args.n_trials} trials each "

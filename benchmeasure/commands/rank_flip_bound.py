@@ -9,7 +9,15 @@ from pathlib import Path
 
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    sha256_file,
+    write_json,
+)
 from benchmeasure.matrix import read_matrix
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
 from benchmeasure.options import N_TRIALS, number
@@ -64,8 +72,6 @@ def _table(results, lipschitz) -> list[str]:
 
 def _write_outputs(args, matrix, results) -> None:
     out = Path(args.output_dir)
-    if out.exists() and not out.is_dir():
-        fail(f"--output-dir {out}: exists and is not a folder")
     records = [r.as_dict() for r in results]
     record = {
         "pairs": records,
@@ -80,16 +86,15 @@ def _write_outputs(args, matrix, results) -> None:
     lines = _table(results, args.lipschitz)
     text = "\n".join([f"Matrix `{args.matrix}`, difficulties `{args.difficulty}` ({len(matrix.items)} items)", "",
                       lines[0], "", *lines[1:]]) + "\n"
-    try:
+    with all_or_nothing():
         with atomic_write(out / "rank_flip.md") as handle:
             handle.write(text)
         write_json(out / "rank_flip.json", record)
-    except OSError as exc:
-        fail(f"--output-dir {out}: cannot write ({exc.strerror or exc})")
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    plan_outputs(inputs=[args.matrix, args.difficulty], folders=[(args.output_dir, ("rank_flip.md", "rank_flip.json"))])
     matrix = read_matrix(args.matrix, args.n_trials)
     column = read_difficulty_column(args.difficulty, args.column)
     if column.id_column is None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, command_line, package_versions, write_json
+from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
 from benchmeasure.reproduce import TABLES, compare_all, markdown, write_csv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +87,7 @@ def parse_detections(texts: list) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    plan_outputs(folders=[(args.output_dir, ("reproduction.csv", "reproduction.md", "reproduction.json"))])
     n_trials = parse_trials(args.n_trials)
     benchfill_runs = {k: Path(v) for k, v in _pairs("--benchfill-run", args.benchfill_run, "BENCH=DIR").items()}
     detections = parse_detections(args.detection)
@@ -100,9 +101,9 @@ def main(argv=None) -> int:
     text = markdown(rows)
     if args.output_dir:
         out = Path(args.output_dir)
-        with atomic_write(out / "reproduction.csv") as handle:
+        with all_or_nothing(), atomic_write(out / "reproduction.csv") as handle:
             write_csv(rows, handle)
-        with atomic_write(out / "reproduction.md") as handle:
+        with all_or_nothing(), atomic_write(out / "reproduction.md") as handle:
             handle.write(text)
         record = {"rows": [{"table": r.table, "row": r.key, "quantity": r.quantity, "reported": r.reported,
                             "local": r.local, "difference": r.difference, "source": r.note} for r in rows],

@@ -24,10 +24,11 @@ from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import (
+    all_or_nothing,
     atomic_write,
-    check_output_path,
     command_line,
     package_versions,
+    plan_outputs,
     read_jsonl_objects,
     sha256_file,
 )
@@ -172,8 +173,8 @@ def main(argv=None) -> int:
     record_path = f"{args.output}.json"
     if len({str(Path(p).resolve()) for p in (args.output, raw, record_path)}) < 3:
         fail(f"--output {args.output}, --raw-output {raw} and the record {record_path} must be three different files")
-    for path in (args.output, raw, record_path):
-        check_output_path(path)  # before any request is spent
+    # before any request is spent: none may be an input (the candidates, the panel) or a device
+    plan_outputs(files=[args.output, raw, record_path], inputs=[args.candidates, args.panel])
     program = lmms_eval_program() if args.backend == "lmms-eval" else None  # the wrong interpreter fails first
     candidates = read_candidates(args.candidates, args.benchmark)
     hashes["candidates"] = sha256_file(args.candidates)
@@ -182,7 +183,8 @@ def main(argv=None) -> int:
     else:
         results = run_direct(candidates, models, n_trials, kind, args)
     record = run_record(args, models, n_trials, kind, candidates, results, raw, hashes)
-    with atomic_write(args.output) as rows, atomic_write(raw) as side, atomic_write(record_path) as meta:
+    with all_or_nothing(), atomic_write(args.output) as rows, atomic_write(raw) as side, \
+            atomic_write(record_path) as meta:
         json.dump(record, meta, indent=2, ensure_ascii=False)
         meta.write("\n")
         writer = csv.writer(rows, lineterminator="\n")

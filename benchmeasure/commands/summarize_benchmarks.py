@@ -9,7 +9,15 @@ from pathlib import Path
 
 from benchmeasure.benchmarks import find_benchmarks, skipped_warning
 from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    sha256_file,
+    write_json,
+)
 from benchmeasure.summary import (
     DEFAULT_DOMAINS,
     THRESHOLDS,
@@ -49,6 +57,8 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    plan_outputs(inputs=[args.domains, *args.paths],
+                 folders=[(args.output_dir, ("table1.csv", "table1.md", "table1.json"))])
     domains = read_domains(args.domains)
     skipped = []
     benchmarks = find_benchmarks(args.paths, skipped)
@@ -65,11 +75,12 @@ def main(argv=None) -> int:
     table = markdown_table(rows)
     if args.output_dir:
         out = Path(args.output_dir)
-        with atomic_write(out / "table1.csv") as handle:
-            write_csv(rows, handle)
-        with atomic_write(out / "table1.md") as handle:
-            handle.write(table)
-        write_json(out / "table1.json", record)
+        with all_or_nothing():
+            with atomic_write(out / "table1.csv") as handle:
+                write_csv(rows, handle)
+            with atomic_write(out / "table1.md") as handle:
+                handle.write(table)
+            write_json(out / "table1.json", record)
     for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
         print(skipped_warning(folder), file=sys.stderr)
     print(json.dumps(record, indent=2) if args.json else table, end="\n" if args.json else "")
