@@ -53,3 +53,21 @@ def read_guessing_csv(path: str, items: list, source: str = "matrix") -> list:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         fail(f"{path}: no guessing value for {source} item {missing[0]!r}{more}")
     return [values[item] for item in items]
+
+
+def add_guessing_options(parser, rows_of: str) -> None:
+    """``--guessing G`` | ``--guessing-csv CSV`` (mutually exclusive); ``rows_of`` names whose items the CSV lists."""
+    from .options import GUESSING
+
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
+                       help="one guessing floor g in [0, 1) for every item (e.g. 0.25 for four choices; default 0)")
+    group.add_argument("--guessing-csv", default=None, metavar="CSV",
+                       help=f"per-item guessing: columns item_id,guessing, one row per item of {rows_of}")
+
+
+def guessing_from_options(args, items: list, source: str):
+    """Per-item guessing (a list, in the order of ``items``) from --guessing-csv, else the constant (default 0)."""
+    if getattr(args, "guessing_csv", None) is not None:
+        return read_guessing_csv(args.guessing_csv, items, source)
+    return [args.guessing or 0.0] * len(items)

@@ -150,6 +150,7 @@ def _bad_inputs(folder, tmp_path):
     (tmp_path / "dup.csv").write_text("model,theta_mean\nx,0.1\ny,0.2\nx,0.3\n")
     (tmp_path / "abil.csv").write_text("model,theta_mean\nx,0.1\n")
     (tmp_path / "nanabil.csv").write_text("model,theta_mean\nx,0.1\ny,nan\n")
+    (tmp_path / "g.csv").write_text("item_id,guessing\nzz,0.2\n")
     d = folder / "difficulty.csv"
     score = ("score_models.py",)
     return [
@@ -160,6 +161,9 @@ def _bad_inputs(folder, tmp_path):
          "'q000' appears more than once"),
         (score, [tmp_path / "big.csv", "--difficulty", d, "--n-trials", K], "outside [0, 4]"),
         (score, [tmp_path / "ok.csv", "--difficulty", d, "--n-trials", 0], "--n-trials"),
+        (score, [tmp_path / "ok.csv", "--difficulty", d, "--n-trials", K, "--guessing-csv", tmp_path / "g.csv"],
+         "item 'zz' is not in the difficulty file"),
+        (score, [tmp_path / "ok.csv", "--difficulty", d, "--n-trials", K, "--guessing", 1], "--guessing"),
         (("calibrate_items.py",), [tmp_path / "ok.csv", "--abilities", tmp_path / "dup.csv", "--n-trials", K],
          "'x' appears more than once"),
         (("calibrate_items.py",), [tmp_path / "ok.csv", "--abilities", tmp_path / "abil.csv", "--n-trials", K],

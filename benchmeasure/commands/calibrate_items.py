@@ -18,7 +18,8 @@ import numpy as np
 from benchmeasure.commands.score_models import input_records, read_counts
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
-from benchmeasure.options import GUESSING, N_TRIALS, OPEN_PROBABILITY
+from benchmeasure.guessing import add_guessing_options, guessing_from_options
+from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY
 
 EXAMPLES = """\
 examples:
@@ -45,11 +46,7 @@ def parse_args(argv):
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
                         help="responses per model-item pair (every count is in [0, K])")
     parser.add_argument("--output", required=True, metavar="CSV", help="where to write the difficulties (and CSV.json)")
-    guess = parser.add_mutually_exclusive_group()
-    guess.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
-                       help="one guessing floor g in [0, 1) for every item (default 0)")
-    guess.add_argument("--guessing-csv", default=None, metavar="CSV",
-                       help="per-item guessing: item_id,guessing, one row per item of the matrix")
+    add_guessing_options(parser, "the matrix")
     parser.add_argument("--reference-difficulty", default=None, metavar="DIFFICULTY_CSV",
                         help="a benchmark's difficulty file: z is on its min-max scale (paper Section 4)")
     parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
@@ -79,12 +76,7 @@ def main(argv=None) -> int:
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         fail(f"{args.responses}: model {missing[0]!r}{more} has no ability in {args.abilities}")
-    if args.guessing_csv is not None:
-        from benchmeasure.guessing import read_guessing_csv
-
-        guessing = np.asarray(read_guessing_csv(args.guessing_csv, matrix.items), dtype=float)
-    else:
-        guessing = np.full(len(matrix.items), args.guessing or 0.0)
+    guessing = np.asarray(guessing_from_options(args, matrix.items, "matrix"), dtype=float)
 
     from benchmeasure.irt.anchored import CALIBRATION_COLUMNS, calibrate_item
 

@@ -26,7 +26,8 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.options import GUESSING, N_TRIALS, OPEN_PROBABILITY, integer
+from benchmeasure.guessing import add_guessing_options, guessing_from_options
+from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY, integer
 
 EXAMPLES = """\
 examples:
@@ -59,11 +60,7 @@ def parse_args(argv):
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
                         help="responses per model-item pair in the input (every count is in [0, K])")
     parser.add_argument("--output", required=True, metavar="CSV", help="where to write the scores (and CSV.json)")
-    guess = parser.add_mutually_exclusive_group()
-    guess.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
-                       help="one guessing floor g in [0, 1) for every item (default 0)")
-    guess.add_argument("--guessing-csv", default=None, metavar="CSV",
-                       help="per-item guessing: item_id,guessing, one row per item of the difficulty file")
+    add_guessing_options(parser, "the difficulty file")
     parser.add_argument("--difficulty-draws", default=None, metavar="POSTERIOR",
                         help="posterior draws of b (fit_irt.py --save-posterior's posterior.zarr, .nc, .npz or a CSV "
                              "of draws): integrate over them instead of plugging in b_mean")
@@ -104,14 +101,6 @@ def unknown_items(path: str, items: list, known: list, where: str) -> None:
         fail(f"{path}: {len(missing)} item(s) have no difficulty in {where}: {shown}{more}")
 
 
-def per_item_guessing(args, items: list) -> np.ndarray:
-    from benchmeasure.guessing import read_guessing_csv
-
-    if args.guessing_csv is not None:
-        return np.asarray(read_guessing_csv(args.guessing_csv, items, "difficulty file"), dtype=float)
-    return np.full(len(items), args.guessing or 0.0)
-
-
 def difficulty_draws(args, items: list) -> np.ndarray | None:
     """Draws (S, N) in the difficulty file's item order, thinned evenly to --max-draws."""
     if args.difficulty_draws is None:
@@ -150,7 +139,7 @@ def main(argv=None) -> int:
     items, b = benchmark_difficulties(args.difficulty)
     matrix = read_counts(args.responses, args.n_trials)
     unknown_items(args.responses, matrix.items, items, args.difficulty)
-    guessing = per_item_guessing(args, items)
+    guessing = np.asarray(guessing_from_options(args, items, "difficulty file"), dtype=float)
     draws = difficulty_draws(args, items)
 
     from benchmeasure.irt.anchored import SCORE_COLUMNS, score_model

@@ -18,7 +18,8 @@ import numpy as np
 from benchmeasure.commands.score_models import benchmark_difficulties, input_records
 from benchmeasure.errors import ArgumentParser
 from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
-from benchmeasure.options import GUESSING, N_TRIALS, SEED, integer
+from benchmeasure.guessing import add_guessing_options, guessing_from_options
+from benchmeasure.options import N_TRIALS, SEED, integer
 
 EXAMPLES = """\
 examples:
@@ -44,11 +45,7 @@ def parse_args(argv):
     parser.add_argument("--output", required=True, metavar="CSV", help="where to write the anchors (and CSV.json)")
     parser.add_argument("--abilities", default=None, metavar="ABILITY_CSV",
                         help="information: design for these models' abilities (theta_mean) instead of N(0, 1)")
-    guess = parser.add_mutually_exclusive_group()
-    guess.add_argument("--guessing", type=GUESSING, default=None, metavar="G",
-                       help="information: one guessing floor g in [0, 1) for every item (default 0)")
-    guess.add_argument("--guessing-csv", default=None, metavar="CSV",
-                       help="information: per-item guessing, item_id,guessing, one row per item")
+    add_guessing_options(parser, "the difficulty file (information only)")
     parser.add_argument("--n-trials", type=N_TRIALS, default=1, metavar="K",
                         help="information: trials per item the new models will run (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no summary line")
@@ -66,12 +63,7 @@ def main(argv=None) -> int:
         from benchmeasure.ability_file import read_ability_table
 
         abilities = np.asarray(list(read_ability_table(args.abilities).values()), dtype=float)
-    if args.guessing_csv is not None:
-        from benchmeasure.guessing import read_guessing_csv
-
-        guessing = np.asarray(read_guessing_csv(args.guessing_csv, items, "difficulty file"), dtype=float)
-    else:
-        guessing = args.guessing or 0.0
+    guessing = np.asarray(guessing_from_options(args, items, "difficulty file"), dtype=float)
 
     from benchmeasure.anchors import select_anchors
 
