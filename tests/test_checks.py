@@ -176,3 +176,25 @@ def test_cli_output_dir_that_is_a_file_is_rejected(tmp_path):
     assert out.returncode == 2 and out.stdout == "" and blocker.read_text() == "keep me"
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "is not a folder" in lines[0]
+
+
+def test_inversion_counts_with_many_rows_equal_the_pairwise_definition():
+    """Above 512 rows the counts come from sorted keys; they must equal the all-pairs comparison."""
+    from benchmeasure.checks import _strict_orders
+
+    def all_pairs(counts):
+        counts = np.asarray(counts, dtype=float)
+        totals = counts.sum(axis=1)
+        concordant = inverted = 0
+        for s in range(counts.shape[1]):
+            value, key = counts[:, s], totals - counts[:, s]
+            product = np.sign(key[:, None] - key[None, :]) * np.sign(value[:, None] - value[None, :])
+            concordant += int((product > 0).sum())
+            inverted += int((product < 0).sum())
+        return concordant // 2, inverted // 2
+
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        rows, cols, k = int(rng.integers(513, 1200)), int(rng.integers(1, 5)), int(rng.integers(1, 9))
+        counts = rng.integers(0, k + 1, size=(rows, cols))
+        assert _strict_orders(counts) == all_pairs(counts), (rows, cols, k)
