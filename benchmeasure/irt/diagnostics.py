@@ -213,23 +213,70 @@ def per_parameter(idata, var_name: str) -> dict:
     return summarize_draws(values.reshape(n_chains, n_draws, -1))
 
 
-def summarize_draws(values: np.ndarray, chunk: int = 2048) -> dict:
+def summarize_draws(values: np.ndarray, chunk: int = 1024, workers: int | None = None, on_chunk=None) -> dict:
     """:func:`per_parameter`'s figures from an array (chains, draws, P) of any float type, P in chunks.
 
     Each chunk of ``chunk`` parameters is converted to float64 and summarized on its own, so
-    the working memory is a few copies of (chains, draws, chunk) whatever P is; draws stored
-    as float32 are summarized in float64.
+    the working memory is a few copies of (chains, draws, chunk) per worker whatever P is;
+    draws stored as float32 are summarized in float64. Chunks run on ``workers`` threads
+    (default: up to 2 of the CPUs available; NumPy's sorts and FFTs release the GIL), and
+    the rank-normalized draws are computed once per chunk for both R-hat and ESS (the same
+    figures as :func:`rhat_rank` and :func:`ess_bulk`). ``on_chunk(done, total)`` reports progress.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     n_chains, n_draws, n_params = values.shape
     out = {key: np.empty(n_params) for key in ("mean", "sd", "r_hat", "ess_bulk")}
-    for start in range(0, n_params, chunk):
+    starts = list(range(0, n_params, chunk))
+
+    def one(start):
         stop = min(start + chunk, n_params)
         flat = np.asarray(values[:, :, start:stop], dtype=float)
         out["mean"][start:stop] = flat.mean(axis=(0, 1))
         out["sd"][start:stop] = (flat.std(axis=(0, 1), ddof=1) if n_chains * n_draws > 1 else np.nan)
-        out["r_hat"][start:stop] = rhat_rank(flat)
-        out["ess_bulk"][start:stop] = ess_bulk(flat)
+        out["r_hat"][start:stop], out["ess_bulk"][start:stop] = _rhat_and_ess(flat)
+        return stop - start
+
+    if workers is None:
+        try:
+            import os
+
+            workers = max(1, min(2, len(os.sched_getaffinity(0))))
+        except AttributeError:  # pragma: no cover - not on Linux
+            workers = 1
+    done = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for size in pool.map(one, starts):
+            done += size
+            if on_chunk is not None:
+                on_chunk(done, n_params)
     return out
+
+
+def _rhat_and_ess(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`rhat_rank`, :func:`ess_bulk`) of values (chains, draws, P), sharing one rank normalization."""
+    x = _by_parameter(values)
+    n_params, n_chains, n_draws = x.shape
+    r_hat = np.full(n_params, np.nan)
+    ess = np.full(n_params, np.nan)
+    if n_draws < 4:
+        return r_hat, ess
+    ok = np.all(np.isfinite(x), axis=(1, 2))
+    spread = np.ptp(np.where(np.isfinite(x), x, 0.0).reshape(n_params, -1), axis=1)
+    constant = ok & (spread < np.finfo(float).resolution)
+    varying = ok & ~constant
+    ess[constant] = n_chains * (n_draws // 2) * 2
+    if constant.any() and n_chains >= 2:
+        r_hat[constant] = rhat_rank(values[:, :, constant])
+    if varying.any():
+        split = _split_chains(x[varying])
+        z = _z_scale(split)
+        ess[varying] = _ess_geyer(z)
+        if n_chains >= 2:
+            bulk = _rhat_basic(z)
+            folded = np.abs(split - np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None])
+            r_hat[varying] = np.maximum(bulk, _rhat_basic(_z_scale(folded)))
+    return r_hat, ess
 
 
 def _finite_or_none(x) -> float | None:

@@ -341,9 +341,13 @@ def _fit_collapsed(matrix, g, settings, wall_start, *, sampler, chains, tune, dr
     idata["posterior"] = posterior.assign_coords(item=list(matrix.items)).assign(
         b=(("chain", "draw", "item"), b_draws))
     summary_start = time.perf_counter()
-    if progress is not None:
-        progress.update("summarizing", 0, 0)
-    b_stats = summarize_draws(b_draws)
+
+    def on_chunk(done, total):
+        if progress is not None:
+            progress.update("summarizing (R-hat, ESS per item)", done, total)
+
+    on_chunk(0, len(matrix.items))
+    b_stats = summarize_draws(b_draws, on_chunk=on_chunk)
     theta_stats = summarize_draws(theta_draws)
     diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=sampling_time,
                                         stats={"theta": theta_stats, "b": b_stats})
