@@ -58,6 +58,10 @@ class Table:
         k = self.header.index(name)
         return [row[k].strip() for row in self.rows] if strip else [row[k] for row in self.rows]
 
+    def records(self) -> list:
+        """Each row as a ``{column: value}`` dict (values as written), in file order."""
+        return [dict(zip(self.header, row)) for row in self.rows]
+
     def where(self, r: int, column: str | None = None) -> str:
         """``PATH line N`` (and ``, column NAME``) of row ``r``, for error messages."""
         place = f"{self.path}: line {self.lines[r]}"

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .csv_table import read_table
 from .errors import fail
 
 COLUMNS = ("model", "item_id", "trial", "correct", "condition")
@@ -162,20 +163,12 @@ def read_pre_post(path: str | os.PathLike) -> dict:
     Models keep their first-seen order; items keep their first-seen order per model.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        fail(f"{path}: cannot read CSV ({' '.join(str(exc).split())})")
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        fail(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-             f"(expected {','.join(COLUMNS)})")
-    if frame.empty:
+    table = read_table(path, required=COLUMNS, expected=",".join(COLUMNS))
+    if not table.rows:
         fail(f"{path}: no responses (header only)")
+    frame = pd.DataFrame({name: table.column(name, strip=False) for name in COLUMNS}, dtype=object)
     frame = frame[list(COLUMNS)].apply(lambda col: col.str.strip())
-    frame["line"] = np.arange(len(frame)) + 2
+    frame["line"] = np.asarray(table.lines, dtype=np.int64)
 
     def where(row) -> str:
         return f"{path} line {row.line}, model {row.model!r}, item {row.item_id!r}"

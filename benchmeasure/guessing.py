@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-import csv
 import math
-import os
 
-from .errors import fail, file_errors
+from .csv_table import read_table
+from .errors import fail
 
 
 def read_guessing_csv(path: str, items: list, source: str = "matrix") -> list:
@@ -18,25 +17,11 @@ def read_guessing_csv(path: str, items: list, source: str = "matrix") -> list:
 
     Exactly one row per item of ``items`` (the ``source``'s items: a matrix, a difficulty file), any order.
     """
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file (--guessing-csv)")
-    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle))
-    if not rows:
-        fail(f"{path}: file is empty (expected a header 'item_id,guessing')")
-    header = [name.strip() for name in rows[0]]
-    for column in ("item_id", "guessing"):
-        if column not in header:
-            fail(f"{path}: no column {column!r} (columns: {', '.join(header)}); expected 'item_id,guessing'")
-    id_at, value_at = header.index("item_id"), header.index("guessing")
+    table = read_table(path, required=("item_id", "guessing"), expected="a header 'item_id,guessing'")
     known = set(items)
     values: dict = {}
-    for line, row in enumerate(rows[1:], start=2):
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if len(row) <= max(id_at, value_at):
-            fail(f"{path}: line {line} has {len(row)} cells, the header has {len(header)}")
-        item, cell = row[id_at], row[value_at].strip()
+    for r, (item, cell) in enumerate(zip(table.column("item_id", strip=False), table.column("guessing"))):
+        line = table.lines[r]
         if item not in known:
             fail(f"{path}: line {line}: item {item!r} is not in the {source}")
         if item in values:
@@ -44,9 +29,9 @@ def read_guessing_csv(path: str, items: list, source: str = "matrix") -> list:
         try:
             g = float(cell)
         except ValueError:
-            fail(f"{path}: line {line}, item {item!r}: guessing {cell!r} is not a number")
+            fail(f"{path}: line {line}, item {item!r}: guessing {cell[:40]!r} is not a number")
         if not (math.isfinite(g) and 0.0 <= g < 1.0):
-            fail(f"{path}: line {line}, item {item!r}: guessing {cell} is outside [0, 1)")
+            fail(f"{path}: line {line}, item {item!r}: guessing {cell[:40]} is outside [0, 1)")
         values[item] = g
     missing = [item for item in items if item not in values]
     if missing:

@@ -24,13 +24,14 @@ A saved posterior is read from either
 
 from __future__ import annotations
 
-import csv
+import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import fail, file_errors
+from .csv_table import read_table
+from .errors import InputError, fail
 
 PROBABILITY = 0.94
 
@@ -157,39 +158,69 @@ def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list
         return _read_datatree(path, variable, None)
     if path.endswith(".npz"):
         return _read_npz(path, variable)
-    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle))
-    if len(rows) < 2:
+    table = read_table(path, expected="a header of item IDs, then one row of draws per line")
+    if not table.rows:
         fail(f"{path}: expected a header of item IDs and at least one row of draws")
-    items = [name.strip() for name in rows[0]]
+    items = table.header
     draws = []
-    for line, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
-        if len(row) != len(items):
-            fail(f"{path}: line {line} has {len(row)} values, the header has {len(items)} items")
+    for r, row in enumerate(table.rows):
         try:
-            draws.append([float(cell) for cell in row])
+            values = [float(cell) for cell in row]
         except ValueError:
-            fail(f"{path}: line {line}: a value is not a number")
+            bad = next(k for k, cell in enumerate(row) if not _is_float(cell))
+            fail(f"{table.where(r, items[bad])}: {row[bad][:40]!r} is not a number")
+        if not all(math.isfinite(v) for v in values):
+            bad = next(k for k, v in enumerate(values) if not math.isfinite(v))
+            fail(f"{table.where(r, items[bad])}: {row[bad]!r} is not a finite number")
+        draws.append(values)
     return items, np.asarray(draws, dtype=float)
 
 
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _read_npz(path: str, variable: str) -> tuple[list, np.ndarray]:
+    """Draws from an .npz archive: ``variable`` of shape (chain, draw, item) or (draw, item), optional ``items``."""
+    import zipfile
+
     try:
         archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        fail(f"{path}: cannot read as .npz ({' '.join(str(exc).split())})")
-    with archive:
-        if variable not in archive.files:
-            fail(f"{path}: no array {variable!r} (arrays: {', '.join(archive.files)})")
-        b = np.asarray(archive[variable], dtype=float)
-        if b.ndim not in (2, 3):
-            fail(f"{path}: array {variable!r} has shape {b.shape}; expected (chain, draw, item) or (draw, item)")
-        b = b.reshape(-1, b.shape[-1])
-        items = [str(v) for v in archive["items"]] if "items" in archive.files else [str(i) for i in range(b.shape[1])]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        fail(f"{path}: cannot read as .npz ({' '.join(str(exc).split())[:200]})")
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        fail(f"{path}: a single .npy array, not an .npz archive of named arrays (save with numpy.savez)")
+    try:
+        with archive:
+            if variable not in archive.files:
+                fail(f"{path}: no array {variable!r} (arrays: {', '.join(archive.files)})")
+            raw = archive[variable]
+            if raw.dtype.kind not in "iuf":
+                fail(f"{path}: array {variable!r} holds {raw.dtype} values, expected numbers")
+            b = np.asarray(raw, dtype=float)
+            if b.ndim not in (2, 3) or b.size == 0:
+                fail(f"{path}: array {variable!r} has shape {b.shape}; expected (chain, draw, item) or (draw, item)")
+            b = b.reshape(-1, b.shape[-1])
+            if "items" in archive.files:
+                ids = archive["items"]
+                if ids.ndim != 1 or ids.dtype.kind not in "iuUS":
+                    fail(f"{path}: array 'items' must be one-dimensional IDs, found {ids.dtype} of shape {ids.shape}")
+                items = [str(v) for v in ids]
+            else:
+                items = [str(i) for i in range(b.shape[1])]
+    except InputError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        fail(f"{path}: cannot read as .npz ({' '.join(str(exc).split())[:200]})")
     if len(items) != b.shape[1]:
         fail(f"{path}: {len(items)} item IDs for {b.shape[1]} items")
+    if not np.isfinite(b).all():
+        draw, item = np.argwhere(~np.isfinite(b))[0]
+        fail(f"{path}: array {variable!r} draw {draw}, item {items[item]!r} is {b[draw, item]}, not a finite number")
     return items, b
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .benchmarks import load_benchmark
 from .checks import check_matrix
+from .csv_table import read_table
 from .errors import fail
 from .matrix import read_matrix
 from .metrics import diagnose
@@ -85,8 +86,8 @@ def _number(text: str):
 
 def read_reported(table: str, reported_dir: Path = REPORTED_DIR) -> list[dict]:
     """Rows of ``<reported_dir>/<table>.csv`` with numbers parsed."""
-    with open(reported_dir / f"{table}.csv", encoding="utf-8", newline="") as handle:
-        return [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+    rows = read_table(reported_dir / f"{table}.csv", nonblank=()).records()
+    return [{k: _number(v) for k, v in row.items()} for row in rows]
 
 
 def _key(row: dict) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .benchmarks import Benchmark
+from .csv_table import read_table
 from .errors import fail
 from .metrics import diagnose
 
@@ -47,15 +48,20 @@ class SummaryRow:
 
 
 def read_domains(path: str | os.PathLike) -> dict:
-    """``benchmark → domain`` from a CSV with those two columns (others ignored)."""
+    """``benchmark → domain`` from a CSV with those two columns (others ignored), read strictly
+    (:mod:`benchmeasure.csv_table`: UTF-8, one field per header column, no blank benchmark name)."""
     path = Path(path)
     if not path.is_file():
         fail(f"{path}: no such domain file")
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None or not {"benchmark", "domain"} <= set(reader.fieldnames):
-            fail(f"{path}: expected columns benchmark,domain (found {','.join(reader.fieldnames or [])})")
-        return {row["benchmark"].strip(): row["domain"].strip() for row in reader}
+    table = read_table(path, required=("benchmark", "domain"), nonblank=("benchmark",),
+                       expected="columns benchmark,domain")
+    domains: dict = {}
+    for r, (name, domain) in enumerate(zip(table.column("benchmark"), table.column("domain"))):
+        if name in domains and domains[name] != domain:
+            fail(f"{table.where(r, 'benchmark')}: {name!r} is listed again with another domain "
+                 f"({domains[name]!r}, then {domain!r})")
+        domains[name] = domain
+    return domains
 
 
 def summarize(benchmarks: list[Benchmark], domains: dict) -> list[SummaryRow]:

@@ -153,7 +153,7 @@ def test_cli_json_and_output_file(tmp_path):
 
 
 @pytest.mark.parametrize("rows, header, fragment", [
-    ([("m", "q0", 0, 1, "pre")], "model,item_id,trial,correct", "missing column condition"),
+    ([("m", "q0", 0, 1, "pre")], "model,item_id,trial,correct", "no column 'condition'"),
     ([("m", "q0", 0, 1, "pre"), ("m", "q0", 0, 1, "during")], None, "condition 'during'"),
     ([("m", "q0", 0, 2, "pre")], None, "correct is '2'"),
     ([("m", "q0", 0, 1, "pre"), ("m", "q0", 0, 0, "post"), ("m", "q1", 0, 1, "pre")], None,

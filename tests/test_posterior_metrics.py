@@ -118,8 +118,8 @@ def test_cli(tmp_path):
 
 
 @pytest.mark.parametrize("content, suffix, extra, fragment", [
-    ("a,b\n0,1\n2\n", ".csv", [], "line 3 has 1 values"),
-    ("a,b\n0,x\n", ".csv", [], "line 2: a value is not a number"),
+    ("a,b\n0,1\n2\n", ".csv", [], "line 3: 1 field, the header has 2"),
+    ("a,b\n0,x\n", ".csv", [], "line 2, column 'b': 'x' is not a number"),
     ("a,b\n0,1\n", ".csv", ["--top-k", "0"], "--top-k"),
     (None, ".npz", ["--variable", "theta"], "no array 'theta'"),
     ("not netcdf", ".nc", [], "cannot read as NetCDF"),

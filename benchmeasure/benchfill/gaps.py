@@ -8,12 +8,12 @@ targets; a gap [z_L, z_R] has target z* = (z_L + z_R)/2 (paper, Section 4). The 
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
 from dataclasses import dataclass
 
+from benchmeasure.csv_table import read_table
 from benchmeasure.errors import fail
 from benchmeasure.files import read_jsonl_objects
 from benchmeasure.metrics import largest_gaps, normalize_min_max
@@ -96,22 +96,22 @@ def read_calibration(path: str | os.PathLike) -> dict:
     path = os.fspath(path)
     if not os.path.isfile(path):
         fail(f"{path}: calibration table not found")
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        id_column = "item_id" if "item_id" in header else "item" if "item" in header else None
-        if id_column is None or "b_mean" not in header:
-            fail(f"{path}: need columns item_id (or item) and b_mean, found {', '.join(header) or 'none'}")
-        table = {}
-        for line, row in enumerate(reader, start=2):
-            item = (row.get(id_column) or "").strip()
-            if not item:
-                fail(f"{path}: line {line} has a blank item ID")
-            if item in table:
-                fail(f"{path}: line {line}: item {item!r} appears twice")
-            where = f"{path}: line {line}, item {item!r}"
-            b_sd = _float_cell(row, "b_sd", where) if "b_sd" in header else 0.0
-            table[item] = (_float_cell(row, "b_mean", where), b_sd)
+    rows = read_table(path, required=("b_mean",), expected="columns item_id (or item) and b_mean")
+    header = rows.header
+    id_column = "item_id" if "item_id" in header else "item" if "item" in header else None
+    if id_column is None:
+        fail(f"{path}: need columns item_id (or item) and b_mean, found {', '.join(header) or 'none'}")
+    table = {}
+    for r, row in enumerate(rows.records()):
+        line = rows.lines[r]
+        item = row[id_column].strip()
+        if not item:
+            fail(f"{path}: line {line}, column {id_column!r}: blank item ID")
+        if item in table:
+            fail(f"{path}: line {line}: item {item!r} appears twice")
+        where = f"{path}: line {line}, item {item!r}"
+        b_sd = _float_cell(row, "b_sd", where) if "b_sd" in header else 0.0
+        table[item] = (_float_cell(row, "b_mean", where), b_sd)
     if len(table) < 2:
         fail(f"{path}: need at least 2 items, found {len(table)}")
     return table

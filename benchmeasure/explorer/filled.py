@@ -20,7 +20,6 @@ boundary for the "after" measure.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pathlib import Path
 from benchmeasure.benchfill.eventlog import EVENTS, read_events
 from benchmeasure.benchfill.gaps import Benchmark, load_benchmark
 from benchmeasure.benchfill.summary import reduction
+from benchmeasure.csv_table import read_table
 from benchmeasure.errors import fail, file_errors
 from benchmeasure.files import sha256_file
 from benchmeasure.metrics import diagnose
@@ -196,22 +196,15 @@ def read_records(path: Path, id_column: str) -> list:
         fail(f"{path.parent}: no {path.name}; is the run finished? (run it to completion first)")
     needed = ("gap", "item_id", "parent_id", "question", "lineage", *RECORD_FLOATS, id_column)
     rows = []
-    with file_errors(path), open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        missing = [c for c in dict.fromkeys(needed) if c not in header]
-        if missing:
-            fail(f"{path}: no column {missing[0]!r} (columns: {', '.join(header) or 'none'})")
-        for line, row in enumerate(reader, start=2):
-            where = f"{path}: line {line}"
-            if None in row or any(value is None for value in row.values()):
-                fail(f"{where}: {len(header)} columns expected")
-            values = {c: _float(row, c, where) for c in RECORD_FLOATS}
-            try:
-                step = int(row["gap"])
-            except ValueError:
-                fail(f"{where}: gap {row['gap']!r} is not an integer")
-            rows.append({**row, **values, "gap": step})
+    table = read_table(path, required=tuple(dict.fromkeys(needed)), nonblank=("gap", "item_id"))
+    for r, row in enumerate(table.records()):
+        where = f"{path}: line {table.lines[r]}"
+        values = {c: _float(row, c, where) for c in RECORD_FLOATS}
+        try:
+            step = int(row["gap"])
+        except ValueError:
+            fail(f"{where}: gap {row['gap'][:40]!r} is not an integer")
+        rows.append({**row, **values, "gap": step})
     return rows
 
 

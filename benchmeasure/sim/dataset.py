@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmeasure.csv_table import read_table
 from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.sim.world import World, item_text
 from benchmeasure.simulate import gapped_difficulties, simulate_counts
@@ -82,8 +83,7 @@ def make_sim_benchmark(folder, seed: int = 0, n_items: int = 40, n_models: int =
 
 def calibrate_from_fit(folder, fit_folder) -> None:
     """``calibration.csv`` from the fit's ``difficulty.csv`` (``item,b_mean,b_sd,…``)."""
-    with open(Path(fit_folder) / "difficulty.csv", encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_table(Path(fit_folder) / "difficulty.csv", required=("b_mean",)).records()
     with open(Path(folder) / "calibration.csv", "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["item_id", "b_mean", "b_sd"])
@@ -95,8 +95,7 @@ def calibrate_from_truth(folder) -> None:
     """Test shortcut: calibration and abilities from the ground truth (no IRT fit)."""
     folder = Path(folder)
     world = World.load(folder / "world.json")
-    with open(folder / "true_difficulty.csv", encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_table(folder / "true_difficulty.csv", required=("item_id", "b_true")).records()
     with open(folder / "calibration.csv", "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["item_id", "b_mean", "b_sd"])
