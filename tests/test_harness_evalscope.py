@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmeasure.errors import InputError
-from benchmeasure.harness import read_evalscope_log
+from benchmeasure.harness import logs_to_matrix, read_evalscope_log
 from conftest import ROOT, assert_rejected, run_script
 
 REVIEWS = ROOT / "tests" / "fixtures" / "harness_logs" / "evalscope" / "reviews"
@@ -178,4 +178,8 @@ def test_fuzz_damaged_reviews(tmp_path_factory, line, where, value, delete, garb
         assert str(exc) and "\n" not in str(exc)
     else:
         assert log.samples and all(isinstance(s.doc_id, int) for s in log.samples)
+        try:  # the rest of the path: counting the trials
+            logs_to_matrix([log], None, 2)
+        except InputError as exc:
+            assert str(exc) and "\n" not in str(exc)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before

@@ -10,6 +10,7 @@ the CSV path (:mod:`.assemble`). Formats and the exact fields used: ``docs/harne
 - :mod:`.lighteval`: lighteval parquet details;
 - :mod:`.inspect_log`: Inspect AI ``.eval``/``.json`` logs, through inspect-ai's own reader;
 - :mod:`.evalscope`: evalscope per-sample review JSONL;
+- :mod:`.opencompass`: OpenCompass results JSON with per-sample ``details``;
 - :mod:`.records`: the :class:`Sample` / :class:`HarnessLog` records every reader returns.
 """
 
@@ -24,6 +25,7 @@ from .evalscope import read_evalscope_log
 from .inspect_log import PARTIAL_CHOICES, read_inspect_log
 from .lighteval import read_lighteval_log
 from .lm_eval import find_lmms_samples, read_lm_eval_log, read_lmms_log, read_lmms_samples
+from .opencompass import read_opencompass_log
 from .records import HarnessLog, Rows, Sample, binarize
 
 
@@ -53,6 +55,7 @@ FORMATS = {
     "inspect": Format(lambda path, o: read_inspect_log(path, o.scorer, o.partial or "reject"), "inspect_ai",
                       ("scorer", "partial")),
     "evalscope": Format(lambda path, o: read_evalscope_log(path, o.metric), "evalscope", ("metric",)),
+    "opencompass": Format(lambda path, o: read_opencompass_log(path, o.metric), "opencompass", ("metric",)),
 }
 HARNESSES = tuple(FORMATS)
 OPTION_FLAGS = {"filter_name": "--filter", "metric": "--metric", "scorer": "--scorer", "partial": "--partial"}
@@ -79,4 +82,4 @@ def read_log(harness: str, path: Path, options: ReadOptions | str | None = None)
 __all__ = ["FORMATS", "HARNESSES", "PARTIAL_CHOICES", "Format", "HarnessLog", "ReadOptions", "Rows", "Sample",
            "binarize", "check_options", "find_lmms_samples", "first_missing_document", "log_rows", "logs_to_matrix",
            "read_evalscope_log", "read_inspect_log", "read_lighteval_log", "read_lm_eval_log", "read_lmms_log",
-           "read_lmms_samples", "read_log"]
+           "read_lmms_samples", "read_log", "read_opencompass_log"]

@@ -62,7 +62,10 @@ def _trial(path: Path, number: int, record: dict, metric: str | None) -> tuple:
     values = score.get("value")
     if not isinstance(values, dict) or not values:
         fail(f"{where}: sample_score.score.value must be an object of metric values, got {values!r}")
-    name = metric or score.get("main_score_name") or next(iter(values))
+    main = score.get("main_score_name")
+    if main is not None and not isinstance(main, str):
+        fail(f"{where}: sample_score.score.main_score_name must be a string, got {main!r}")
+    name = metric or main or next(iter(values))
     if name not in values:
         fail(f"{where}: no metric {name!r} (per-sample values here: {', '.join(map(str, values))})")
     prediction = score.get("prediction")
