@@ -145,7 +145,8 @@ def main(argv=None) -> int:
             for j in held:
                 run_model(counts[j], b, theta, ks, args.anchor_draws, int(rng.integers(2**31)), rows)
             print(f"repeat {repeat + 1} fold {fold + 1}: held out {', '.join(matrix.models[j] for j in held)}; "
-                  f"fit {fits[-1][0]:.1f} s (max R-hat {fits[-1][1]}, min ESS {fits[-1][2]}); "
+                  f"fit {fits[-1][0]:.1f} s ("
+                  + (f"max R-hat {fits[-1][1]:.4f}, min ESS {fits[-1][2]:.0f}" if fits[-1][1] else "MAP") + "); "
                   f"{time.perf_counter() - start:.0f} s so far", file=sys.stderr)
     held_models = len(rows[("IRT / random", ks[0])]) // args.anchor_draws
     fit = f"NUTS 4 chains x ({args.fit_draws} + {args.fit_draws})" if args.method == "nuts" else "MAP"
@@ -157,7 +158,7 @@ def main(argv=None) -> int:
     machine = (f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
                f"load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end (shared machine); "
                f"{time.perf_counter() - start:.0f} s in all, calibration fits {np.mean([f[0] for f in fits]):.1f} s "
-               f"each (max R-hat {max((f[1] or 0) for f in fits):.3f}).")
+               f"each" + (f" (max R-hat {max(f[1] for f in fits):.4f})." if fits[0][1] else " (MAP)."))
     print(text)
     print()
     print(machine)
