@@ -3,7 +3,7 @@
 
 Simulated binary matrices (K = 1; θ and b drawn from Normal(0, s²), g = 0):
 
-  12x40000   12 models × 40,000 items, s = 1.75: the shape of a 12-LLM × 41,871-item OpenCompass
+  12x40000   12 models × 40,000 items, s = 1.1: the shape of a 12-LLM × 41,871-item OpenCompass
              matrix; with 12 binary answers per item the columns repeat heavily (about 2,000
              distinct columns, as the real matrix has 2,099; the table prints the count)
   200x10000  200 models × 10,000 items, s = 1
@@ -47,7 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SIZES = {"12x40000": (12, 40000, 1.75), "200x10000": (200, 10000, 1.0)}
+SIZES = {"12x40000": (12, 40000, 1.1), "200x10000": (200, 10000, 1.0)}
 TARGET_S = {"12x40000": 300.0, "200x10000": 900.0}
 VERIFY = [(6, 30, 8, 1.0), (12, 675, 8, 1.0), (30, 200, 1, 1.0)]   # models, items, K, scale
 PEAK_GB_TARGET = 3.0
