@@ -123,6 +123,7 @@ class Progress:
             self._thread.join()
         with self._lock:
             self.phase = "done" if exc[0] is None else "stopped"
+            self.total = 0  # the last line: no counts and no time left
         self._write(final=True)
         return False
 
