@@ -16,8 +16,11 @@ caches (as any second use on a machine finds them), and reports
 
 Configurations (``--configs``):
 
-  nutpie          the default: nutpie, fused Numba kernel, rotated coordinates, diagonal mass matrix
-  pymc            PyMC's own NUTS on the same model (``--sampler pymc``)
+  nutpie          joint route (``--route joint``): nutpie, fused Numba kernel, rotated coordinates, diagonal
+                  mass matrix
+  collapsed       the default route: nutpie on the abilities' marginal, b integrated out and drawn exactly
+                  (bench/bench_irt_scale.py measures it at the size of real suites)
+  pymc            PyMC's own NUTS on the joint model (``--sampler pymc --route joint``)
   pymc-literal    PyMC's own NUTS on the model as written: pm.Binomial(p=sigmoid(θ − b)), θ and b sampled
                   directly (the baseline the issue measured)
   nutpie-direct   nutpie + fused kernel without the rotation (θ and b sampled directly)
@@ -50,6 +53,8 @@ sys.path.insert(0, str(ROOT))
 
 CONFIGS = {
     "nutpie": dict(sampler="nutpie", parametrization="rotated", adaptation="diag", kernel="fused"),
+    "collapsed": dict(sampler="nutpie", parametrization="rotated", adaptation="diag", kernel="fused",
+                      route="collapsed"),
     "pymc": dict(sampler="pymc", parametrization="rotated", adaptation=None, kernel="fused"),
     "pymc-literal": dict(sampler="pymc", parametrization="direct", adaptation=None, kernel="binomial"),
     "nutpie-direct": dict(sampler="nutpie", parametrization="direct", adaptation="diag", kernel="fused"),
@@ -89,7 +94,8 @@ def worker(args) -> dict:
 
         result = fit_1pl(matrix, sampler=spec["sampler"], parametrization=spec["parametrization"],
                          adaptation=spec["adaptation"] or "diag", chains=args.chains, tune=args.tune,
-                         draws=args.draws, target_accept=args.target_accept, seed=args.seed, cores=args.cores)
+                         draws=args.draws, target_accept=args.target_accept, seed=args.seed, cores=args.cores,
+                         route=spec.get("route", "joint"))
         d = result.diagnostics
         b_mean = result.b_mean
     else:
