@@ -92,3 +92,19 @@ def test_an_anchor_file_in_the_output_folder_is_not_overwritten(anchored, tmp_pa
                       "--fixed-difficulties", tmp_path / "difficulty.csv")
     assert_rejected(done)
     assert (tmp_path / "difficulty.csv").read_text() == "item,b_mean\nold0,0.1\nold1,0.2\n"
+
+
+def test_scoring_integrates_over_the_saved_posterior(anchored, tmp_path):
+    """score_models.py --difficulty-draws reads fit_irt.py's posterior.zarr (anchors' draws are constant)."""
+    folder = anchored[0]
+    (tmp_path / "new_model.csv").write_text("model,old0,old1,new0,new1\nnewcomer,4,3,1,0\n")
+    done = run_script("score_models.py", tmp_path / "new_model.csv", "--difficulty", folder / "out" / "difficulty.csv",
+                      "--n-trials", K, "--difficulty-draws", folder / "out" / "posterior.zarr", "--max-draws", 40,
+                      "--output", tmp_path / "scores.csv")
+    assert done.returncode == 0, done.stderr
+    row = next(csv.DictReader(open(tmp_path / "scores.csv", encoding="utf-8")))
+    assert row["model"] == "newcomer" and int(row["n_items_answered"]) == 4
+    assert 0.0 < float(row["accuracy_predicted_low"]) < float(row["accuracy_predicted_full"]) \
+        < float(row["accuracy_predicted_high"]) < 1.0
+    record = json.loads((tmp_path / "scores.csv.json").read_text())
+    assert record["settings"]["difficulty_draws_used"] == 40
