@@ -136,3 +136,26 @@ def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:
         writer.writerow(["model", *matrix.items])
         for model, row in zip(matrix.models, matrix.counts.tolist()):
             writer.writerow([model, *row])
+
+
+def check_recorded_n_trials(path: str | os.PathLike, n_trials: int) -> None:
+    """Fail when the matrix's provenance record (``<path>.json``, written by ``prepare_response_matrix.py``)
+    says it was built with another number of trials than ``--n-trials``.
+
+    Counts alone cannot show every mismatch: a K = 4 matrix read with ``--n-trials 8`` has no count above 8,
+    yet every rate would be halved. Without a record (or one that names no ``n_trials``) nothing is checked.
+    """
+    import json
+
+    record_path = f"{os.fspath(path)}.json"
+    if not os.path.isfile(record_path):
+        return
+    try:
+        with open(record_path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return  # not a record we can read: the counts' own checks still apply
+    recorded = record.get("settings", {}).get("n_trials") if isinstance(record, dict) else None
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded != n_trials:
+        fail(f"{path}: built with {recorded} trials per model-item pair (its record {record_path} says so), "
+             f"but --n-trials is {n_trials}; give --n-trials {recorded}")

@@ -186,6 +186,25 @@ def test_bad_input_is_one_error_line_and_writes_nothing(world, tmp_path):
         assert not out.exists() and not (tmp_path / "out.csv.json").exists(), (script, args)
 
 
+def test_k_recorded_by_prepare_must_match(world, tmp_path):
+    """A K = 2 matrix read as K = 4 has no count above 4 but would halve every rate: its record says so."""
+    rows = "".join(f"x,q00{i},{t},{(i + t) % 2}\n" for i in range(3) for t in range(2))
+    (tmp_path / "responses.csv").write_text("model,item_id,trial,correct\n" + rows)
+    made = run_script("prepare_response_matrix.py", tmp_path / "responses.csv", "--n-trials", 2,
+                      "--output", tmp_path / "m.csv")
+    assert made.returncode == 0, made.stderr
+    for script, flag, other in (("score_models.py", "--difficulty", world["folder"] / "difficulty.csv"),
+                                ("calibrate_items.py", "--abilities", tmp_path / "a.csv")):
+        (tmp_path / "a.csv").write_text("model,theta_mean\nx,0.5\n")
+        done = run_script(script, tmp_path / "m.csv", flag, other, "--n-trials", K, "--output", tmp_path / "o.csv")
+        assert_rejected(done, "built with 2 trials", "--n-trials 2")
+        assert not (tmp_path / "o.csv").exists()
+        done = run_script(script, tmp_path / "m.csv", flag, other, "--n-trials", 2, "--output", tmp_path / "o.csv")
+        assert done.returncode == 0, done.stderr
+        (tmp_path / "o.csv").unlink()
+        (tmp_path / "o.csv.json").unlink()
+
+
 def test_output_may_not_overwrite_an_input(world):
     folder = world["folder"]
     before = (folder / "difficulty.csv").read_bytes()

@@ -75,9 +75,10 @@ def parse_args(argv):
 def read_counts(path: str, n_trials: int):
     """A count matrix, or graded responses in long format (told apart by the header)."""
     from benchmeasure.csv_table import open_table
-    from benchmeasure.matrix import read_matrix
+    from benchmeasure.matrix import check_recorded_n_trials, read_matrix
     from benchmeasure.responses import COLUMNS, read_responses_csv
 
+    check_recorded_n_trials(path, n_trials)
     with open_table(path, expected="model,<item>,… or model,item_id,trial,correct") as (header, _):
         long_format = set(COLUMNS) <= set(header)
     return read_responses_csv(path, n_trials) if long_format else read_matrix(path, n_trials, min_size=(1, 1))
