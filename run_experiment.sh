@@ -9,9 +9,12 @@
 #                                          fill gap after gap (propose/mass_fill/): init NAME if new, then run/resume
 #
 # Settings: BENCHMARK below (or in the environment) picks propose/configs/$BENCHMARK.toml;
-# env.local (cp env.example env.local) supplies endpoints, model names and API keys.
+# BENCHFILL_CONFIG=PATH takes a benchmark config from anywhere instead (its [benchmark] name names the runs).
+# env.local (cp env.example env.local) supplies endpoints, model names and API keys; a variable the caller
+# already set in the environment wins over env.local (a note on stderr names it). CRLF line ends are fine.
 # BENCHFILL_PYTHON chooses the interpreter (default: .venv-benchfill, else .venv-irt); it must import
-# numpy and openai. BENCHFILL_RESULTS replaces propose/results as the results root.
+# numpy and openai. BENCHFILL_RESULTS replaces propose/results as the results root (the ability cache
+# goes under it too).
 # Outputs: summary.json, table2.txt, new_item_records.csv, events.jsonl in the run folder.
 set -euo pipefail
 
@@ -19,7 +22,24 @@ BENCHMARK=${BENCHMARK:-aime24}   # aime24 aime25 aime26 amc23 gaokao2023en bbh_3
 
 cd "$(dirname "$0")"
 ROOT=$(pwd)
-if [ -f env.local ]; then set -a; . ./env.local; set +a; fi
+
+load_env_local() {  # source env.local (CR stripped); the caller's exported variables keep their values
+  local name kv
+  declare -A caller=()
+  while IFS= read -r -d '' kv; do caller[${kv%%=*}]=${kv#*=}; done < <(env -0)
+  set -a
+  # shellcheck disable=SC1090
+  . <(tr -d '\r' < env.local)
+  set +a
+  for name in "${!caller[@]}"; do
+    [ "$name" = _ ] && continue
+    if [ "${!name-}" != "${caller[$name]}" ]; then
+      export "$name=${caller[$name]}"
+      echo "note: $name is set in the environment; env.local's value is ignored (the caller's wins)" >&2
+    fi
+  done
+}
+if [ -f env.local ]; then load_env_local; fi
 PY=${BENCHFILL_PYTHON:-}
 if [ -z "$PY" ]; then
   for candidate in .venv-benchfill/bin/python .venv-irt/bin/python; do
@@ -48,10 +68,13 @@ need_python() {  # the loop's interpreter must import what the loop needs, or on
   [ -z "$why" ] || { echo "error: the BenchFill interpreter $PY $why; $SETUP, or set BENCHFILL_PYTHON" >&2; exit 2; }
 }
 
-latest() {  # the newest run folder of $1
-  local dir="$RESULTS/$1"
-  [ -f "$dir/LATEST" ] || { echo "error: no run for $1 yet; start one with 'bash run_experiment.sh init'" >&2; exit 2; }
-  cat "$dir/LATEST"
+CONFIG=${BENCHFILL_CONFIG:-propose/configs/$BENCHMARK.toml}
+where() {  # where [NAME]: the run folder NAME of this config's benchmark, or its newest run (error if none)
+  if [ -n "${BENCHFILL_CONFIG:-}" ]; then
+    "$PY" propose/benchfill.py where --config "$CONFIG" --results "$RESULTS" ${1:+--name "$1"}
+  else
+    "$PY" propose/benchfill.py where --benchmark "$BENCHMARK" --results "$RESULTS" ${1:+--name "$1"}
+  fi
 }
 
 start_server() {  # start_server DATA SEED: the simulation server in the background; sets SERVER and BENCHFILL_SIM_URL
@@ -76,11 +99,8 @@ start_server() {  # start_server DATA SEED: the simulation server in the backgro
   export BENCHFILL_SIM_URL
 }
 
-init() {  # init BENCH CONFIG [NAME]
-  local folder
-  folder=$("$PY" propose/benchfill.py init --config "$2" --results "$RESULTS" ${3:+--name "$3"})
-  echo "$folder" > "$RESULTS/$1/LATEST"
-  echo "$folder"
+init() {  # init CONFIG [NAME]: create the run folder (init also records it as the benchmark's LATEST run)
+  "$PY" propose/benchfill.py init --config "$1" --results "$RESULTS" ${2:+--name "$2"}
 }
 
 case "${1:-}" in
@@ -88,11 +108,11 @@ case "${1:-}" in
 esac
 
 case "${1:-}" in
-  init) init "$BENCHMARK" "propose/configs/$BENCHMARK.toml" "${2:-}" ;;
+  init) init "$CONFIG" "${2:-}" ;;
   run|status)
-    # not "${2:-$(latest …)}": latest's exit would end only the $( ) subshell, and the command would run anyway
+    # not "${2:-$(where)}": where's exit would end only the $( ) subshell, and the command would run anyway
     FOLDER=${2:-}
-    if [ -z "$FOLDER" ]; then FOLDER=$(latest "$BENCHMARK") || exit 2; fi
+    if [ -z "$FOLDER" ]; then FOLDER=$(where) || exit 2; fi
     "$PY" propose/benchfill.py "$1" "$FOLDER"
     ;;
   sim)
@@ -111,7 +131,7 @@ case "${1:-}" in
       "$PY" propose/benchfill.py sim-data --folder "$DATA" --seed "$SEED" >/dev/null
     fi
     start_server "$DATA" "$SEED"
-    FOLDER=$(init math_sim "$DATA/config.toml" "sim-seed$SEED-$(date +%Y%m%d-%H%M%S)")
+    FOLDER=$(init "$DATA/config.toml" "sim-seed$SEED-$(date +%Y%m%d-%H%M%S)")
     "$PY" propose/benchfill.py run "$FOLDER"
     "$PY" propose/benchfill.py status "$FOLDER"
     ;;
@@ -119,13 +139,12 @@ case "${1:-}" in
     NAME=${2:-}
     [ -n "$NAME" ] || { echo "error: mass-fill needs a run name, e.g. 'mass-fill m1 --max-items 20'" >&2; exit 2; }
     shift 2
-    FOLDER="$RESULTS/$BENCHMARK/$NAME"
+    FOLDER=$(where "$NAME") || exit 2
     if [ ! -f "$FOLDER/mass_fill.json" ]; then
-      "$PY" propose/mass_fill/mass_fill.py init --config "propose/configs/$BENCHMARK.toml" --results "$RESULTS" \
-        --name "$NAME" "$@" >/dev/null
+      "$PY" propose/mass_fill/mass_fill.py init --config "$CONFIG" --results "$RESULTS" --name "$NAME" "$@" >/dev/null
     fi
     "$PY" propose/mass_fill/mass_fill.py run "$FOLDER" "$@"
     ;;
-  -h|--help|help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "error: unknown command '${1:-}'; use init, run, status, sim or mass-fill (see --help)" >&2; exit 2 ;;
 esac

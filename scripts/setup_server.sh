@@ -75,7 +75,7 @@ if [ "$ACTION" = list ]; then "$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONF
 
 SELECTED=()
 if [ "$ALL" = 1 ]; then
-  mapfile -t SELECTED < <("$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list) || exit 2
+  mapfile -t SELECTED < <("$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list --served) || exit 2
 fi
 SELECTED+=("${MODELS[@]}")
 [ "$REWRITER" = 1 ] && SELECTED+=("--rewriter")

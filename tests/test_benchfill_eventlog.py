@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, read_events, run_lock
+from benchmeasure.benchfill.records import Call, Plan
 from benchmeasure.errors import InputError
 
 REPO = str(Path(__file__).resolve().parents[1])
@@ -15,16 +16,16 @@ REPO = str(Path(__file__).resolve().parents[1])
 def test_torn_tail_is_dropped_and_truncated(tmp_path):
     path = tmp_path / "events.jsonl"
     log = EventLog(path)
-    log.append({"type": "call", "key": "a", "model": "m", "result": {"texts": ["x"]}})
+    log.append(Call("a", "m", {"texts": ["x"]}))
     log.close()
     with open(path, "ab") as handle:
         handle.write(b'{"type": "call", "key": "b"')
-    assert [e["key"] for e in read_events(path)] == ["a"]
+    assert [e.key for e in read_events(path)] == ["a"]
     log = EventLog(path)
     assert log.call_result("a") == {"texts": ["x"]} and log.call_result("b") is None
-    log.append({"type": "plan", "gap": 1})
+    log.append(Plan("benchfill", 1, 1, 0.5, ["3"], []))
     log.close()
-    assert [e["type"] for e in read_events(path)] == ["call", "plan"]
+    assert [type(e) for e in read_events(path)] == [Call, Plan]
 
 
 def test_lock_refuses_second_holder(tmp_path):

@@ -3,11 +3,21 @@ that would escape the results folder, inputs changed since init, configs anywher
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
+from pathlib import Path
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmeasure.benchfill.eventlog import read_events
+from benchmeasure.benchfill.records import EVENT_TYPES, event_from_dict
+from benchmeasure.errors import InputError
+from benchmeasure.sim.dataset import make_sim_benchmark
 from conftest import BENCHFILL_CLI as CLI
-from conftest import sim_run
+from conftest import assert_rejected, sim_run
 
 
 def run_cli(folder, env, **kw):
@@ -27,3 +37,135 @@ def test_validity_check_uses_the_configs_grader_not_the_benchmark_name(tmp_path)
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
     notes = [e for e in events if e["type"] == "annotation"]
     assert notes and any(n["valid"] for n in notes)
+
+
+# -- run folders: names, damaged state, changed inputs ---------------------------------------------------
+def init_cli(config, results, *extra, env=None):
+    return subprocess.run([*CLI, "init", "--config", str(config), "--results", str(results), *map(str, extra)],
+                          capture_output=True, text=True, env=env)
+
+
+def truth_config(tmp_path, **changes):
+    config = make_sim_benchmark(tmp_path / "data", 1, truth=True)
+    text = config.read_text()
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    config.write_text(text)
+    return config
+
+
+@pytest.mark.parametrize("name", ["../../x", "../x", "/tmp/abs-run", "a/b", "..", ".hidden", "", "a\\nb"])
+def test_init_name_cannot_leave_the_results_folder(tmp_path, name):
+    config = truth_config(tmp_path)
+    done = init_cli(config, tmp_path / "res" / "deep", "--name", name)
+    assert_rejected(done)
+    assert not (tmp_path / "res").exists() and not Path("/tmp/abs-run").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_benchmark_name_in_the_config_cannot_leave_the_results_folder(tmp_path):
+    config = truth_config(tmp_path, **{'name = "math_sim"': 'name = "../../escaped"'})
+    assert_rejected(init_cli(config, tmp_path / "res"), "plain folder name")
+    assert not (tmp_path / "res").exists() and not (tmp_path / "escaped").exists()
+
+
+def initialized(tmp_path):
+    config = truth_config(tmp_path)
+    done = init_cli(config, tmp_path / "res", "--name", "r1")
+    assert done.returncode == 0, done.stderr
+    return Path(done.stdout.strip())
+
+
+DAMAGED_CONFIG = ["{not json", "[]", '{"inputs": {}}', '{"config": {"benchmark": 3}, "inputs": {}}',
+                  '{"config": {"benchmark": {"name": "x"}}, "inputs": {}}', "\udcff"]
+
+
+@pytest.mark.parametrize("text", DAMAGED_CONFIG, ids=range(len(DAMAGED_CONFIG)))
+def test_damaged_config_json_is_one_error_line(tmp_path, text):
+    folder = initialized(tmp_path)
+    good = json.loads((folder / "config.json").read_text())
+    if text == "\udcff":
+        (folder / "config.json").write_bytes(b"\xff\xfe{")
+    elif text.startswith('{"config": {"benchmark": {"name"'):
+        (folder / "config.json").write_text(json.dumps({**good, "inputs": "nope"}))
+    else:
+        (folder / "config.json").write_text(text)
+    for command in ("run", "status"):
+        assert_rejected(subprocess.run([*CLI, command, str(folder)], capture_output=True, text=True),
+                        str(folder))
+    assert not (folder / "events.jsonl").exists()
+
+
+DAMAGED_EVENTS = [b"not json\n", b"[1, 2]\n", b'{"type": "plan"}\n', b'{"type": "nope", "x": 1}\n',
+                  b'{"type": "call", "key": "k", "model": "m", "result": []}\n', b"\xff\xfe\n",
+                  b'{"type": "annotation", "item_id": 5}\n']
+
+
+@pytest.mark.parametrize("line", DAMAGED_EVENTS, ids=range(len(DAMAGED_EVENTS)))
+def test_damaged_journal_is_one_error_line_before_any_call(tmp_path, line):
+    folder = initialized(tmp_path)
+    (folder / "events.jsonl").write_bytes(line)
+    for command in ("run", "status"):
+        done = subprocess.run([*CLI, command, str(folder)], capture_output=True, text=True)
+        message = assert_rejected(done, "events.jsonl", "line 1")
+        assert "damaged" in message or "lacks field" in message or "expected" in message
+    assert (folder / "events.jsonl").read_bytes() == line  # left as it was
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.binary(max_size=40), st.dictionaries(
+    st.sampled_from(["type", "key", "model", "result", "mode", "gap", "round", "item_id", "left", "z_L"]),
+    st.one_of(st.none(), st.integers(), st.text(max_size=5), st.sampled_from(list(EVENT_TYPES)),
+              st.floats(allow_nan=True)), max_size=6).map(lambda d: json.dumps(d).encode())), max_size=4))
+def test_journal_reader_fuzz_clean_error_or_typed_events(tmp_path, lines):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(line.replace(b"\n", b" ") + b"\n" for line in lines))
+    before = path.read_bytes()
+    try:
+        events = read_events(path)
+    except InputError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc)
+    else:
+        assert all(type(e) in EVENT_TYPES.values() for e in events)
+        assert [event_from_dict(e.to_dict(), "again") for e in events] == [
+            dataclasses.replace(e) for e in events]
+    assert path.read_bytes() == before
+
+
+def test_old_journal_names_are_still_read(tmp_path):
+    old = {"type": "mass_step", "step": 1, "z_L": 0.1, "z_R": 0.3, "target": 0.2, "width": 0.2, "budget": 16,
+           "max_gap_before": 0.2, "time": 1.0}
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    (step,) = read_events(path)
+    assert (step.left, step.right, step.target) == (0.1, 0.3, 0.2)
+    assert step.to_dict()["left"] == 0.1 and "z_L" not in step.to_dict()
+
+
+@pytest.mark.parametrize("changed", ["panel", "calibration", "abilities"])
+def test_run_refuses_to_resume_after_an_input_changed(tmp_path, changed):
+    folder = initialized(tmp_path)
+    record = json.loads((folder / "config.json").read_text())
+    path = Path(record["panel"]["path"] if changed == "panel" else record["inputs"][changed]["path"])
+    path.write_text(path.read_text() + ("# edited\n" if changed == "panel" else "\n"))
+    done = subprocess.run([*CLI, "run", str(folder)], capture_output=True, text=True)
+    assert_rejected(done, f"input {changed}", "changed since init")
+    assert not (folder / "events.jsonl").exists()
+    path.unlink()
+    assert_rejected(subprocess.run([*CLI, "run", str(folder)], capture_output=True, text=True), "is gone")
+
+
+def test_config_anywhere_and_the_ability_cache_under_the_results_folder(tmp_path):
+    config = make_sim_benchmark(tmp_path / "elsewhere" / "data", 1, truth=True)
+    text = "\n".join(line for line in config.read_text().splitlines()
+                     if not line.startswith(("ability_cache", "abilities")))
+    config.write_text(text + "\n")
+    results = tmp_path / "results"
+    done = init_cli(config, results, "--name", "r1")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((Path(done.stdout.strip()) / "config.json").read_text())
+    assert record["config"]["ability_cache"] == str(results / "cache" / "abilities")
+    assert (results / "math_sim" / "LATEST").read_text().strip() == done.stdout.strip()
+    where = subprocess.run([*CLI, "where", "--config", str(config), "--results", str(results)],
+                           capture_output=True, text=True)
+    assert where.stdout.strip() == done.stdout.strip()

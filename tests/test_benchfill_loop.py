@@ -68,7 +68,7 @@ def test_early_stop_and_budget(tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     record = json.loads((folder / "config.json").read_text())
     assert summary["inputs"] == record["inputs"] and summary["panel"] == record["panel"]  # input hashes
-    assert set(summary["inputs"]) == {"calibration", "pool", "matrix"}
+    assert set(summary["inputs"]) == {"calibration", "pool", "matrix", "abilities"}  # a ready ability.csv too
     notes = annotations(folder)
     for gap, budget in summary["benchfill"]["budget"].items():
         rounds = {n["round"] for n in notes if n["mode"] == "benchfill" and n["gap"] == int(gap)}

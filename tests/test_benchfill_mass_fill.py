@@ -100,22 +100,22 @@ def check_outputs(folder, data):
     inserted = iter(rows)
     for step in (e for e in log if e["type"] == "mass_step"):
         widest = next(g for g in largest_gaps(z) if (g.left, g.right) not in tried)
-        assert (step["z_L"], step["z_R"]) == (widest.left, widest.right)
+        assert (step["left"], step["right"]) == (widest.left, widest.right)
         result = results[step["step"]]
         if result["accepted"]:
             row = next(inserted)
-            assert int(row["gap"]) == step["step"] and step["z_L"] < float(row["z"]) < step["z_R"]
+            assert int(row["gap"]) == step["step"] and step["left"] < float(row["z"]) < step["right"]
             assert abs(float(row["z"]) - (float(row["b_mean"]) - min(b)) / (max(b) - min(b))) < 1e-9
             z.append(float(row["z"]))
             assert float(row["max_gap_after"]) == pytest.approx(max_gap(z))
         else:
-            tried.add((step["z_L"], step["z_R"]))
+            tried.add((step["left"], step["right"]))
     summary = json.loads((folder / "mass_fill_summary.json").read_text())
     assert summary["items_added"] == len(added) and summary["after"]["items"] == n + len(added)
     assert summary["after"]["max_gap"] == pytest.approx(max_gap(z))
     assert summary["before"]["max_gap"] == pytest.approx(max_gap(normalize_min_max(b)))
     assert summary["calls"]["recorded"] == sum(e["type"] == "call" for e in log)
-    assert set(summary["inputs"]) == {"calibration", "pool", "matrix"} and summary["versions"]["python"]
+    assert set(summary["inputs"]) == {"calibration", "pool", "matrix", "abilities"} and summary["versions"]["python"]
     return filled, summary
 
 

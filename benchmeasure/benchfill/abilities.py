@@ -2,11 +2,13 @@
 
 Online calibration holds each verifier model's ability fixed at its posterior mean from the
 joint 1PL fit of the benchmark's response matrix (paper, Appendix C.3). That fit is
-``scripts/fit_irt.py`` (NUTS via PyMC/nutpie), which needs the IRT environment
-(``.venv-irt``, Python >= 3.12), while the BenchFill loop may run in another environment
-(``.venv-benchfill``, Python 3.11). So the fit runs as a subprocess with the IRT
-interpreter — ``$BENCHMEASURE_IRT_PYTHON`` if set, else ``<repo>/.venv-irt/bin/python`` — and
-its ``ability.csv`` (``model,theta_mean,…``) is read back.
+``benchmeasure fit`` (``scripts/fit_irt.py``; NUTS via PyMC/nutpie), which needs the IRT
+environment (``.venv-irt``, Python >= 3.12), while the BenchFill loop may run in another
+environment (``.venv-benchfill``, Python 3.11). So the fit runs as ``python -m benchmeasure fit``
+with the IRT interpreter — ``$BENCHMEASURE_IRT_PYTHON`` if set, else ``<repo>/.venv-irt/bin/python``
+— and its ``ability.csv`` (``model,theta_mean,…``) is read back. The fit dies with the process that
+started it (Linux: the parent-death signal; elsewhere it is killed when that process is
+interrupted), so a ``kill -9`` of ``run`` during the first-use fit leaves no fit running.
 
 The cache is keyed by the matrix file's SHA-256, its trial count and guessing, in
 ``<cache>/<key>/`` (``ability.csv``, ``difficulty.csv``, ``diagnostics.json`` as ``fit_irt.py``
@@ -15,9 +17,12 @@ writes them); a second run on the same matrix reads the cache and starts no fit.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +33,22 @@ from benchmeasure.files import sha256_file
 from benchmeasure.matrix import read_matrix
 
 REPO = Path(__file__).resolve().parents[2]
-FIT_SCRIPT = REPO / "scripts" / "fit_irt.py"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding the benchmeasure package
+
+log = logging.getLogger(__name__)
+
+
+def _die_with_parent(parent: int):
+    """``preexec_fn`` of the fit: ask the kernel to SIGKILL it when its parent dies (Linux ``PR_SET_PDEATHSIG``)."""
+    def arm() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):  # not Linux: the parent's interrupt handler kills it instead
+            return
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+    return arm
 
 
 def irt_python() -> str:
@@ -55,7 +75,7 @@ def read_abilities(path: str | os.PathLike) -> dict:
 
 
 def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.PathLike, guessing: float = 0.0,
-                  seed: int = 0, extra_args: tuple = (), log=print) -> tuple:
+                  seed: int = 0, extra_args: tuple = ()) -> tuple:
     """Abilities for ``matrix``, from the cache or from one ``fit_irt.py`` run.
 
     Returns
@@ -70,8 +90,6 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
     ability = folder / "ability.csv"
     if ability.is_file():
         return read_abilities(ability), folder
-    if not FIT_SCRIPT.is_file():
-        fail(f"{FIT_SCRIPT}: the IRT fit script is missing")
     # The checks fit_irt.py would make on this input, made here first: bad input is then one
     # error line, not a progress line followed by the subprocess's error.
     read_matrix(matrix, n_trials)
@@ -79,12 +97,22 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
         fail(f"seed must be in [0, 2^32), got {seed}")
     staging = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    command = [irt_python(), str(FIT_SCRIPT), str(matrix), "--n-trials", str(n_trials), "--output-dir", str(staging),
-               "--seed", str(seed), *extra_args]
+    command = [irt_python(), "-m", "benchmeasure", "fit", str(matrix), "--n-trials", str(n_trials),
+               "--output-dir", str(staging), "--seed", str(seed), *extra_args]
     if guessing:
         command += ["--guessing", str(guessing)]
-    log(f"fitting panel abilities once from {matrix} (cached in {folder})")
-    done = subprocess.run(command, capture_output=True, text=True)
+    log.info("fitting panel abilities once from %s (cached in %s)", matrix, folder)
+    path = os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    fit = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": path}, preexec_fn=_die_with_parent(os.getpid()))
+    try:
+        _, stderr = fit.communicate()
+    except BaseException:  # interrupted (Ctrl-C, a cancelled run): the fit goes with us
+        fit.kill()
+        fit.wait()
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    done = subprocess.CompletedProcess(command, fit.returncode, "", stderr)
     if done.returncode != 0 or not (staging / "ability.csv").is_file():
         shutil.rmtree(staging, ignore_errors=True)
         last = (done.stderr.strip().splitlines() or ["no message"])[-1].removeprefix("error: ")

@@ -12,7 +12,11 @@ config (``benchmeasure.verifier.panel``) and the environment (``env.local``).
 Paths may name environment variables, ``$VAR`` or ``${VAR}``, and ``${VAR:-default}`` for a
 default used when ``VAR`` is unset or empty (the shipped configs take the panel from
 ``${PANEL_CONFIG:-verifier/panels/paper.toml}``, as ``env.example`` sets it). Relative paths are
-resolved against the repository root.
+resolved against the repository root; a config file itself may sit anywhere. The ability cache
+defaults to ``<results root>/cache/abilities`` (so a run writes nothing into the checkout when
+``BENCHFILL_RESULTS`` points elsewhere); ``init`` records the resolved folder. ``[search] reannotate``
+(default 0, the paper) sets the fresh rollouts per panel model of the independent re-annotation of
+each gap's final item.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from benchmeasure.errors import fail
+from benchmeasure.errors import fail, file_errors
 
 try:  # Python >= 3.11
     import tomllib
@@ -34,6 +38,15 @@ REPO = Path(__file__).resolve().parents[2]
 GRADERS = ("math", "choice", "ifeval")
 BASELINE_BUDGETS = ("matched", "full")
 _WITH_DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+def check_name(name: str, what: str) -> str:
+    """``name`` if it is one plain folder name (letters, digits, ``_ . + -``; no separator, not ``..``)."""
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name or len(name) > 200:
+        fail(f"{what} {name!r} must be one plain folder name (letters, digits, '_', '.', '+', '-'; no '/', "
+             f"no '..', not starting with '.'), so that the run folder stays inside the results folder")
+    return name
 
 
 def expand(value: str) -> str:
@@ -71,6 +84,9 @@ class SearchSettings:
     seed: int = 0
     baseline_budget: str = "matched"
     prompts: str = "propose/prompts"
+    # Fresh rollouts per panel model for an independent re-annotation of each gap's final item
+    # (loop.Loop.reannotate); 0 = off, as in the paper.
+    reannotate: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,7 +105,8 @@ class RunConfig:
     search: SearchSettings = field(default_factory=SearchSettings)
     client: ClientSettings = field(default_factory=ClientSettings)
     panel: str = "verifier/panels/paper.toml"
-    ability_cache: str = "propose/cache/abilities"
+    # Empty: <results root>/cache/abilities, resolved by 'init' (runner.init_run) and recorded in config.json.
+    ability_cache: str = ""
     abilities: str = ""
     validity: dict = field(default_factory=dict)
 
@@ -139,21 +156,29 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
     bench = _section(BenchmarkSettings, data["benchmark"], f"{where} [benchmark]")
     search = _section(SearchSettings, data.get("search", {}), f"{where} [search]")
     client = _section(ClientSettings, data.get("client", {}), f"{where} [client]")
+    check_name(bench.name, f"{where} [benchmark]: name")
     if bench.grader not in GRADERS:
         fail(f"{where} [benchmark]: grader must be one of {', '.join(GRADERS)}, got {bench.grader!r}")
     if bench.matrix_n_trials < 1:
         fail(f"{where} [benchmark]: matrix_n_trials must be >= 1")
+    if bench.matrix_n_trials > 1_000_000:
+        fail(f"{where} [benchmark]: matrix_n_trials {bench.matrix_n_trials} is not a plausible trial count")
     if not 0.0 <= bench.guessing < 1.0:
         fail(f"{where} [benchmark]: guessing must be in [0, 1), got {bench.guessing}")
     for name in ("gaps", "rounds", "parents", "children", "references"):
         if getattr(search, name) < 1:
             fail(f"{where} [search]: {name} must be >= 1, got {getattr(search, name)}")
+    if not 0 <= search.reannotate <= 100_000:
+        fail(f"{where} [search]: reannotate must be 0 (off) or a number of rollouts per model, got {search.reannotate}")
+    if not 0 <= search.seed < 2**32:
+        fail(f"{where} [search]: seed must be in [0, 2^32), got {search.seed}")
     if not 0.0 <= search.tolerance < 1.0:
         fail(f"{where} [search]: tolerance must be in [0, 1), got {search.tolerance}")
     if search.baseline_budget not in BASELINE_BUDGETS:
         fail(f"{where} [search]: baseline_budget must be one of {', '.join(BASELINE_BUDGETS)}")
-    if client.max_concurrency < 1 or client.max_retries < 0 or client.timeout <= 0:
-        fail(f"{where} [client]: need max_concurrency >= 1, max_retries >= 0, timeout > 0")
+    if (client.max_concurrency < 1 or client.max_retries < 0 or not 0 < client.timeout < float("inf")
+            or not 0 <= client.backoff < float("inf")):
+        fail(f"{where} [client]: need max_concurrency >= 1, max_retries >= 0, a finite timeout > 0 and backoff >= 0")
     validity = data.get("validity", {})
     if not isinstance(validity, dict):
         fail(f"{where}: [validity] must be a table")
@@ -165,17 +190,21 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
 
 
 def load_config(path: str | os.PathLike) -> RunConfig:
-    """Read a benchmark config (``.toml``) or a run's resolved ``config.json``."""
+    """Read a benchmark config (``.toml``, anywhere) or a run's resolved ``config.json``."""
     path = Path(path)
     if not path.is_file():
         fail(f"{path}: config not found")
+    with file_errors(path):
+        text = path.read_text(encoding="utf-8")
     try:
         if path.suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(text)
         else:
             if tomllib is None:
                 fail("reading TOML configs needs Python >= 3.11")
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(text)
     except (json.JSONDecodeError, ValueError) as exc:
         fail(f"{path}: cannot parse ({' '.join(str(exc).split())})")
+    if not isinstance(data, dict):
+        fail(f"{path}: expected a table of settings")
     return config_from_dict(data, str(path))

@@ -15,37 +15,45 @@ Standard library only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
 import time
 from pathlib import Path
 
-from benchmeasure.errors import fail
+from benchmeasure.benchfill.records import Call, Record, event_from_dict
+from benchmeasure.errors import fail, file_errors
 
 EVENTS = "events.jsonl"
 LOCK = "run.lock"
 
 
 def read_events(path: str | os.PathLike) -> list:
-    """All complete events of a log, oldest first, without modifying the file (for ``status``)."""
+    """All complete events of a log as typed records (:mod:`.records`), oldest first, without modifying it.
+
+    A line that is not JSON, not an object, of an unknown type or missing a field is an
+    InputError naming the file and line (the log is damaged); only a torn last line is skipped.
+    """
     path = Path(path)
     if not path.exists():
         return []
     events = []
-    with open(path, "rb") as handle:
+    with file_errors(path), open(path, "rb") as handle:
         for line_number, raw in enumerate(handle, start=1):
             if not raw.endswith(b"\n"):
                 break  # an interrupted final write
+            where = f"{path}: line {line_number}"
             try:
-                events.append(json.loads(raw))
-            except json.JSONDecodeError:
-                fail(f"{path}: line {line_number} is not valid JSON (the log is damaged)")
+                data = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                fail(f"{where} is not valid JSON (the log is damaged; move it away to start the run afresh)")
+            events.append(event_from_dict(data, where))
     return events
 
 
 class EventLog:
-    """Append-only, fsynced JSON Lines log with an index of recorded calls.
+    """Append-only, fsynced JSON Lines log of typed events with an index of recorded calls.
 
     Parameters
     ----------
@@ -56,7 +64,7 @@ class EventLog:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.events = read_events(self.path)
-        self._calls = {e["key"]: e["result"] for e in self.events if e.get("type") == "call"}
+        self._calls = {e.key: e.result for e in self.events if isinstance(e, Call)}
         self._truncate_partial_tail()
         self._handle = open(self.path, "ab")
 
@@ -71,16 +79,16 @@ class EventLog:
                 handle.flush()
                 os.fsync(handle.fileno())
 
-    def append(self, event: dict) -> dict:
+    def append(self, event: Record) -> Record:
         """Write one event durably, then remember it; returns the event (with its time)."""
-        event = {**event, "time": round(time.time(), 3)}
-        line = json.dumps(event, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+        event = dataclasses.replace(event, time=round(time.time(), 3))
+        line = json.dumps(event.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
         self._handle.write(line)
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self.events.append(event)
-        if event.get("type") == "call":
-            self._calls[event["key"]] = event["result"]
+        if isinstance(event, Call):
+            self._calls[event.key] = event.result
         return event
 
     def call_result(self, key: str):
@@ -89,20 +97,23 @@ class EventLog:
 
     def record_call(self, key: str, model: str, result: dict) -> None:
         if key not in self._calls:
-            self.append({"type": "call", "key": key, "model": model, "result": result})
+            self.append(Call(key, model, result))
 
-    def find(self, kind: str, **match) -> dict | None:
-        """The first event of ``type == kind`` whose fields equal ``match``."""
-        for event in self.events:
-            if event.get("type") == kind and all(event.get(k) == v for k, v in match.items()):
-                return event
-        return None
+    def find(self, kind: type, **match):
+        """The first event of class ``kind`` whose attributes equal ``match``, or None."""
+        return next(iter(select(self.events, kind, **match)), None)
 
-    def of_type(self, kind: str) -> list:
-        return [e for e in self.events if e.get("type") == kind]
+    def of_type(self, kind: type, **match) -> list:
+        """Every event of class ``kind`` whose attributes equal ``match``, oldest first."""
+        return select(self.events, kind, **match)
 
     def close(self) -> None:
         self._handle.close()
+
+
+def select(events, kind: type, **match) -> list:
+    """The events of class ``kind`` whose attributes equal ``match``."""
+    return [e for e in events if isinstance(e, kind) and all(getattr(e, k) == v for k, v in match.items())]
 
 
 @contextlib.contextmanager

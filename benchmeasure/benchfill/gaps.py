@@ -2,7 +2,7 @@
 
 For a calibration table (``item_id,b_mean,b_sd``) the difficulties are put on the
 benchmark's own min–max scale (paper, Section 2) and the ``k`` widest adjacent gaps are the
-targets; a gap [z_L, z_R] has target z* = (z_L + z_R)/2 (paper, Section 4). The gap metric is
+targets; a gap [left, right] has target z* = (left + right)/2, its midpoint (paper, Section 4). The gap metric is
 :func:`benchmeasure.metrics.largest_gaps`, the same one ``diagnose_benchmark.py`` reports.
 """
 
@@ -44,23 +44,6 @@ class Item:
 
 
 @dataclass(frozen=True)
-class Target:
-    """One gap to fill: its rank (1 = widest), endpoints and midpoint target z*."""
-
-    rank: int
-    z_left: float
-    z_right: float
-
-    @property
-    def z_star(self) -> float:
-        return (self.z_left + self.z_right) / 2
-
-    @property
-    def width(self) -> float:
-        return self.z_right - self.z_left
-
-
-@dataclass(frozen=True)
 class Benchmark:
     """Original items with their calibration, and the scale that normalizes new items."""
 
@@ -73,8 +56,8 @@ class Benchmark:
         return [item.z for item in self.items]
 
     def targets(self, k: int) -> list:
-        """The ``k`` widest gaps, widest first."""
-        return [Target(g.rank, g.left, g.right) for g in largest_gaps(self.z_values(), k)]
+        """The ``k`` widest gaps (:class:`benchmeasure.metrics.Gap`), widest first; target z* = midpoint."""
+        return largest_gaps(self.z_values(), k)
 
     def normalize(self, b: float) -> float:
         return (b - self.b_min) / (self.b_max - self.b_min)

@@ -7,11 +7,11 @@ gap at a time. Each *step*:
 
 1. puts the original items and the items inserted so far on the original benchmark's min–max
    scale (an inserted item's z is its online calibration, which uses the original min and
-   max, :mod:`.calibration`), and takes the widest adjacent gap [z_L, z_R] not yet tried;
-2. runs BenchFill on it with target z* = (z_L + z_R)/2 (rounds, retrieval, reference list,
+   max, :mod:`.calibration`), and takes the widest adjacent gap [left, right] not yet tried;
+2. runs BenchFill on it with target z* = (left + right)/2 (rounds, retrieval, reference list,
    verifier, early stop and final selection exactly as in a run; the step number plays the
    gap's rank, so child IDs are ``benchfill-g<step>-r<round>-p<parent>-c<child>``);
-3. inserts the gap's final item if it lies strictly inside (z_L, z_R) — then the gap really
+3. inserts the gap's final item if it lies strictly inside (left, right) — then the gap really
    shrinks. Otherwise the step *missed*: nothing is inserted and that gap is not targeted again
    (one full BenchFill attempt per gap), so the next step moves to the next widest gap.
 
@@ -42,24 +42,29 @@ import asyncio
 import csv
 import datetime
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmeasure.benchfill.config import load_config
-from benchmeasure.benchfill.eventlog import EVENTS, lock_holder, read_events, run_lock
-from benchmeasure.benchfill.gaps import Target, load_benchmark
+from benchmeasure.benchfill.eventlog import lock_holder, run_lock, select
+from benchmeasure.benchfill.gaps import load_benchmark
 from benchmeasure.benchfill.loop import BENCHFILL
-from benchmeasure.benchfill.runner import CONFIG, MASS_MARKER, RECORD_COLUMNS, init_run, open_loop, read_run_config
+from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, MassResult, MassStep
+from benchmeasure.benchfill.run_folder import MASS_MARKER, RunFolder
+from benchmeasure.benchfill.runner import init_run, open_loop
 from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, command_line, package_versions, read_jsonl_objects, sha256_file, write_json
-from benchmeasure.metrics import ddm, largest_gaps, max_gap, top_k_gap_sum
+from benchmeasure.files import atomic_write, command_line, package_versions, read_jsonl_objects, write_json
+from benchmeasure.metrics import Gap, ddm, largest_gaps, max_gap, top_k_gap_sum
 
 FILLED = "filled_benchmark.json"
 RECORDS = "mass_fill_records.csv"
 SUMMARY = "mass_fill_summary.json"
 MASS_COLUMNS = ["fill_id", *RECORD_COLUMNS, "max_gap_after"]
 TOP_K = 5
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -101,9 +106,15 @@ def read_limits(folder: Path) -> Limits:
     if not path.is_file():
         fail(f"{folder}: not a mass-fill folder (no {MASS_MARKER}; create one with 'mass_fill.py init')")
     try:
-        return Limits(**json.loads(path.read_text(encoding="utf-8"))["limits"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        fail(f"{path}: damaged ({exc})")
+        limits = Limits(**json.loads(path.read_text(encoding="utf-8"))["limits"])
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        fail(f"{path}: damaged ({' '.join(str(exc).split())})")
+    for name, value in asdict(limits).items():
+        kind = float if name == "target_max_gap" else int
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
+                                                                               else int)):
+            fail(f"{path}: damaged ({name} is {value!r})")
+    return limits
 
 
 def write_limits(folder: Path, limits: Limits) -> None:
@@ -142,24 +153,23 @@ def fill_id(benchmark_name: str, index: int) -> str:
 class State:
     """Where mass fill stands, recovered from the journal's events."""
 
-    inserted: tuple  # mass_result events of accepted steps, in step order
-    tried: frozenset  # (z_L, z_R) of every gap a finished step targeted and missed
+    inserted: tuple  # MassResult events of accepted steps, in step order
+    tried: frozenset  # (left, right) of every gap a finished step targeted and missed
     steps: int  # finished steps
     rounds: int
     calls: int
 
     @classmethod
     def from_events(cls, events: list) -> State:
-        results = sorted((e for e in events if e.get("type") == "mass_result"), key=lambda e: e["step"])
-        steps = {e["step"] for e in events if e.get("type") == "mass_step"}
-        rounds = sum(e["rounds"] for e in events
-                     if e.get("type") == "gap_done" and e["mode"] == BENCHFILL and e["gap"] in steps)
-        return cls(tuple(e for e in results if e["accepted"]),
-                   frozenset((e["z_L"], e["z_R"]) for e in results if not e["accepted"]),
-                   len(results), rounds, sum(1 for e in events if e.get("type") == "call"))
+        results = sorted(select(events, MassResult), key=lambda e: e.step)
+        steps = {e.step for e in select(events, MassStep)}
+        rounds = sum(e.rounds for e in select(events, GapDone, mode=BENCHFILL) if e.gap in steps)
+        return cls(tuple(e for e in results if e.accepted),
+                   frozenset((e.left, e.right) for e in results if not e.accepted),
+                   len(results), rounds, len(select(events, Call)))
 
     def z(self, original_z: list) -> list:
-        return list(original_z) + [e["z"] for e in self.inserted]
+        return list(original_z) + [e.z for e in self.inserted]
 
 
 def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: int) -> tuple:
@@ -194,22 +204,20 @@ def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: 
     return gap, budget, ""
 
 
-def step_outcome(step: dict, done: dict, children: dict) -> dict:
-    """The journal's ``mass_result`` event of a step from its ``gap_done``: insert or miss."""
-    child = children.get(done["final"]) if done["final"] else None
+def step_outcome(step: MassStep, done: GapDone, children: dict) -> MassResult:
+    """The journal's :class:`MassResult` of a step from its :class:`GapDone`: insert or miss."""
+    child = children.get(done.final) if done.final else None
     if child is None:
         accepted, reason = False, "no valid child"
-    elif step["z_L"] < child.z < step["z_R"]:
+    elif step.left < child.z < step.right:
         accepted, reason = True, "inside the gap"
     else:
         accepted, reason = False, "final item outside the gap"
-    return {"type": "mass_result", "step": step["step"], "z_L": step["z_L"], "z_R": step["z_R"],
-            "target": step["target"], "item_id": None if child is None else child.item_id,
-            "z": None if child is None else child.z, "deviation": done["deviation"], "accepted": accepted,
-            "reason": reason, "rounds": done["rounds"], "rewrites": done["rewrites"]}
+    return MassResult(step.step, step.left, step.right, step.target, None if child is None else child.item_id,
+                      None if child is None else child.z, done.deviation, accepted, reason, done.rounds, done.rewrites)
 
 
-async def fill_many(loop, benchmark, limits: Limits, log) -> str:
+async def fill_many(loop, benchmark, limits: Limits) -> str:
     """Run steps until a stop rule holds; returns the stop reason. Replays recorded steps first."""
     journal, search = loop.journal, loop.search
     calls_per_rewrite = 2 + len(loop.abilities)  # rewrite, independent solve, one rollout call per model
@@ -217,29 +225,26 @@ async def fill_many(loop, benchmark, limits: Limits, log) -> str:
     step_no = 0
     while True:
         step_no += 1
-        step = journal.find("mass_step", step=step_no)
+        step = journal.find(MassStep, step=step_no)
         if step is None:
             state = State.from_events(journal.events)
             z = state.z(original_z)
             gap, budget, reason = next_step(z, state, limits, search, calls_per_rewrite)
             if gap is None:
-                log(f"stop: {reason}")
+                log.info("stop: %s", reason)
                 return reason
-            step = journal.append({"type": "mass_step", "step": step_no, "z_L": gap.left, "z_R": gap.right,
-                                   "target": gap.midpoint, "width": gap.width, "budget": budget,
-                                   "max_gap_before": max_gap(z)})
-            log(f"step {step_no}: gap [{gap.left:.4f}, {gap.right:.4f}] (width {gap.width:.4f}), "
-                f"target {gap.midpoint:.4f}, up to {budget} rewrites")
-        if journal.find("mass_result", step=step_no) is not None:
+            step = journal.append(MassStep(step_no, gap.left, gap.right, gap.midpoint, gap.width, budget, max_gap(z)))
+            log.info("step %d: gap [%.4f, %.4f] (width %.4f), target %.4f, up to %d rewrites", step_no, gap.left,
+                     gap.right, gap.width, gap.midpoint, budget)
+        if journal.find(MassResult, step=step_no) is not None:
             continue
-        target = Target(step_no, step["z_L"], step["z_R"])
-        done = await loop.fill(BENCHFILL, target, step["budget"])
+        done = await loop.fill(BENCHFILL, Gap(step.left, step.right, step_no), step.budget)
         result = journal.append(step_outcome(step, done, {c.item_id: c for c in loop.children(BENCHFILL, step_no)}))
-        if result["accepted"]:
-            log(f"step {step_no}: inserted {result['item_id']} at z={result['z']:.4f} "
-                f"(deviation {result['deviation']:.4f})")
+        if result.accepted:
+            log.info("step %d: inserted %s at z=%.4f (deviation %.4f)", step_no, result.item_id, result.z,
+                     result.deviation)
         else:
-            log(f"step {step_no}: missed ({result['reason']}); this gap is not targeted again")
+            log.info("step %d: missed (%s); this gap is not targeted again", step_no, result.reason)
 
 
 # -- outputs ---------------------------------------------------------------------------------------
@@ -252,7 +257,8 @@ def diagnostics(z: list) -> dict:
     return {"items": len(z), "max_gap": max_gap(z), f"top{TOP_K}_gap_sum": top_k_gap_sum(z, TOP_K), "ddm": ddm(z)}
 
 
-def write_outputs(folder: Path, config, benchmark, loop, limits: Limits, reason: str, usage: dict) -> dict:
+def write_outputs(run: RunFolder, benchmark, loop, limits: Limits, reason: str, usage: dict) -> dict:
+    config = run.config
     bench_cfg = config.benchmark
     events = loop.journal.events
     state = State.from_events(events)
@@ -265,37 +271,32 @@ def write_outputs(folder: Path, config, benchmark, loop, limits: Limits, reason:
     original_z = benchmark.z_values()
     records, z_now = [], list(original_z)
     for index, result in enumerate(state.inserted, start=1):
-        child = children[result["item_id"]]
+        child = children[result.item_id]
         z_now.append(child.z)
         filled.append({"id": fill_id(name, index), "question": child.question, "answer": child.answer})
-        records.append({
-            "fill_id": fill_id(name, index), "benchmark": name, "gap": result["step"], "z_L": result["z_L"],
-            "z_R": result["z_R"], "target": result["target"], "item_id": child.item_id, "question": child.question,
-            "answer": child.answer, "parent_id": child.parent_id, "round": child.round, "b_mean": child.b_mean,
-            "b_sd": child.b_sd, "z": child.z, "deviation": result["deviation"],
-            "lineage": " > ".join(loop.lineage(child.item_id)), "max_gap_after": max_gap(z_now)})
-    calls = [e for e in events if e.get("type") == "call"]
-    record = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
-    steps = [{k: e[k] for k in ("step", "z_L", "z_R", "target", "item_id", "z", "deviation", "accepted", "reason",
-                                "rounds", "rewrites")} for e in events if e.get("type") == "mass_result"]
+        item = ItemRecord.of(name, result.step, result.left, result.right, result.target, child,
+                             loop.lineage(child.item_id))
+        records.append({"fill_id": fill_id(name, index), **item.to_dict(), "max_gap_after": max_gap(z_now)})
+    calls = select(events, Call)
+    steps = [{k: v for k, v in e.to_dict().items() if k not in ("type", "time")} for e in select(events, MassResult)]
     for entry in steps:
         entry["fill_id"] = next((r["fill_id"] for r in records if r["gap"] == entry["step"]), None)
     summary = {
         "benchmark": name, "before": diagnostics(original_z), "after": diagnostics(z_now),
         "items_added": len(records), "steps": steps, "stop_reason": reason, "rounds": state.rounds,
-        "calls": {"recorded": len(calls), "prompt_tokens": sum(c["result"].get("prompt_tokens", 0) for c in calls),
-                  "completion_tokens": sum(c["result"].get("completion_tokens", 0) for c in calls),
+        "calls": {"recorded": len(calls), "prompt_tokens": sum(c.result.get("prompt_tokens", 0) for c in calls),
+                  "completion_tokens": sum(c.result.get("completion_tokens", 0) for c in calls),
                   "this_session": usage},
-        "limits": asdict(limits), "settings": config.as_dict(), "inputs": record["inputs"],
+        "limits": asdict(limits), "settings": config.as_dict(), "inputs": run.record["inputs"],
         "outputs": {"filled_benchmark": FILLED, "records": RECORDS},
         "versions": package_versions(["numpy", "scipy", "openai"]), "command": command_line(),
         "written": datetime.datetime.now().isoformat(timespec="seconds")}
-    write_json(folder / FILLED, filled)
-    with atomic_write(folder / RECORDS) as handle:
+    write_json(run.path / FILLED, filled)
+    with atomic_write(run.path / RECORDS) as handle:
         writer = csv.DictWriter(handle, MASS_COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(records)
-    write_json(folder / SUMMARY, summary, sort_keys=True)
+    write_json(run.path / SUMMARY, summary, sort_keys=True)
     return summary
 
 
@@ -327,75 +328,68 @@ def init_mass(config_path, results_root, name: str | None, limits: Limits) -> Pa
     return folder
 
 
-def _check_inputs(folder: Path) -> None:
-    record = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
-    for label, entry in record["inputs"].items():
-        path = Path(entry["path"])
-        if not path.is_file():
-            fail(f"{folder}: input {label} {path} is gone")
-        if sha256_file(path) != entry["sha256"]:
-            fail(f"{folder}: input {label} {path} changed since init (SHA-256 differs); start a new run folder")
-
-
-async def _mass(folder: Path, config, limits: Limits, log) -> dict:
-    async with open_loop(folder, config, log) as (benchmark, loop, client):
+async def _mass(run: RunFolder, limits: Limits) -> dict:
+    async with open_loop(run) as (benchmark, loop, client):
         origin_order(benchmark)
         before = diagnostics(benchmark.z_values())
-        log(f"{config.benchmark.name}: {before['items']} items, Max Gap {before['max_gap']:.4f}; limits "
-            + ", ".join(f"{k}={v}" for k, v in asdict(limits).items() if v is not None))
-        reason = await fill_many(loop, benchmark, limits, log)
-        return write_outputs(folder, config, benchmark, loop, limits, reason, client.usage)
+        log.info("%s: %d items, Max Gap %.4f; limits %s", run.config.benchmark.name, before["items"],
+                 before["max_gap"], ", ".join(f"{k}={v}" for k, v in asdict(limits).items() if v is not None))
+        reason = await fill_many(loop, benchmark, limits)
+        return write_outputs(run, benchmark, loop, limits, reason, client.usage)
 
 
-def run_mass(folder, overrides: dict | None = None, log=print) -> dict:
+def run_mass(folder, overrides: dict | None = None) -> dict:
     """Start or resume mass fill in ``folder``; ``overrides`` replace stored limits (and are stored)."""
-    folder = Path(folder)
-    config = read_run_config(folder)
-    limits = read_limits(folder)
-    with run_lock(folder):
-        _check_inputs(folder)
+    run = RunFolder.open(folder)
+    limits = read_limits(run.path)
+    with run_lock(run.path):
+        run.check_unchanged()
+        run.events()  # a damaged journal is one error line before any model call
         changed = limits.merged(overrides or {}).check(str(folder))
         if changed != limits:
-            write_limits(folder, changed)
+            write_limits(run.path, changed)
         started = time.monotonic()
-        summary = asyncio.run(_mass(folder, config, changed, log))
-        log(format_summary(summary))
-        log(f"done in {time.monotonic() - started:.1f} s; outputs in {folder}")
+        summary = asyncio.run(_mass(run, changed))
+        log.info("%s", format_summary(summary))
+        log.info("done in %.1f s; outputs in %s", time.monotonic() - started, run.path)
     return summary
 
 
 def status_mass(folder) -> str:
     """Read-only progress: limits, steps with their gap and outcome, current Max Gap, calls."""
-    folder = Path(folder)
-    config = read_run_config(folder)
+    run = RunFolder.open(folder)
+    folder, config = run.path, run.config
     limits = read_limits(folder)
     bench_cfg = config.benchmark
     benchmark = load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                bench_cfg.question_field, bench_cfg.answer_field)
-    events = read_events(folder / EVENTS)
+    events = run.events()
     state = State.from_events(events)
     holder = lock_holder(folder)
     z = state.z(benchmark.z_values())
     lines = [f"mass fill {folder}", f"benchmark {bench_cfg.name}; " + (f"running (pid {holder})" if holder
                                                                       else "not running"),
              "limits " + ", ".join(f"{k}={v}" for k, v in asdict(limits).items() if v is not None)]
-    results = {e["step"]: e for e in events if e.get("type") == "mass_result"}
-    annotations = [e for e in events if e.get("type") == "annotation" and e["mode"] == BENCHFILL]
-    for step in (e for e in events if e.get("type") == "mass_step"):
-        head = (f"step {step['step']}: gap [{step['z_L']:.4f}, {step['z_R']:.4f}] target {step['target']:.4f}, "
-                f"budget {step['budget']}")
-        result = results.get(step["step"])
+    results = {e.step: e for e in select(events, MassResult)}
+    annotations = select(events, Annotation, mode=BENCHFILL)
+    for step in select(events, MassStep):
+        head = (f"step {step.step}: gap [{step.left:.4f}, {step.right:.4f}] target {step.target:.4f}, "
+                f"budget {step.budget}")
+        result = results.get(step.step)
         if result is None:
-            mine = [a for a in annotations if a["gap"] == step["step"]]
-            lines.append(f"{head}: in progress, {len(mine)} children ({sum(a['valid'] for a in mine)} valid)")
-        elif result["accepted"]:
-            lines.append(f"{head}: inserted {result['item_id']} z={result['z']:.4f} deviation "
-                         f"{result['deviation']:.4f}, rounds {result['rounds']}")
+            mine = [a for a in annotations if a.gap == step.step]
+            lines.append(f"{head}: in progress, {len(mine)} children ({sum(a.valid for a in mine)} valid)")
+        elif result.accepted:
+            lines.append(f"{head}: inserted {result.item_id} z={result.z:.4f} deviation "
+                         f"{result.deviation:.4f}, rounds {result.rounds}")
         else:
-            lines.append(f"{head}: missed ({result['reason']}), rounds {result['rounds']}")
+            lines.append(f"{head}: missed ({result.reason}), rounds {result.rounds}")
     lines.append(f"items inserted {len(state.inserted)}, Max Gap {max_gap(z):.4f} "
                  f"(was {max_gap(benchmark.z_values()):.4f}), rounds {state.rounds}, calls {state.calls}")
     summary = folder / SUMMARY
     if summary.is_file():
-        lines.append(format_summary(json.loads(summary.read_text(encoding="utf-8"))))
+        try:
+            lines.append(format_summary(json.loads(summary.read_text(encoding="utf-8"))))
+        except (ValueError, KeyError, TypeError):
+            fail(f"{summary}: damaged (rerun 'run' to write it again)")
     return "\n".join(lines)

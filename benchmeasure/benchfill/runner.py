@@ -1,14 +1,16 @@
 """``init`` / ``run`` / ``status`` of a BenchFill run folder (driven by ``run_experiment.sh``).
 
-A run folder ``propose/results/<benchmark>/<run>/`` holds:
+A run folder ``<results>/<benchmark>/<run>/`` (:class:`~.run_folder.RunFolder`) holds:
 
-* ``config.json`` — the resolved settings, the input files' SHA-256 and package versions (``init``);
+* ``config.json`` — the resolved settings, the input files' and the panel's SHA-256 and package
+  versions (``init``); ``run`` refuses to resume once any of those files changed;
 * ``events.jsonl`` — the journal of plans, model calls, annotations and finished gaps (``run``);
 * ``run.lock`` — held while a ``run`` is active;
 * ``summary.json``, ``table2.txt``, ``new_item_records.csv``, ``baseline_item_records.csv`` —
   written atomically when every gap is done.
 
-``status`` only reads.
+``status`` only reads. Progress goes to the ``benchmeasure.benchfill`` loggers; the command line
+shows it (:mod:`benchmeasure.commands.benchfill`).
 """
 
 from __future__ import annotations
@@ -18,17 +20,20 @@ import contextlib
 import csv
 import datetime
 import json
+import logging
 import os
 import time
 from pathlib import Path
 
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
-from benchmeasure.benchfill.config import RunConfig, config_from_dict, load_config
-from benchmeasure.benchfill.eventlog import EVENTS, EventLog, lock_holder, read_events, run_lock
+from benchmeasure.benchfill.config import check_name, load_config
+from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
 from benchmeasure.benchfill.gaps import load_benchmark
 from benchmeasure.benchfill.loop import BASELINE, BENCHFILL, Loop
 from benchmeasure.benchfill.prompts import Prompts
-from benchmeasure.benchfill.summary import format_table, table2
+from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, Plan, Reannotation
+from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
+from benchmeasure.benchfill.summary import format_table, independent_deviation, table2
 from benchmeasure.benchfill.validity_check import ValidityCheck
 from benchmeasure.errors import fail
 from benchmeasure.files import atomic_write, package_versions, sha256_file, write_json
@@ -37,59 +42,56 @@ from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.panel_verifier import PanelVerifier
 from benchmeasure.verifier.rollouts import DirectRollouts
 
-CONFIG = "config.json"
-MASS_MARKER = "mass_fill.json"  # present in mass-fill folders (.mass_fill), which 'run' refuses
-RECORD_COLUMNS = ["benchmark", "gap", "z_L", "z_R", "target", "item_id", "question", "answer", "parent_id", "round",
-                  "b_mean", "b_sd", "z", "deviation", "lineage"]
+__all__ = ["CONFIG", "MASS_MARKER", "RECORD_COLUMNS", "init_run", "open_loop", "results_root", "run", "status"]
+
+log = logging.getLogger(__name__)
 
 
 def init_run(config_path, results_root, run_name: str | None = None) -> Path:
-    """Create a run folder with the resolved config; refuses an existing folder."""
+    """Create a run folder with the resolved config; refuses an existing folder or a name outside ``results_root``."""
     config = load_config(config_path)
-    name = run_name or datetime.datetime.now().strftime("run-%Y%m%d-%H%M%S")
-    folder = Path(results_root) / config.benchmark.name / name
+    default = datetime.datetime.now().strftime("run-%Y%m%d-%H%M%S")
+    name = default if run_name is None else check_name(run_name, "run name")
+    results_root = Path(results_root).absolute()
+    folder = results_root / config.benchmark.name / name
     if folder.exists():
         fail(f"{folder}: run folder already exists (choose another --name or run it)")
     inputs = {}
-    for label in ("calibration", "pool", "matrix"):
-        path = config.path(getattr(config.benchmark, label))
+    labels = ("calibration", "pool", "matrix") + (("abilities",) if config.abilities else ())
+    for label in labels:
+        value = getattr(config, label) if label == "abilities" else getattr(config.benchmark, label)
+        path = config.path(value)
         if not path.is_file():
-            fail(f"{config_path}: [benchmark] {label} file {path} not found")
+            where = "abilities" if label == "abilities" else f"[benchmark] {label}"
+            fail(f"{config_path}: {where} file {path} not found")
         inputs[label] = {"path": str(path), "sha256": sha256_file(path)}
     panel_path = config.path(config.panel)
     if not panel_path.is_file():
         fail(f"{config_path}: panel config {panel_path} not found (panel = {config.panel!r}; "
              "see PANEL_CONFIG in env.example)")
     load_panel(panel_path)  # reject a bad panel now rather than at run time
-    # The panel is resolved once, here (it may come from $PANEL_CONFIG): the run keeps the panel it started with.
-    settings = {**config.as_dict(), "panel": str(panel_path)}
-    record = {"config": settings, "source": str(config_path), "inputs": inputs,
+    # Resolved once, here: the panel (it may come from $PANEL_CONFIG), so the run keeps the panel it started
+    # with, and the ability cache (default: under the results root, never in the checkout).
+    cache = config.path(config.ability_cache) if config.ability_cache else results_root / "cache" / "abilities"
+    settings = {**config.as_dict(), "panel": str(panel_path), "ability_cache": str(cache)}
+    record = {"config": settings, "source": str(Path(config_path).absolute()), "inputs": inputs,
               "panel": {"path": str(panel_path), "sha256": sha256_file(panel_path)},
               "created": datetime.datetime.now().isoformat(timespec="seconds"),
               "versions": package_versions(["numpy", "scipy", "openai"])}
     write_json(folder / CONFIG, record, sort_keys=True)
+    write_latest(folder)
     return folder
 
 
-def read_run_config(folder) -> RunConfig:
-    path = Path(folder) / CONFIG
-    if not path.is_file():
-        fail(f"{folder}: not a run folder (no {CONFIG}; create one with 'init')")
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        fail(f"{path}: not valid JSON ({exc.msg})")
-    return config_from_dict(record["config"], str(path))
-
-
 @contextlib.asynccontextmanager
-async def open_loop(folder: Path, config: RunConfig, log):
+async def open_loop(run: RunFolder):
     """The loop of a run folder, wired to its benchmark, panel, client and journal.
 
     Yields ``(benchmark, loop, client)``; on exit the client and the journal are closed. Both
     ``run`` and mass fill (:mod:`.mass_fill`) drive the loop they get here, so they share one
     code path from the inputs to the journal.
     """
+    config = run.config
     bench_cfg = config.benchmark
     benchmark = load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                bench_cfg.question_field, bench_cfg.answer_field)
@@ -99,8 +101,11 @@ async def open_loop(folder: Path, config: RunConfig, log):
     if config.abilities:
         abilities = read_abilities(config.path(config.abilities))
     else:
-        abilities, _ = fit_abilities(config.path(bench_cfg.matrix), bench_cfg.matrix_n_trials,
-                                     config.path(config.ability_cache), bench_cfg.guessing, config.search.seed, log=log)
+        # init records the resolved folder; the fallback (a hand-made config.json) is the results root's cache
+        default = run.path.parents[1] / "cache" / "abilities"
+        cache = config.path(config.ability_cache) if config.ability_cache else default
+        abilities, _ = fit_abilities(config.path(bench_cfg.matrix), bench_cfg.matrix_n_trials, cache,
+                                     bench_cfg.guessing, config.search.seed)
     models = [m for m in panel.models if m.name in abilities]
     absent = [m.name for m in panel.models if m.name not in abilities]
     if absent:
@@ -108,21 +113,18 @@ async def open_loop(folder: Path, config: RunConfig, log):
              f"{', '.join(sorted(abilities))})")
     abilities = {m.name: abilities[m.name] for m in models}
     n_trials = panel.n_trials(bench_cfg.name)
-    journal = EventLog(folder / EVENTS)
+    journal = EventLog(run.events_path)
     c = config.client
     client = LLMClient(c.max_concurrency, c.timeout, c.max_retries, c.backoff, journal=journal, seed=config.search.seed)
-    loop = None
     try:
         rollouts = DirectRollouts(client, models, n_trials, bench_cfg.grader,
                                   grade_options=config.validity.get("grade_options"))
-
-        def existing():
-            return ([(i.item_id, i.question, i.answer) for i in benchmark.items]
-                    + [(ch.item_id, ch.question, ch.answer) for ch in loop.children() if ch.valid])
-
-        check = ValidityCheck(client, panel.rewriter, rollouts, existing, int(config.validity.get("solve_n", 1)))
+        holder = []  # the loop, once built: the validity check asks it what a candidate must not duplicate
+        check = ValidityCheck(client, panel.rewriter, rollouts, lambda candidate: holder[0].existing(candidate),
+                              int(config.validity.get("solve_n", 1)))
         loop = Loop(config, benchmark, Prompts(config.path(config.search.prompts)), panel.rewriter,
-                    PanelVerifier(rollouts, check), client, journal, abilities, n_trials, log=log)
+                    PanelVerifier(rollouts, check), client, journal, abilities, n_trials)
+        holder.append(loop)
         yield benchmark, loop, client
     finally:
         await _cancel_other_tasks()
@@ -146,105 +148,110 @@ async def _cancel_other_tasks() -> None:
     await asyncio.gather(*others, return_exceptions=True)
 
 
-async def _run(folder: Path, config: RunConfig, log) -> dict:
-    async with open_loop(folder, config, log) as (benchmark, loop, client):
-        targets = benchmark.targets(config.search.gaps)
-        log(f"{config.benchmark.name}: {len(benchmark.items)} items; targets "
-            + ", ".join(f"gap {t.rank} [{t.z_left:.3f}, {t.z_right:.3f}] z*={t.z_star:.3f}" for t in targets))
+async def _run(run: RunFolder) -> dict:
+    async with open_loop(run) as (benchmark, loop, client):
+        targets = benchmark.targets(run.config.search.gaps)
+        log.info("%s: %d items; targets %s", run.config.benchmark.name, len(benchmark.items),
+                 ", ".join(f"gap {t.rank} [{t.left:.3f}, {t.right:.3f}] z*={t.midpoint:.3f}" for t in targets))
         results = await loop.run(targets)
-    return write_outputs(folder, config, benchmark, loop, targets, results, client.usage)
+    return write_outputs(run, benchmark, loop, targets, results, client.usage)
 
 
-def write_outputs(folder: Path, config: RunConfig, benchmark, loop, targets, results, usage) -> dict:
+def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage) -> dict:
+    config = run.config
     children = {c.item_id: c for c in loop.children()}
     selected = {BENCHFILL: [], BASELINE: []}
     records = {BENCHFILL: [], BASELINE: []}
     for target, pair in zip(targets, results):
         for done in pair:
-            child = children.get(done["final"]) if done["final"] else None
-            selected[done["mode"]].append(None if child is None else (child.z, target.z_star))
+            child = children.get(done.final) if done.final else None
+            selected[done.mode].append(None if child is None else (child.z, target.midpoint))
             if child is not None:
-                records[done["mode"]].append({
-                    "benchmark": benchmark.name, "gap": target.rank, "z_L": target.z_left, "z_R": target.z_right,
-                    "target": target.z_star, "item_id": child.item_id, "question": child.question,
-                    "answer": child.answer, "parent_id": child.parent_id, "round": child.round,
-                    "b_mean": child.b_mean, "b_sd": child.b_sd, "z": child.z,
-                    "deviation": abs(child.z - target.z_star), "lineage": " > ".join(loop.lineage(child.item_id))})
+                records[done.mode].append(ItemRecord.of(benchmark.name, target.rank, target.left, target.right,
+                                                        target.midpoint, child, loop.lineage(child.item_id)))
     rows = table2(benchmark.z_values(), selected[BENCHFILL], selected[BASELINE], len(targets))
-    budgets = {mode: {str(d["gap"]): {"rounds": d["rounds"], "rewrites": d["rewrites"],
-                                      "stopped_early": d["stopped_early"]}
-                      for pair in results for d in pair if d["mode"] == mode} for mode in (BENCHFILL, BASELINE)}
+    reannotations = loop.journal.of_type(Reannotation)
     for mode in (BENCHFILL, BASELINE):
-        rows[mode]["budget"] = budgets[mode]
-        rows[mode]["rewrites"] = sum(b["rewrites"] for b in budgets[mode].values())
-    record = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+        budget = {str(d.gap): {"rounds": d.rounds, "rewrites": d.rewrites, "stopped_early": d.stopped_early}
+                  for pair in results for d in pair if d.mode == mode}
+        rows[mode]["budget"] = budget
+        rows[mode]["rewrites"] = sum(b["rewrites"] for b in budget.values())
+        rows[mode].update(independent_deviation([r for r in reannotations if r.mode == mode],
+                                                config.search.reannotate))
     summary = {**rows, "benchmark": benchmark.name,
-               "targets": [{"gap": t.rank, "z_L": t.z_left, "z_R": t.z_right, "target": t.z_star} for t in targets],
-               "settings": config.as_dict(), "inputs": record["inputs"], "panel": record.get("panel"),
-               "calls_this_session": usage,
+               "targets": [{"gap": t.rank, "left": t.left, "right": t.right, "target": t.midpoint} for t in targets],
+               "settings": config.as_dict(), **run.provenance(), "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
-    for mode, name in ((BENCHFILL, "new_item_records.csv"), (BASELINE, "baseline_item_records.csv")):
-        with atomic_write(folder / name) as handle:
+    text = format_table(benchmark.name, rows)
+    outputs = [(run.path / "new_item_records.csv", records[BENCHFILL]),
+               (run.path / "baseline_item_records.csv", records[BASELINE])]
+    for path, items in outputs:
+        with atomic_write(path) as handle:
             writer = csv.DictWriter(handle, RECORD_COLUMNS, lineterminator="\n")
             writer.writeheader()
-            writer.writerows(records[mode])
-    text = format_table(benchmark.name, rows)
-    with atomic_write(folder / "table2.txt") as handle:
+            writer.writerows(item.to_dict() for item in items)
+    with atomic_write(run.path / "table2.txt") as handle:
         handle.write(text + "\n")
-    write_json(folder / "summary.json", summary, sort_keys=True)
+    write_json(run.path / "summary.json", summary, sort_keys=True)
     return summary
 
 
-def run(folder, log=print) -> dict:
+def run(folder) -> dict:
     """Start or resume the run in ``folder`` (exclusive: a second concurrent run refuses)."""
-    folder = Path(folder)
-    config = read_run_config(folder)
-    if (folder / MASS_MARKER).is_file():
+    run_folder = RunFolder.open(folder)
+    if run_folder.is_mass_fill:
         fail(f"{folder}: a mass-fill folder; run it with propose/mass_fill/mass_fill.py run")
-    with run_lock(folder):
+    with run_lock(run_folder.path):
+        run_folder.check_unchanged()
+        run_folder.events()  # a damaged journal is one error line before any model call
         started = time.monotonic()
-        summary = asyncio.run(_run(folder, config, log))
-        log(format_table(config.benchmark.name, summary))
-        log(f"done in {time.monotonic() - started:.1f} s; outputs in {folder}")
+        summary = asyncio.run(_run(run_folder))
+        log.info("%s", format_table(run_folder.config.benchmark.name, summary))
+        log.info("done in %.1f s; outputs in %s", time.monotonic() - started, run_folder.path)
     return summary
 
 
 def status(folder) -> str:
     """A read-only progress report: per gap and method, target, rounds, best child, deviation, calls."""
-    folder = Path(folder)
-    config = read_run_config(folder)
-    events = read_events(folder / EVENTS)
-    holder = lock_holder(folder)
-    lines = [f"run {folder}", f"benchmark {config.benchmark.name}; "
+    run_folder = RunFolder.open(folder)
+    events = run_folder.events()
+    holder = lock_holder(run_folder.path)
+    lines = [f"run {run_folder.path}", f"benchmark {run_folder.config.benchmark.name}; "
              + (f"running (pid {holder})" if holder else "not running")]
-    plans = [e for e in events if e.get("type") == "plan"]
-    notes = [e for e in events if e.get("type") == "annotation"]
-    calls = [e for e in events if e.get("type") == "call"]
-    done = {(e["mode"], e["gap"]): e for e in events if e.get("type") == "gap_done"}
-    targets = {p["gap"]: p["target"] for p in plans}
-    gaps = sorted({(e["mode"], e["gap"]) for e in plans}, key=lambda k: (k[1], k[0] != BENCHFILL))
+    plans = [e for e in events if isinstance(e, Plan)]
+    notes = [e for e in events if isinstance(e, Annotation)]
+    calls = [e for e in events if isinstance(e, Call)]
+    done = {(e.mode, e.gap) for e in events if isinstance(e, GapDone)}
+    again = {(e.mode, e.gap): e for e in events if isinstance(e, Reannotation)}
+    targets = {p.gap: p.target for p in plans}
+    gaps = sorted({(e.mode, e.gap) for e in plans}, key=lambda k: (k[1], k[0] != BENCHFILL))
     if not gaps:
         lines.append("no rounds started yet")
     for mode, gap in gaps:
-        mine = [n for n in notes if n["mode"] == mode and n["gap"] == gap]
-        rounds = max((p["round"] for p in plans if p["mode"] == mode and p["gap"] == gap), default=0)
+        mine = [n for n in notes if n.mode == mode and n.gap == gap]
+        rounds = max((p.round for p in plans if p.mode == mode and p.gap == gap), default=0)
         target = targets.get(gap)
-        valid = [n for n in mine if n["valid"]]
-        best = min(valid, key=lambda n: abs(n["z"] - n["target"])) if valid else None
-        n_calls = sum(1 for c in calls if f"{mode}-g{gap}-" in c["key"])
+        valid = [n for n in mine if n.valid]
+        best = min(valid, key=lambda n: abs(n.z - n.target)) if valid else None
+        n_calls = sum(1 for c in calls if f"{mode}-g{gap}-" in c.key)
         state = "done" if (mode, gap) in done else "running" if holder else "stopped"
-        lines.append(f"{mode:<9} gap {gap}: target {target if target is None else f'{target:.4f}'}, "
-                     f"rounds {rounds}, children {len(mine)} ({len(valid)} valid), best "
-                     + (f"{best['item_id']} z={best['z']:.4f} deviation {abs(best['z'] - best['target']):.4f}"
-                        if best else "none")
-                     + f", calls {n_calls}, {state}")
-    tokens = sum(c["result"].get("prompt_tokens", 0) + c["result"].get("completion_tokens", 0) for c in calls)
+        line = (f"{mode:<9} gap {gap}: target {target if target is None else f'{target:.4f}'}, "
+                f"rounds {rounds}, children {len(mine)} ({len(valid)} valid), best "
+                + (f"{best.item_id} z={best.z:.4f} deviation {abs(best.z - best.target):.4f}" if best else "none")
+                + f", calls {n_calls}, {state}")
+        if (mode, gap) in again:
+            line += f"; re-annotated deviation {again[mode, gap].deviation:.4f}"
+        lines.append(line)
+    tokens = sum(c.result.get("prompt_tokens", 0) + c.result.get("completion_tokens", 0) for c in calls)
     lines.append(f"calls recorded {len(calls)}, tokens {tokens}")
-    summary = folder / "summary.json"
+    summary = run_folder.path / "summary.json"
     if summary.is_file():
-        lines.append(format_table(config.benchmark.name, json.loads(summary.read_text(encoding="utf-8"))))
+        try:
+            lines.append(format_table(run_folder.config.benchmark.name, json.loads(summary.read_text("utf-8"))))
+        except (ValueError, KeyError, TypeError):
+            fail(f"{summary}: damaged (rerun 'run' to write it again)")
     return "\n".join(lines)
 
 
 def results_root() -> Path:
-    return Path(os.environ.get("BENCHFILL_RESULTS", Path(__file__).resolve().parents[2] / "propose" / "results"))
+    return Path(os.environ.get("BENCHFILL_RESULTS") or Path(__file__).resolve().parents[2] / "propose" / "results")

@@ -28,7 +28,9 @@ class ValidityCheck:
     rollouts : DirectRollouts
         Supplies the solve prompt (the panel's template) and the grader kind and options.
     existing : callable
-        Returns ``(item_id, question, answer)`` of the benchmark's items and the accepted children.
+        ``existing(candidate)`` returns the ``(item_id, question, answer)`` the candidate must not
+        duplicate: the benchmark's items and the accepted children its round may see
+        (:meth:`benchmeasure.benchfill.loop.Loop.existing`).
     solve_n : int
         Cold solves per candidate.
     policy : ValidityPolicy
@@ -43,7 +45,7 @@ class ValidityCheck:
         self.policy = policy or ValidityPolicy()
 
     async def __call__(self, candidate) -> tuple:
-        check = await asyncio.to_thread(static_checks, candidate, self.existing(), self.policy,
+        check = await asyncio.to_thread(static_checks, candidate, self.existing(candidate), self.policy,
                                         self.rollouts.kind)
         if not check.ok:
             return False, check.reason

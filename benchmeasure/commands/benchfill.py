@@ -1,6 +1,7 @@
 """BenchFill runs: create a run folder, start or resume it, report its progress (paper, Section 4).
 
-Usually driven by ``run_experiment.sh``; the logic lives in ``benchmeasure.benchfill``.
+Usually driven by ``run_experiment.sh``; the logic lives in ``benchmeasure.benchfill``. Progress
+(the ``benchmeasure.benchfill`` loggers) is shown on stdout; ``sim-data`` shows its fit's on stderr.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from benchmeasure.benchfill import runner
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.llm_client import LLMCallError
 from benchmeasure.options import SEED, integer
+from benchmeasure.progress import show_progress
 
 EXAMPLES = """examples:
   python propose/benchfill.py init --config propose/configs/aime24.toml --name first
+  python propose/benchfill.py init --config ~/my_bench.toml --results /data/benchfill   # a config anywhere
   python propose/benchfill.py run propose/results/aime24/first
+  python propose/benchfill.py where --benchmark aime24    # the newest run folder of aime24
   python propose/benchfill.py status propose/results/aime24/first
   python propose/benchfill.py sim-data --folder /tmp/simbench --seed 1
 """
@@ -27,13 +31,22 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("init", help="create a run folder with the resolved config")
-    p.add_argument("--config", required=True, help="benchmark config (propose/configs/<benchmark>.toml)")
-    p.add_argument("--name", help="run name (default: run-<date>-<time>)")
-    p.add_argument("--results", default=str(runner.results_root()), help="results root (default: %(default)s)")
+    p.add_argument("--config", required=True,
+                   help="benchmark config, any path (the shipped ones: propose/configs/<benchmark>.toml)")
+    p.add_argument("--name", help="run name, one plain folder name (default: run-<date>-<time>)")
+    p.add_argument("--results", default=str(runner.results_root()),
+                   help="results root (default: $BENCHFILL_RESULTS, else %(default)s)")
     p = sub.add_parser("run", help="start or resume a run")
     p.add_argument("folder")
     p = sub.add_parser("status", help="print a run's progress (read-only)")
     p.add_argument("folder")
+    p = sub.add_parser("where", help="print a run folder's path: the newest run of a benchmark, or the run NAME")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--benchmark", help="benchmark name, as in its config's [benchmark] name")
+    group.add_argument("--config", help="benchmark config (its [benchmark] name is used)")
+    p.add_argument("--name", help="the run of this name (printed whether or not it exists yet)")
+    p.add_argument("--results", default=str(runner.results_root()),
+                   help="results root (default: $BENCHFILL_RESULTS, else %(default)s)")
     p = sub.add_parser("sim-data", help="write the synthetic benchmark of simulation mode and calibrate it")
     p.add_argument("--folder", required=True)
     p.add_argument("--seed", type=SEED, default=0)
@@ -43,7 +56,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "init":
         print(runner.init_run(args.config, args.results, args.name))
+    elif args.command == "where":
+        from benchmeasure.benchfill.config import check_name, load_config
+        from benchmeasure.benchfill.run_folder import latest
+
+        bench = check_name(args.benchmark, "--benchmark") if args.benchmark else load_config(args.config).benchmark.name
+        if args.name:
+            print(Path(args.results).absolute() / bench / check_name(args.name, "run name"))
+        else:
+            print(latest(args.results, bench))
     elif args.command == "run":
+        show_progress("benchmeasure.benchfill")
         try:
             runner.run(args.folder)
         except LLMCallError as exc:
@@ -59,8 +82,8 @@ def main(argv=None) -> int:
         config = make_sim_benchmark(args.folder, args.seed, n_items=args.items, truth=args.truth)
         if not args.truth:
             folder = Path(args.folder)
-            _, fit = fit_abilities(folder / "response_matrix.csv", 32, folder / "ability_cache", seed=args.seed,
-                                   log=lambda m: print(m, file=sys.stderr))
+            show_progress("benchmeasure.benchfill", sys.stderr)
+            _, fit = fit_abilities(folder / "response_matrix.csv", 32, folder / "ability_cache", seed=args.seed)
             calibrate_from_fit(folder, fit)
         print(config)
     return 0

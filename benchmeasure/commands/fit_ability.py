@@ -1,6 +1,6 @@
 """Fit the verifier panel's abilities once from a response matrix and cache them (for online calibration).
 
-Runs ``scripts/fit_irt.py`` in the IRT environment (``.venv-irt`` or $BENCHMEASURE_IRT_PYTHON) as a
+Runs ``python -m benchmeasure fit`` in the IRT environment (``.venv-irt`` or $BENCHMEASURE_IRT_PYTHON) as a
 subprocess and prints the cached ``ability.csv`` path. A second call on the same matrix reuses the cache.
 """
 
@@ -12,6 +12,7 @@ import sys
 from benchmeasure.benchfill.abilities import fit_abilities
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.options import GUESSING, N_TRIALS, SEED
+from benchmeasure.progress import show_progress
 
 EXAMPLES = """examples:
   python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32
@@ -25,15 +26,20 @@ def main(argv=None) -> int:
     parser.add_argument("matrix", help="response matrix CSV (model,<item>,…; correct counts)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, help="trials per model-item pair")
     parser.add_argument("--guessing", type=GUESSING, default=0.0, help="lower asymptote g (default 0)")
-    parser.add_argument("--cache", default="propose/cache/abilities", help="cache folder (default: %(default)s)")
+    parser.add_argument("--cache", help="cache folder (default: <results root>/cache/abilities, the one BenchFill "
+                                         "runs use; results root: $BENCHFILL_RESULTS, else propose/results)")
     parser.add_argument("--seed", type=SEED, default=0)
     args = parser.parse_args(argv)
     if args.n_trials < 1:
         fail(f"--n-trials must be a positive integer, got {args.n_trials}")
     if not 0.0 <= args.guessing < 1.0:
         fail(f"--guessing must be in [0, 1), got {args.guessing}")
-    _, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed,
-                              log=lambda m: print(m, file=sys.stderr))
+    show_progress("benchmeasure.benchfill", sys.stderr)
+    if args.cache is None:
+        from benchmeasure.benchfill.runner import results_root
+
+        args.cache = results_root() / "cache" / "abilities"
+    _, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed)
     print(folder / "ability.csv")
     return 0
 

@@ -63,11 +63,13 @@ def main(argv=None) -> int:
     # Imported after parsing so that --help answers at once (the loop pulls in the openai SDK).
     from benchmeasure.benchfill import mass_fill, runner
     from benchmeasure.llm_client import LLMCallError
+    from benchmeasure.progress import show_progress
 
     if args.command == "init":
         limits = mass_fill.Limits(**limits_of(args))
         print(mass_fill.init_mass(args.config, args.results or runner.results_root(), args.name, limits))
     elif args.command == "run":
+        show_progress("benchmeasure.benchfill")
         try:
             mass_fill.run_mass(args.folder, limits_of(args))
         except LLMCallError as exc:

@@ -10,7 +10,8 @@ from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.verifier.panel import load_panel
 
 EPILOG = """examples:
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --list
+  python3 scripts/panel_settings.py verifier/panels/paper.toml --list            # every model; hosted ones marked
+  python3 scripts/panel_settings.py verifier/panels/paper.toml --list --served   # only models with a [serve] table
   python3 scripts/panel_settings.py verifier/panels/paper.toml --model QwQ-32B
   python3 scripts/panel_settings.py verifier/panels/paper.toml --rewriter
   eval "$(python3 scripts/panel_settings.py verifier/panels/paper.toml --model QwQ-32B)"
@@ -36,6 +37,16 @@ def shell_lines(model) -> list[str]:
     return [f"{key}={shlex.quote(value)}" for key, value in values.items()]
 
 
+def hosted_endpoint(model) -> str:
+    """Where a model without a [serve] table is reached, in words."""
+    where = []
+    if model.base_url_env:
+        where.append(f"${model.base_url_env}")
+    if model.base_url:
+        where.append(model.base_url)
+    return " else ".join(where) or "not set (give base_url or base_url_env)"
+
+
 def main(argv=None) -> int:
     parser = ArgumentParser(
         description="Print the serving settings of panel models as shell assignments "
@@ -45,15 +56,23 @@ def main(argv=None) -> int:
     )
     parser.add_argument("config", type=Path, help="panel config (TOML)")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--list", action="store_true", help="names of the models that have a [serve] table")
+    what.add_argument("--list", action="store_true",
+                      help="every panel model's name; a hosted model (no [serve] table) is followed by a tab and "
+                           "where its endpoint comes from")
+    parser.add_argument("--served", action="store_true",
+                        help="with --list: only the models with a [serve] table, one bare name a line (for scripts)")
     what.add_argument("--model", help="settings of this panel model")
     what.add_argument("--rewriter", action="store_true", help="settings of the rewriter")
     args = parser.parse_args(argv)
+    if args.served and not args.list:
+        fail("--served goes with --list")
     panel = load_panel(args.config)
     if args.list:
         for model in panel.models:
             if model.serve is not None:
                 print(model.name)
+            elif not args.served:
+                print(f"{model.name}\thosted (no [serve] table): endpoint {hosted_endpoint(model)}")
         return 0
     if args.rewriter:
         if panel.rewriter is None:

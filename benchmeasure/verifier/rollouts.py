@@ -64,17 +64,24 @@ class DirectRollouts:
     def messages(self, question: str) -> list:
         return [{"role": "user", "content": self.template.substitute(question=question)}]
 
-    async def for_model(self, candidate, endpoint: Endpoint) -> list:
-        """``n_trials`` graded rollouts of one model on one candidate."""
-        result = await self.client.chat(endpoint, self.messages(candidate.question), n=self.n_trials,
-                                        key=f"rollout/{candidate.item_id}/{endpoint.model}")
+    async def for_model(self, candidate, endpoint: Endpoint, n_trials: int | None = None, key_prefix: str = "rollout",
+                        key_header: str | None = None) -> list:
+        """``n_trials`` (default: the panel's) graded rollouts of one model on one candidate.
+
+        The call's journal key is ``<key_prefix>/<item_id>/<model>``; ``key_header`` also sends it as
+        that request header (a server that seeds per request then tells fresh rollouts apart).
+        """
+        key = f"{key_prefix}/{candidate.item_id}/{endpoint.model}"
+        headers = {"extra_headers": {key_header: key}} if key_header else {}
+        result = await self.client.chat(endpoint, self.messages(candidate.question), n=n_trials or self.n_trials,
+                                        key=key, **headers)
         # Grading may start a SymPy worker and block; keep the event loop free for other calls.
         verdicts = await asyncio.to_thread(
             lambda: [grade(self.kind, text, candidate.answer, **self.grade_options) for text in result.texts])
         return [Rollout(endpoint.model, trial, int(ok), text)
                 for trial, (text, ok) in enumerate(zip(result.texts, verdicts))]
 
-    async def for_candidate(self, candidate) -> list:
-        """Every panel model's rollouts on ``candidate``, models in panel order."""
-        parts = await asyncio.gather(*(self.for_model(candidate, e) for e in self.endpoints))
+    async def for_candidate(self, candidate, **options) -> list:
+        """Every panel model's rollouts on ``candidate``, models in panel order (``options``: :meth:`for_model`)."""
+        parts = await asyncio.gather(*(self.for_model(candidate, e, **options) for e in self.endpoints))
         return [rollout for part in parts for rollout in part]

@@ -1,0 +1,257 @@
+"""Typed records of a BenchFill run: the journal's events and the item record of the outputs.
+
+Each line of ``events.jsonl`` (:mod:`.eventlog`) is one event, a JSON object whose ``type`` names
+its class here; :func:`event_from_dict` checks every field (name and JSON type) and builds the
+dataclass, so a damaged journal is one error naming its line and field, never a ``KeyError``
+later. ``to_dict`` gives the object written back. The names are the ones used everywhere — in
+the code, the journal, ``summary.json`` and the CSV outputs — and a gap's endpoints are ``left`` /
+``right`` as in :class:`benchmeasure.metrics.Gap`. Journals written before the renames are still
+read (``z_L`` / ``z_R`` → ``left`` / ``right``; see CHANGELOG.md).
+
+Events (paper, Section 4, Figure 4: plan a round, rewrite, verify, annotate, select):
+
+* :class:`Plan` — a round's parents and reference list for one gap and mode;
+* :class:`Call` — one model call's result, keyed (a resumed run answers it from the journal);
+* :class:`Annotation` — one child: its text, validity and online calibration (the run's memory);
+* :class:`GapDone` — a gap's final item, rounds and rewrites spent;
+* :class:`Reannotation` — the independent calibration of a gap's final item from fresh rollouts;
+* :class:`MassStep` / :class:`MassResult` — mass fill's choice of a gap and its outcome.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
+
+from benchmeasure.benchfill.gaps import Item
+from benchmeasure.errors import fail
+
+# Field names of journals written before the names were fixed once (CHANGELOG.md): old → new.
+RENAMED = {"z_L": "left", "z_R": "right"}
+
+_KINDS = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "list": (list,), "dict": (dict,)}
+
+
+def _check(value, hint: str, where: str, name: str):
+    """``value`` if it has the JSON type ``hint`` (``"float | None"`` style), converted; else InputError."""
+    options = [h.strip() for h in hint.split("|")]
+    if value is None:
+        if "None" in options:
+            return None
+        fail(f"{where}: field {name!r} is null, expected {hint}")
+    for option in options:
+        kinds = _KINDS.get(option)
+        if kinds is None or (isinstance(value, bool) and option != "bool"):
+            continue
+        if isinstance(value, kinds):
+            if option == "float":
+                value = float(value)
+                if not math.isfinite(value):
+                    fail(f"{where}: field {name!r} is not finite")
+            return value
+    fail(f"{where}: field {name!r} is {type(value).__name__} {str(value)[:40]!r}, expected {hint}")
+
+
+class Record:
+    """Shared ``to_dict`` / ``from_dict`` of the records below (dataclasses of JSON values)."""
+
+    TYPE: ClassVar[str] = ""
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        if "time" in data and data["time"] is None:
+            del data["time"]
+        return {"type": self.TYPE, **data} if self.TYPE else data
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "record"):
+        if not isinstance(data, dict):
+            fail(f"{where}: expected a JSON object, got {type(data).__name__}")
+        data = {RENAMED.get(k, k): v for k, v in data.items()}
+        hints = typing.get_type_hints(cls)
+        values = {}
+        for spec in fields(cls):
+            if spec.name not in data:
+                if spec.name == "time":
+                    continue
+                fail(f"{where}: {cls.TYPE or cls.__name__} lacks field {spec.name!r}")
+            values[spec.name] = _check(data[spec.name], _hint_text(hints[spec.name]), where, spec.name)
+        return cls(**values)
+
+
+def _hint_text(hint) -> str:
+    text = str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
+    return text.replace("Optional[", "None | ").rstrip("]").replace("NoneType", "None")
+
+
+@dataclass(frozen=True)
+class Plan(Record):
+    """A round's plan: the parents to rewrite and the reference list, for one gap (``gap`` = its rank)."""
+
+    TYPE: ClassVar[str] = "plan"
+    mode: str
+    gap: int
+    round: int
+    target: float
+    parents: list
+    references: list
+    time: float | None = None
+
+
+@dataclass(frozen=True)
+class Call(Record):
+    """One model call's result (texts and token counts), under its journal key."""
+
+    TYPE: ClassVar[str] = "call"
+    key: str
+    model: str
+    result: dict
+    time: float | None = None
+
+
+@dataclass(frozen=True)
+class Annotation(Record):
+    """One rewrite (child) after the verifier: validity and, when valid, its online calibration."""
+
+    TYPE: ClassVar[str] = "annotation"
+    item_id: str
+    mode: str
+    gap: int
+    round: int
+    parent_id: str
+    question: str
+    answer: str
+    valid: bool
+    reason: str
+    counts: dict
+    b_mean: float | None
+    b_sd: float | None
+    z: float | None
+    target: float
+    time: float | None = None
+
+    def as_item(self) -> Item:
+        return Item(self.item_id, self.question, self.answer, self.z, self.b_mean, self.b_sd, self.mode)
+
+
+@dataclass(frozen=True)
+class GapDone(Record):
+    """A finished gap of one mode: rounds and rewrites spent, early stop, final item and its deviation."""
+
+    TYPE: ClassVar[str] = "gap_done"
+    mode: str
+    gap: int
+    rounds: int
+    rewrites: int
+    stopped_early: bool
+    final: str | None
+    deviation: float | None
+    time: float | None = None
+
+
+@dataclass(frozen=True)
+class Reannotation(Record):
+    """The independent calibration of a gap's final item: ``trials`` fresh rollouts per panel model."""
+
+    TYPE: ClassVar[str] = "reannotation"
+    mode: str
+    gap: int
+    item_id: str
+    trials: int
+    counts: dict
+    b_mean: float
+    b_sd: float
+    z: float
+    z_sd: float
+    target: float
+    time: float | None = None
+
+    @property
+    def deviation(self) -> float:
+        return abs(self.z - self.target)
+
+
+@dataclass(frozen=True)
+class MassStep(Record):
+    """Mass fill's choice for one step: the gap [left, right], its target and rewrite budget."""
+
+    TYPE: ClassVar[str] = "mass_step"
+    step: int
+    left: float
+    right: float
+    target: float
+    width: float
+    budget: int
+    max_gap_before: float
+    time: float | None = None
+
+
+@dataclass(frozen=True)
+class MassResult(Record):
+    """Mass fill's outcome of one step: the final item, and whether it was inserted (inside the gap)."""
+
+    TYPE: ClassVar[str] = "mass_result"
+    step: int
+    left: float
+    right: float
+    target: float
+    item_id: str | None
+    z: float | None
+    deviation: float | None
+    accepted: bool
+    reason: str
+    rounds: int
+    rewrites: int
+    time: float | None = None
+
+
+EVENT_TYPES = {cls.TYPE: cls for cls in (Plan, Call, Annotation, GapDone, Reannotation, MassStep, MassResult)}
+
+
+def event_from_dict(data, where: str):
+    """The typed event of one journal line; InputError naming ``where`` when it is not a known, whole event."""
+    if not isinstance(data, dict):
+        fail(f"{where}: expected a JSON object, got {type(data).__name__} (the journal is damaged)")
+    kind = data.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        fail(f"{where}: unknown event type {kind!r} (the journal is damaged; known: {', '.join(EVENT_TYPES)})")
+    return cls.from_dict(data, where)
+
+
+@dataclass(frozen=True)
+class ItemRecord(Record):
+    """One selected item as the outputs list it (``new_item_records.csv``, ``baseline_item_records.csv``,
+    mass fill's ``mass_fill_records.csv``): the gap it fills and its calibration and lineage."""
+
+    benchmark: str
+    gap: int
+    left: float
+    right: float
+    target: float
+    item_id: str
+    question: str
+    answer: str
+    parent_id: str
+    round: int
+    b_mean: float
+    b_sd: float
+    z: float
+    deviation: float
+    lineage: str
+
+    @classmethod
+    def of(cls, benchmark: str, gap: int, left: float, right: float, target: float, child: Annotation,
+           lineage: list) -> ItemRecord:
+        return cls(benchmark, gap, left, right, target, child.item_id, child.question, child.answer,
+                   child.parent_id, child.round, child.b_mean, child.b_sd, child.z, abs(child.z - target),
+                   " > ".join(lineage))
+
+    @classmethod
+    def columns(cls) -> list:
+        return [f.name for f in fields(cls)]
+
+
+RECORD_COLUMNS = ItemRecord.columns()
