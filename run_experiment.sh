@@ -24,9 +24,9 @@ cd "$(dirname "$0")"
 ROOT=$(pwd)
 
 load_env_local() {  # source env.local (CR stripped); the caller's exported variables keep their values
-  local name kv
+  local name
   declare -A caller=()
-  while IFS= read -r -d '' kv; do caller[${kv%%=*}]=${kv#*=}; done < <(env -0)
+  for name in $(compgen -e); do caller[$name]=${!name-}; done
   set -a
   # shellcheck disable=SC1090
   . <(tr -d '\r' < env.local)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,7 @@ from benchmeasure.benchfill.records import EVENT_TYPES, event_from_dict
 from benchmeasure.errors import InputError
 from benchmeasure.sim.dataset import make_sim_benchmark
 from conftest import BENCHFILL_CLI as CLI
-from conftest import assert_rejected, sim_run
+from conftest import ROOT, assert_rejected, sim_run
 
 
 def run_cli(folder, env, **kw):
@@ -169,3 +173,102 @@ def test_config_anywhere_and_the_ability_cache_under_the_results_folder(tmp_path
     where = subprocess.run([*CLI, "where", "--config", str(config), "--results", str(results)],
                            capture_output=True, text=True)
     assert where.stdout.strip() == done.stdout.strip()
+
+
+# -- run_experiment.sh: env.local, a config anywhere -------------------------------------------------------
+def script_tree(tmp_path):
+    """A copy of run_experiment.sh beside links to the checkout, so a test can give it its own env.local."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copy(ROOT / "run_experiment.sh", tree / "run_experiment.sh")
+    for name in ("propose", "scripts", "benchmeasure", "verifier", ".venv-irt", ".venv-benchfill"):
+        if (ROOT / name).exists():
+            (tree / name).symlink_to(ROOT / name)
+    return tree
+
+
+def run_experiment(tree, *args, **env):
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("BENCHMARK", "BENCHFILL_RESULTS", "BENCHFILL_CONFIG", "PANEL_CONFIG")}
+    return subprocess.run(["bash", str(tree / "run_experiment.sh"), *map(str, args)], capture_output=True,
+                          text=True, env={**environ, **env}, timeout=300)
+
+
+def test_env_local_with_crlf_and_the_callers_variables_win(tmp_path):
+    tree = script_tree(tmp_path)
+    from_file = tmp_path / "from_env_local"
+    (tree / "env.local").write_bytes(f'export BENCHMARK="aime25"\r\nexport BENCHFILL_RESULTS="{from_file}"\r\n'
+                                     f'export PANEL_API_KEY="secret-from-file"\r\n'.encode())
+    done = run_experiment(tree, "status")
+    message = assert_rejected(done, "no run for aime25 yet", str(from_file))  # not 'aime25\r'
+    assert "\r" not in message
+    caller = tmp_path / "from_caller"
+    done = run_experiment(tree, "status", BENCHFILL_RESULTS=str(caller), PANEL_API_KEY="mine")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: no run for aime25 yet") and str(caller) in lines[-1]
+    notes = sorted(line for line in lines[:-1])
+    assert notes == ["note: BENCHFILL_RESULTS is set in the environment; env.local's value is ignored (the caller's "
+                     "wins)", "note: PANEL_API_KEY is set in the environment; env.local's value is ignored (the "
+                     "caller's wins)"]
+    assert "secret-from-file" not in done.stderr and "mine" not in done.stderr  # values are never printed
+
+
+def test_run_experiment_takes_a_config_from_anywhere(tmp_path):
+    config = make_sim_benchmark(tmp_path / "mine" / "data", 1, truth=True)
+    results = tmp_path / "results"
+    done = run_experiment(ROOT, "init", "first", BENCHFILL_CONFIG=str(config), BENCHFILL_RESULTS=str(results))
+    assert done.returncode == 0, done.stderr
+    folder = Path(done.stdout.strip())
+    assert folder == results / "math_sim" / "first" and (folder / "config.json").is_file()
+    status = run_experiment(ROOT, "status", BENCHFILL_CONFIG=str(config), BENCHFILL_RESULTS=str(results))
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.startswith(f"run {folder}") and "no rounds started yet" in status.stdout
+    assert not list((ROOT / "propose").glob("results/math_sim/first"))
+
+
+def test_panel_settings_lists_hosted_models(tmp_path):
+    make_sim_benchmark(tmp_path / "data", 1, truth=True)
+    panel = tmp_path / "data" / "panel.toml"
+    settings_cli = [sys.executable, str(ROOT / "scripts" / "panel_settings.py"), str(panel)]
+    listing = subprocess.run([*settings_cli, "--list"], capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert len(lines) == 12 and lines[0].startswith("sim-m01\thosted (no [serve] table)")
+    assert all("$BENCHFILL_SIM_URL" in line for line in lines)
+    served = subprocess.run([*settings_cli, "--list", "--served"], capture_output=True, text=True)
+    assert served.returncode == 0 and served.stdout == ""
+
+
+# -- kill -9 of 'run' during the first-use ability fit ---------------------------------------------------
+def test_kill_9_during_the_ability_fit_leaves_no_fit_running(tmp_path):
+    config = truth_config(tmp_path)
+    text = "\n".join(line for line in config.read_text().splitlines() if not line.startswith("abilities"))
+    config.write_text(text + "\n")
+    folder = Path(init_cli(config, tmp_path / "res", "--name", "k").stdout.strip())
+    pid_file = tmp_path / "fit.pid"
+    fake = tmp_path / "slow_fit_python"  # stands in for the IRT interpreter: a fit that takes minutes
+    fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 300\n")
+    fake.chmod(0o755)
+    proc = subprocess.Popen([*CLI, "run", str(folder)], env={**os.environ, "BENCHMEASURE_IRT_PYTHON": str(fake)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert proc.poll() is None and time.time() < deadline, "the fit never started"
+        time.sleep(0.05)
+    fit = int(pid_file.read_text())
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 10
+    while alive(fit) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not alive(fit), "the ability fit outlived the killed run"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie awaiting its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state

@@ -277,6 +277,7 @@ def test_changed_calibration_is_refused(tmp_path, filled_runs):
 
 
 # -- the readers, fuzzed -------------------------------------------------------------------------------------
+# the column names before the rename (CHANGELOG.md): still read
 HEADER = "benchmark,gap,z_L,z_R,target,item_id,question,answer,parent_id,round,b_mean,b_sd,z,deviation,lineage"
 
 
@@ -290,7 +291,7 @@ def test_records_reader_fuzz(tmp_path, body, header):
     except InputError:
         return
     for row in rows:
-        assert isinstance(row["gap"], int) and all(np.isfinite(row[c]) for c in ("z", "target", "z_L", "z_R"))
+        assert isinstance(row["gap"], int) and all(np.isfinite(row[c]) for c in ("z", "target", "left", "right"))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from benchmeasure.benchfill.eventlog import EVENTS, read_events
 from benchmeasure.benchfill.gaps import Benchmark, load_benchmark
+from benchmeasure.benchfill.records import RENAMED, Annotation
 from benchmeasure.benchfill.summary import reduction
 from benchmeasure.csv_table import read_table
 from benchmeasure.errors import fail, file_errors
@@ -38,7 +39,7 @@ MASS_MARKER = "mass_fill.json"
 RUN_SUMMARY, RUN_RECORDS = "summary.json", "new_item_records.csv"
 MASS_SUMMARY, MASS_RECORDS = "mass_fill_summary.json", "mass_fill_records.csv"
 BENCHFILL_RUN, MASS_FILL = "BenchFill run", "mass fill"
-RECORD_FLOATS = ("z_L", "z_R", "target", "b_mean", "z")
+RECORD_FLOATS = ("left", "right", "target", "b_mean", "z")
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,13 @@ def read_records(path: Path, id_column: str) -> list:
         fail(f"{path.parent}: no {path.name}; is the run finished? (run it to completion first)")
     needed = ("gap", "item_id", "parent_id", "question", "lineage", *RECORD_FLOATS, id_column)
     rows = []
-    table = read_table(path, required=tuple(dict.fromkeys(needed)), nonblank=("gap", "item_id"))
+    gap_ends = ("left", "right")  # z_L, z_R in folders written before the rename (CHANGELOG.md)
+    table = read_table(path, required=tuple(c for c in dict.fromkeys(needed) if c not in gap_ends),
+                       nonblank=("gap", "item_id"))
+    table.header = [RENAMED.get(c, c) for c in table.header]
+    missing = [c for c in gap_ends if c not in table.header]
+    if missing:
+        fail(f"{path}: no column {missing[0]!r} (columns: {', '.join(table.header)})")
     for r, row in enumerate(table.records()):
         where = f"{path}: line {table.lines[r]}"
         values = {c: _float(row, c, where) for c in RECORD_FLOATS}
@@ -234,9 +241,9 @@ def read_filled(folder) -> FilledRun:
     rows = read_records(records_path, "fill_id" if mass else "item_id")
     known = {item.item_id: item.z for item in benchmark.items}
     for event in read_events(folder / EVENTS):
-        if event.get("type") == "annotation" and isinstance(event.get("z"), (int, float)):
-            known.setdefault(str(event.get("item_id")), float(event["z"]))
-    items = [NewItem(row["item_id"], row["fill_id"] if mass else row["item_id"], row["gap"], row["z_L"], row["z_R"],
+        if isinstance(event, Annotation) and event.z is not None:
+            known.setdefault(event.item_id, event.z)
+    items = [NewItem(row["item_id"], row["fill_id"] if mass else row["item_id"], row["gap"], row["left"], row["right"],
                      row["target"], row["z"], row["b_mean"], row["parent_id"], known.get(row["parent_id"]),
                      row["question"], row["lineage"]) for row in rows]
     reported = _reported(summary, summary_path, mass)
@@ -265,8 +272,9 @@ def _targets(summary: dict, path: Path, mass: bool) -> list:
         step = _field(entry, where, "step" if mass else "gap")
         if isinstance(step, bool) or not isinstance(step, int):
             fail(f"{where}: {step!r} is not an integer")
+        entry = {RENAMED.get(k, k): v for k, v in entry.items()}  # z_L, z_R in folders written before the rename
         targets.append(Target(step, *(_number(_field(entry, where, key), f"{where} {key}")
-                                      for key in ("z_L", "z_R", "target"))))
+                                      for key in ("left", "right", "target"))))
     return targets
 
 

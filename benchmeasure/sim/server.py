@@ -15,8 +15,9 @@ many times that same (key, body) arrived before (the retries of one call come on
 So without failure injection a run's replies do not depend on the order in which its concurrent
 requests arrive. Failure injection draws from one seeded stream in arrival order, so with
 ``fail_rate > 0`` which request fails does depend on that order. ``jitter_s`` delays each reply by
-a random time (drawn in arrival order from ``jitter_seed``), so concurrent replies finish in a
-shuffled order, as with real endpoints of uneven speed; the replies themselves do not change.
+a random time (exponential with that mean, drawn in arrival order from ``jitter_seed``), so
+concurrent replies finish in a shuffled order, as with real endpoints of uneven speed; the
+replies themselves do not change.
 
 Run it with ``python -m benchmeasure.sim.server --world WORLD.json --port 0``: it prints
 ``listening on http://127.0.0.1:PORT/v1`` once ready (port 0 picks a free one).
@@ -73,11 +74,12 @@ class SimState:
         return random.Random(f"{self.world.seed}/{digest}/{count}")
 
     def jitter(self) -> float:
-        """A reply's extra delay, uniform in [0, jitter_s), drawn in arrival order (so replies finish shuffled)."""
+        """A reply's extra delay, drawn in arrival order (so replies finish shuffled): exponential with mean
+        ``jitter_s``, at most 10 × ``jitter_s`` — a few slow replies, as from real endpoints of uneven speed."""
         if self.jitter_s <= 0:
             return 0.0
         with self.lock:
-            return self.jitter_rng.uniform(0.0, self.jitter_s)
+            return min(self.jitter_rng.expovariate(1.0 / self.jitter_s), 10 * self.jitter_s)
 
     def failure(self):
         with self.lock:
@@ -167,7 +169,7 @@ def main(argv=None) -> int:
     parser.add_argument("--hang-s", type=number(0.0, 3600.0), default=5.0, help="delay of a 'hang' failure, seconds")
     parser.add_argument("--seed", type=SEED, default=0)
     parser.add_argument("--jitter-s", type=number(0.0, 3600.0), default=0.0,
-                        help="delay each reply by a random time below this (s), so replies finish in a shuffled order")
+                        help="delay each reply by a random time of this mean (s, exponential): replies finish shuffled")
     parser.add_argument("--jitter-seed", type=SEED, default=0, help="seed of the delays (drawn in arrival order)")
     args = parser.parse_args(argv)
     server, url = serve(World.load(args.world), args.port, args.fail_rate, args.hang_s, args.seed, args.jitter_s,
