@@ -39,7 +39,11 @@ def read_events(path: str | os.PathLike) -> list:
     if not path.exists():
         return []
     events = []
-    with file_errors(path), open(path, "rb") as handle:
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        fail(f"{path}: cannot be read ({exc.strerror})")
+    with file_errors(path), handle:
         for line_number, raw in enumerate(handle, start=1):
             if not raw.endswith(b"\n"):
                 break  # an interrupted final write
