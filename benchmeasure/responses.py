@@ -17,14 +17,14 @@ under a minute (``bench/bench_prepare_matrix.py``).
 
 from __future__ import annotations
 
-import csv
 import os
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from .errors import fail, file_errors
+from .csv_table import open_table
+from .errors import InputError, fail
 from .matrix import ResponseMatrix, check_n_trials
 
 COLUMNS = ("model", "item_id", "trial", "correct")
@@ -75,7 +75,8 @@ def assemble_matrix(model_codes: np.ndarray, model_names: list, item_codes: np.n
     rows = model_codes.size
     if rows == 0:
         fail(f"{locate(-1)}: no responses (header only?)")
-    for kind, codes, names in (("model", model_codes, model_names), ("item", item_codes, item_names)):
+    for kind, codes, names in (("model", model_codes, model_names), ("item", item_codes, item_names),
+                               ("trial", trial_codes, trial_names)):
         blank = [k for k, name in enumerate(names) if not str(name).strip()]
         if blank:
             r = int(np.flatnonzero(np.isin(codes, blank))[0])
@@ -125,17 +126,9 @@ def factorize(values) -> tuple[np.ndarray, list]:
 
 
 def _read_header(path: str) -> list:
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
-    with file_errors(path), open(path, encoding="utf-8-sig", newline="") as handle:
-        header = next(csv.reader(handle), None)
-    if not header:
-        fail(f"{path}: file is empty (expected the header {','.join(COLUMNS)})")
-    missing = [name for name in COLUMNS if name not in header]
-    if missing:
-        fail(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-             f"(header: {','.join(header)}; expected {','.join(COLUMNS)})")
-    return header
+    """The header, checked by the strict reader's rules (no blank or repeated name, the four columns present)."""
+    with open_table(path, required=COLUMNS, nonblank=(), expected=",".join(COLUMNS)) as (header, _):
+        return header
 
 
 class _Coder:
@@ -157,54 +150,60 @@ class _Coder:
         return mapping[local]
 
 
-CHUNK_ROWS = 2_000_000
-
-
 def read_responses_csv(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
-    """Read a ``model,item_id,trial,correct`` CSV (other columns ignored) into a count matrix.
+    """Read a ``model,item_id,trial,correct`` CSV (other columns ignored) into a count matrix, fast.
 
-    The file is read in chunks of two million rows, each ID column encoded to integers as it
-    goes, so memory stays a few bytes per row. Each physical line is one row, so errors
-    cite line numbers (the header is line 1); blank lines are skipped. IDs are kept as
-    exact strings (``007`` stays ``007``).
+    PyArrow's streaming CSV reader parses blocks of the file in parallel (it refuses a row whose field count
+    differs from the header's), each ID column is encoded to integers as it goes, so memory stays a few bytes
+    per row (``bench/bench_prepare_matrix.py``). IDs are kept as exact strings (``007`` stays ``007``).
+
+    Whenever this route finds anything wrong, the file is read again by the standard-library reader
+    (:func:`benchmeasure.response_counts.count_responses`, the same rules), which names the exact line and
+    column — or, where the two disagree (a line of empty fields, which that reader skips), gives the matrix.
     """
     path = os.fspath(path)
     check_n_trials(n_trials)
-    _read_header(path)
+    try:
+        return _read_arrow(path, n_trials)
+    except InputError:
+        from .response_counts import count_responses
+
+        table = count_responses(path, n_trials)
+        counts = np.asarray(table.counts, dtype=np.int64).reshape(len(table.models), len(table.items))
+        return ResponseMatrix(table.models, table.items, counts, n_trials)
+
+
+def _read_arrow(path: str, n_trials: int) -> ResponseMatrix:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    header = _read_header(path)
     coders = {name: _Coder() for name in ("model", "item_id", "trial")}
-    parts: dict = {name: [] for name in (*coders, "correct", "line")}
-    first_line = 2
-    with file_errors(path):  # a non-UTF-8 byte anywhere in the file
-        try:
-            chunks = pd.read_csv(path, usecols=list(COLUMNS), dtype=str, keep_default_na=False, na_filter=False,
-                                 skip_blank_lines=False, encoding="utf-8-sig", chunksize=CHUNK_ROWS)
-            for chunk in chunks:
-                lines = np.arange(first_line, first_line + len(chunk), dtype=np.int64)
-                first_line += len(chunk)
-                blank = np.logical_and.reduce([chunk[name].to_numpy() == "" for name in COLUMNS])
-                if blank.any():
-                    chunk, lines = chunk[~blank], lines[~blank]
-                correct = chunk["correct"]
-                bad = ~correct.isin(("0", "1")).to_numpy()
-                if bad.any():
-                    r = int(np.flatnonzero(bad)[0])
-                    row = chunk.iloc[r]
-                    fail(f"{path} line {lines[r]}: model {row['model']!r}, item {row['item_id']!r}, "
-                         f"trial {row['trial']!r}: correct is {row['correct']!r}, expected 0 or 1")
-                parts["correct"].append((correct.to_numpy() == "1").astype(np.int8))
-                parts["line"].append(lines)
-                for name, coder in coders.items():
-                    parts[name].append(coder.encode(chunk[name]))
-        except pd.errors.ParserError as exc:
-            fail(f"{path}: malformed CSV ({' '.join(str(exc).split())})")
-        except pd.errors.EmptyDataError:
-            fail(f"{path}: file is empty (expected the header {','.join(COLUMNS)})")
+    parts: dict = {name: [] for name in (*coders, "correct")}
+    try:
+        reader = pacsv.open_csv(
+            path, read_options=pacsv.ReadOptions(block_size=64 << 20),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(column_types={name: pa.string() for name in header},
+                                                 include_columns=list(COLUMNS), strings_can_be_null=False))
+        for batch in reader:
+            chunk = {name: batch.column(name).to_pandas() for name in COLUMNS}
+            correct = chunk["correct"]
+            if not correct.isin(("0", "1")).all():
+                fail(f"{path}: a value of correct is not 0 or 1")
+            for name in ("model", "item_id", "trial"):
+                if (chunk[name].str.strip() == "").any():
+                    fail(f"{path}: a blank {name}")
+            parts["correct"].append((correct.to_numpy() == "1").astype(np.int8))
+            for name, coder in coders.items():
+                parts[name].append(coder.encode(chunk[name]))
+    except (pa.ArrowInvalid, pa.ArrowException) as exc:
+        fail(f"{path}: malformed CSV ({' '.join(str(exc).split())[:200]})")
     joined = {name: (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
               for name, arrays in parts.items()}
-    line_of = joined["line"]
 
     def locate(r: int) -> str:
-        return path if r < 0 else f"{path} line {line_of[r]}"
+        return path if r < 0 else f"{path} data row {r + 1}"
 
     return assemble_matrix(joined["model"], coders["model"].names, joined["item_id"], coders["item_id"].names,
                            joined["trial"], coders["trial"].names, joined["correct"], n_trials, locate)

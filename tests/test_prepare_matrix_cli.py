@@ -70,7 +70,7 @@ def test_trial_ids_are_labels_not_positions(write_csv, tmp_path):
 
 
 BAD = {
-    "missing column": ("model,item_id,correct\nm,q,1", "missing column trial"),
+    "missing column": ("model,item_id,correct\nm,q,1", "no column 'trial'"),
     "correct not 0/1": (README_EXAMPLE.replace("model-b,q1,1,0", "model-b,q1,1,yes"), "line 9"),
     "correct blank": (README_EXAMPLE.replace("model-a,q0,1,0", "model-a,q0,1,"), "line 3"),
     "too few trials": (README_EXAMPLE.replace("model-b,q1,1,0\n", ""), "has 1 trial, expected --n-trials 2"),

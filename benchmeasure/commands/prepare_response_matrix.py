@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import (
@@ -27,10 +28,21 @@ from benchmeasure.files import (
     write_json,
 )
 from benchmeasure.grading import KINDS
-from benchmeasure.harness import FORMATS, HARNESSES, PARTIAL_CHOICES, ReadOptions, logs_to_matrix, read_log
-from benchmeasure.matrix import ResponseMatrix, write_matrix
 from benchmeasure.options import N_TRIALS, number
-from benchmeasure.responses import read_responses_csv
+from benchmeasure.response_counts import count_responses, write_count_table
+
+try:  # NumPy and pandas: the harness formats, the wide tables and the fast reader of very large files
+    from benchmeasure.harness import FORMATS, HARNESSES, PARTIAL_CHOICES
+    NEEDS = None
+except ModuleNotFoundError as exc:  # a bare Python (the paper's first call, before any venv): plain CSV only
+    FORMATS, HARNESSES, PARTIAL_CHOICES, NEEDS = {}, (), None, exc.name
+
+if TYPE_CHECKING:
+    from benchmeasure.matrix import ResponseMatrix
+
+#: Plain CSVs above this size go to the PyArrow reader when NumPy, pandas and PyArrow are installed
+#: (bench/bench_prepare_matrix.py); below it, and on a bare Python, the standard library reads them.
+FAST_BYTES = 64 << 20
 
 EXAMPLES = """\
 input (one graded response per row; other columns are ignored):
@@ -88,7 +100,7 @@ def parse_args(argv):
     wide.add_argument("--items-as-rows", action="store_true",
                       help="with --from wide: the table has one row per item and one column per model")
     logs = parser.add_argument_group("harness sample logs (--from)")
-    logs.add_argument("--from", dest="harness", choices=(*HARNESSES, "wide"),
+    logs.add_argument("--from", dest="harness", choices=(*HARNESSES, "wide") if HARNESSES else None,
                       help="read evaluation-harness sample logs, or 'wide': a models × items table of counts")
     logs.add_argument("--metric", help="per-sample metric key of the log (e.g. exact_match, acc)")
     logs.add_argument("--threshold", type=number(), default=0.5,
@@ -104,6 +116,10 @@ def parse_args(argv):
     logs.add_argument("--model", help="model name for a single log (default: from the log)")
     logs.add_argument("--responses-out", metavar="CSV", help="also write the long model,item_id,trial,correct rows")
     args = parser.parse_args(argv)
+    if args.harness is not None and NEEDS is not None:
+        fail(f"--from {args.harness} needs the Python package {NEEDS!r}, which {sys.executable} lacks: run "
+             "it with .venv-irt/bin/python, or pip install -r requirements_irt.txt (a plain "
+             "model,item_id,trial,correct CSV needs nothing beyond Python)")
     if args.items_as_rows and args.harness != "wide":
         fail("--items-as-rows needs --from wide (it describes a wide table's orientation)")
     if args.harness == "wide":
@@ -134,6 +150,8 @@ def matrix_from_logs(args) -> tuple[ResponseMatrix, list, object]:
     """
     if args.model is not None and len(args.responses) != 1:
         fail(f"--model renames a single log; {len(args.responses)} logs were given")
+    from benchmeasure.harness import ReadOptions, logs_to_matrix, read_log
+
     options = ReadOptions(filter_name=args.filter_name, metric=args.metric, scorer=args.scorer, partial=args.partial)
     logs = [read_log(args.harness, Path(path), options) for path in args.responses]
     if args.model is not None:
@@ -163,6 +181,23 @@ def input_files(paths: list) -> list:
                 found.extend(os.path.join(folder, name) for name in names
                              if name.endswith((".json", ".jsonl", ".parquet", ".csv")))
     return found
+
+
+def read_plain(path: str, n_trials: int):
+    """A plain responses CSV: the standard library, or PyArrow for a very large file when it is installed."""
+    if os.path.isfile(path) and os.path.getsize(path) > FAST_BYTES:
+        try:
+            import numpy  # noqa: F401
+            import pandas  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ModuleNotFoundError:
+            print(f"note: {path} is large; installing numpy, pandas and pyarrow (pip install -r "
+                  "requirements_irt.txt) reads it many times faster", file=sys.stderr)
+        else:
+            from benchmeasure.responses import read_responses_csv
+
+            return read_responses_csv(path, n_trials)
+    return count_responses(path, n_trials)
 
 
 def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
@@ -197,12 +232,12 @@ def main(argv=None) -> int:
     elif args.harness is not None:
         matrix, inputs, rows = matrix_from_logs(args)
     else:
-        matrix = read_responses_csv(args.responses[0], args.n_trials)
+        matrix = read_plain(args.responses[0], args.n_trials)
         inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
     with all_or_nothing():  # the matrix, its record and --responses-out: all or none
         if args.responses_out:
             write_responses(rows, args.responses_out)
-        write_matrix(matrix, args.output)
+        write_count_table(matrix, args.output)
         write_json(f"{args.output}.json", provenance(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
