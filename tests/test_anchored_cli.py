@@ -212,3 +212,20 @@ def test_output_may_not_overwrite_an_input(world):
                       "--output", folder / "difficulty.csv")
     assert_rejected(done)
     assert (folder / "difficulty.csv").read_bytes() == before
+
+
+def test_models_with_different_anchor_sets_come_in_separate_files(world, tmp_path):
+    folder, items, full = world["folder"], world["items"], world["full"]
+    _write_matrix(tmp_path / "a.csv", ["m0"], items[:30], full[:1, :30])
+    _write_matrix(tmp_path / "b.csv", ["m3"], items[100:160], full[3:4, 100:160])
+    done = run_script("score_models.py", tmp_path / "a.csv", tmp_path / "b.csv", "--difficulty",
+                      folder / "difficulty.csv", "--n-trials", K, "--guessing", G, "--output", tmp_path / "s.csv")
+    assert done.returncode == 0, done.stderr
+    rows = _read(tmp_path / "s.csv")
+    assert [(r["model"], r["n_items_answered"]) for r in rows] == [("m0", "30"), ("m3", "60")]
+    assert float(rows[0]["theta_mean"]) < float(rows[1]["theta_mean"])   # true abilities -1.2 and 1.3
+    _write_matrix(tmp_path / "c.csv", ["m0"], items[200:210], full[:1, 200:210])
+    done = run_script("score_models.py", tmp_path / "a.csv", tmp_path / "c.csv", "--difficulty",
+                      folder / "difficulty.csv", "--n-trials", K, "--output", tmp_path / "t.csv")
+    assert_rejected(done, "model 'm0' is also in")
+    assert not (tmp_path / "t.csv").exists()

@@ -33,6 +33,7 @@ EXAMPLES = """\
 examples:
   score_models.py new_models.csv --difficulty my_benchmark/difficulty.csv --n-trials 2 --output scores.csv
   score_models.py anchors_answered.csv --difficulty difficulty.csv --n-trials 1 --guessing 0.25 --output s.csv
+  score_models.py model_a.csv model_b.csv --difficulty difficulty.csv --n-trials 1 --output s.csv  # own anchors
   score_models.py responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
       --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
 
@@ -53,8 +54,9 @@ PACKAGES = ["numpy", "numba", "xarray", "zarr"]
 def parse_args(argv):
     parser = ArgumentParser(prog="score_models.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("responses", metavar="RESPONSES_OR_MATRIX",
-                        help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct)")
+    parser.add_argument("responses", metavar="RESPONSES_OR_MATRIX", nargs="+",
+                        help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct); "
+                             "several files when models answered different items (a model in one file only)")
     parser.add_argument("--difficulty", required=True, metavar="DIFFICULTY_CSV",
                         help="the benchmark's difficulties: columns item (or item_id) and b_mean, one row per item")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
@@ -135,30 +137,37 @@ def _cell(value: float) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
-    inputs = [args.responses, args.difficulty, args.guessing_csv, args.difficulty_draws]
+    inputs = [*args.responses, args.difficulty, args.guessing_csv, args.difficulty_draws]
     plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
     items, b = benchmark_difficulties(args.difficulty)
-    matrix = read_counts(args.responses, args.n_trials)
-    unknown_items(args.responses, matrix.items, items, args.difficulty)
+    position = {item: k for k, item in enumerate(items)}
+    tasks, seen = [], {}  # (model, counts, answered item indices) for every model of every input
+    for path in args.responses:
+        matrix = read_counts(path, args.n_trials)
+        unknown_items(path, matrix.items, items, args.difficulty)
+        answered = np.asarray([position[item] for item in matrix.items], dtype=np.int64)
+        for j, model in enumerate(matrix.models):
+            if model in seen:
+                fail(f"{path}: model {model!r} is also in {seen[model]}; give each model's answers in one file")
+            seen[model] = path
+            tasks.append((model, matrix.counts[j], answered))
     guessing = np.asarray(guessing_from_options(args, items, "difficulty file"), dtype=float)
     draws = difficulty_draws(args, items)
 
     from benchmeasure.irt.anchored import SCORE_COLUMNS, score_model
 
-    position = {item: k for k, item in enumerate(items)}
-    answered = np.asarray([position[item] for item in matrix.items], dtype=np.int64)
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
-    say(f"scoring {len(matrix.models)} model(s) on {len(matrix.items)} of {len(items)} items"
+    say(f"scoring {len(tasks)} model(s) against {len(items)} items"
         + (f", integrating over {len(draws)} difficulty draws" if draws is not None else ""))
     scores = []
-    for j, model in enumerate(matrix.models):
-        scores.append(score_model(matrix.counts[j], answered, b, args.n_trials, guessing, draws, args.hdi_prob,
-                                  model))
-        say(f"  [{j + 1}/{len(matrix.models)}] {model}: theta {scores[-1].theta_mean:.3f} ± {scores[-1].theta_sd:.3f}, "
-            f"predicted accuracy {scores[-1].accuracy_predicted_full:.4f}")
+    for j, (model, counts, answered) in enumerate(tasks):
+        scores.append(score_model(counts, answered, b, args.n_trials, guessing, draws, args.hdi_prob, model))
+        say(f"  [{j + 1}/{len(tasks)}] {model}: {answered.size} items, theta {scores[-1].theta_mean:.3f} ± "
+            f"{scores[-1].theta_sd:.3f}, predicted accuracy {scores[-1].accuracy_predicted_full:.4f}")
     record = {
         "output": args.output, "columns": SCORE_COLUMNS, "models": len(scores),
-        "items_answered": len(matrix.items), "items_in_benchmark": len(items),
+        "items_answered": {model: int(answered.size) for model, _, answered in tasks},
+        "items_in_benchmark": len(items),
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "difficulty_draws_used": None if draws is None else len(draws),
                      "max_draws": args.max_draws, "model": "1PL, theta ~ Normal(0, 1), difficulties fixed"},
