@@ -219,6 +219,12 @@ def check_finite(obj, what: str) -> None:
         fail(f"{what}: {found} is not a finite number; refusing to report it as a result")
 
 
+def result_json(obj, what: str = "result", indent: int | None = 2) -> str:
+    """``obj`` as JSON text for stdout; a NaN or infinity anywhere is an :class:`InputError` naming it."""
+    check_finite(obj, what)
+    return json.dumps(obj, indent=indent, allow_nan=False)
+
+
 def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=None) -> None:
     """Write ``obj`` as indented UTF-8 JSON with a final newline, atomically (see :func:`atomic_write`).
 

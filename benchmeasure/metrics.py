@@ -65,7 +65,11 @@ def normalize_min_max(values: Sequence[float], where: str = "difficulties") -> l
     if not high > low:
         fail(f"{where}: all {len(values)} difficulties equal {low!r}; min-max normalization is undefined")
     span = high - low
-    return [(v - low) / span for v in values]
+    if math.isfinite(span):
+        return [(v - low) / span for v in values]
+    # the range overflows a float (e.g. -1e308 … 1e308): the same map, computed on halves
+    half_low, half_span = low / 2, high / 2 - low / 2
+    return [min(1.0, max(0.0, (v / 2 - half_low) / half_span)) for v in values]
 
 
 def check_finite(values: Sequence[float], where: str) -> None:
@@ -163,7 +167,7 @@ def diagnose(difficulties: Sequence[float], top_k: int = 5, normalized: bool = F
         z = list(difficulties)
     else:
         z = normalize_min_max(difficulties, where)
-    return Diagnosis(
+    result = Diagnosis(
         items=len(z),
         normalization=AS_GIVEN if normalized else MIN_MAX,
         ddm=ddm(z),
@@ -172,3 +176,8 @@ def diagnose(difficulties: Sequence[float], top_k: int = 5, normalized: bool = F
         top_k_gap_sum=top_k_gap_sum(z, top_k),
         largest_gaps=largest_gaps(z, top_k),
     )
+    for name in ("ddm", "max_gap", "top_k_gap_sum"):  # never report a NaN or infinity as a result
+        if not math.isfinite(getattr(result, name)):
+            fail(f"{where}: {name} came out as {getattr(result, name)} (normalized difficulties not finite); "
+                 "no result is reported")
+    return result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from benchmeasure.checks import THRESHOLDS, check_matrix
@@ -14,6 +13,7 @@ from benchmeasure.files import (
     command_line,
     package_versions,
     plan_outputs,
+    result_json,
     sha256_file,
     write_json,
 )
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
                 handle.write(markdown(args.matrix, matrix, result))
             write_json(out / "checks.json", record)
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2))
+        print(result_json(result.as_dict()))
     else:
         print(report(args.matrix, matrix, result), end="")
     return 0

@@ -6,12 +6,12 @@ Standard library only.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 
 from benchmeasure.compare import compare
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser
+from benchmeasure.files import result_json
 from benchmeasure.options import TOP_K
 
 EXAMPLE = """\
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         record = asdict(result)
         for key in ("estimate", "reference"):
             record[key] = getattr(result, key).as_dict()
-        print(json.dumps(record, indent=2))
+        print(result_json(record))
         return 0
     k = args.top_k
     print(f"Items compared: {result.items}")

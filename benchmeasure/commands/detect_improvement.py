@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from benchmeasure.detection import read_pre_post, stratified_test
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, plan_outputs, sha256_file, write_json
+from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
 from benchmeasure.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
@@ -59,7 +58,7 @@ def main(argv=None) -> int:
     if args.output:
         write_json(args.output, payload)
     if args.json:
-        print(json.dumps(payload, indent=2))
+        print(result_json(payload))
         return 0
     print("| Model | Items | Gain (points) | One-sided p | Detected |")
     print("|---|---|---|---|---|")

@@ -6,11 +6,11 @@ Standard library only (Python 3.9+): runs as ``python3 -I -S scripts/diagnose_be
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser
+from benchmeasure.files import result_json
 from benchmeasure.metrics import diagnose
 from benchmeasure.options import TOP_K
 
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
         results.append(record)
     k = args.top_k
     if args.json:
-        print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+        print(result_json(results[0] if len(results) == 1 else results))
     elif len(results) == 1:
         r = results[0]
         print(f"Items: {r['items']}")

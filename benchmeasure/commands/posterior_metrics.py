@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, plan_outputs, write_json
+from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, write_json
 from benchmeasure.metrics import diagnose
 from benchmeasure.options import OPEN_PROBABILITY, TOP_K
 from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
@@ -59,7 +58,7 @@ def main(argv=None) -> int:
     if args.output:
         write_json(args.output, record)
     if args.json:
-        print(json.dumps(record, indent=2))
+        print(result_json(record))
         return 0
     pct = f"{100 * args.probability:g}%"
     print(f"{len(items)} items, {draws.shape[0]} posterior draws; central {pct} intervals")

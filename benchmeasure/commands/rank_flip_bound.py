@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from pathlib import Path
 
 from benchmeasure.difficulty_file import read_difficulty_column
@@ -15,6 +14,7 @@ from benchmeasure.files import (
     command_line,
     package_versions,
     plan_outputs,
+    result_json,
     sha256_file,
     write_json,
 )
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
         _write_outputs(args, matrix, results)
     if args.json:
         records = [r.as_dict() for r in results]
-        print(json.dumps(records[0] if len(records) == 1 else records, indent=2))
+        print(result_json(records[0] if len(records) == 1 else records))
         return 0
     print("\n".join(_table(results, args.lipschitz)))
     return 0

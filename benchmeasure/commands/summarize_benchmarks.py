@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from benchmeasure.files import (
     command_line,
     package_versions,
     plan_outputs,
+    result_json,
     sha256_file,
     write_json,
 )
@@ -83,6 +83,6 @@ def main(argv=None) -> int:
             write_json(out / "table1.json", record)
     for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
         print(skipped_warning(folder), file=sys.stderr)
-    print(json.dumps(record, indent=2) if args.json else table, end="\n" if args.json else "")
+    print(result_json(record) if args.json else table, end="\n" if args.json else "")
     return 0
 
