@@ -112,6 +112,8 @@ def parse_args(argv):
     logs.add_argument("--partial", choices=PARTIAL_CHOICES,
                       help="inspect: how to count a score that is neither correct nor incorrect (P, N, 0.5...): "
                            "as-wrong (0), as-right (1) or reject (refuse the log; the default)")
+    logs.add_argument("--perturbation", metavar="NAME", help="helm: read the entries of this perturbation (e.g. "
+                      "lowercase) instead of the unperturbed instances (left out by default)")
     logs.add_argument("--grade", choices=KINDS, help="grade every logged response against its target instead")
     logs.add_argument("--model", help="model name for a single log (default: from the log)")
     logs.add_argument("--responses-out", metavar="CSV", help="also write the long model,item_id,trial,correct rows")
@@ -125,6 +127,7 @@ def parse_args(argv):
     if args.harness == "wide":
         used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
                                          ("--scorer", args.scorer), ("--partial", args.partial),
+                                         ("--perturbation", args.perturbation),
                                          ("--grade", args.grade), ("--model", args.model),
                                          ("--responses-out", args.responses_out)) if value is not None]
         if used:
@@ -134,6 +137,7 @@ def parse_args(argv):
     elif args.harness is None:
         used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
                                          ("--scorer", args.scorer), ("--partial", args.partial),
+                                         ("--perturbation", args.perturbation),
                                          ("--grade", args.grade), ("--model", args.model),
                                          ("--responses-out", args.responses_out)) if value is not None]
         if used:
@@ -152,7 +156,8 @@ def matrix_from_logs(args) -> tuple[ResponseMatrix, list, object]:
         fail(f"--model renames a single log; {len(args.responses)} logs were given")
     from benchmeasure.harness import ReadOptions, logs_to_matrix, read_log
 
-    options = ReadOptions(filter_name=args.filter_name, metric=args.metric, scorer=args.scorer, partial=args.partial)
+    options = ReadOptions(filter_name=args.filter_name, metric=args.metric, scorer=args.scorer, partial=args.partial,
+                          perturbation=args.perturbation)
     logs = [read_log(args.harness, Path(path), options) for path in args.responses]
     if args.model is not None:
         logs = [replace(logs[0], model=args.model)]
@@ -208,6 +213,7 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
     elif args.harness is not None:
         settings.update({"from": args.harness, "metric": args.metric, "threshold": args.threshold,
                          "filter": args.filter_name, "scorer": args.scorer, "partial": args.partial,
+                         "perturbation": args.perturbation,
                          "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
     harness_package = FORMATS[args.harness].package if args.harness in FORMATS else None

@@ -10,6 +10,7 @@ the CSV path (:mod:`.assemble`). Formats and the exact fields used: ``docs/harne
 - :mod:`.lighteval`: lighteval parquet details;
 - :mod:`.inspect_log`: Inspect AI ``.eval``/``.json`` logs, through inspect-ai's own reader;
 - :mod:`.evalscope`: evalscope per-sample review JSONL;
+- :mod:`.helm`: HELM ``per_instance_stats.json`` with ``run_spec.json``;
 - :mod:`.opencompass`: OpenCompass results JSON with per-sample ``details``;
 - :mod:`.records`: the :class:`Sample` / :class:`HarnessLog` records every reader returns.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from ..errors import fail
 from .assemble import first_missing_document, log_rows, logs_to_matrix
 from .evalscope import read_evalscope_log
+from .helm import read_helm_log
 from .inspect_log import PARTIAL_CHOICES, read_inspect_log
 from .lighteval import read_lighteval_log
 from .lm_eval import find_lmms_samples, read_lm_eval_log, read_lmms_log, read_lmms_samples
@@ -37,6 +39,7 @@ class ReadOptions:
     metric: str | None = None
     scorer: str | None = None
     partial: str | None = None
+    perturbation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,13 @@ FORMATS = {
     "inspect": Format(lambda path, o: read_inspect_log(path, o.scorer, o.partial or "reject"), "inspect_ai",
                       ("scorer", "partial")),
     "evalscope": Format(lambda path, o: read_evalscope_log(path, o.metric), "evalscope", ("metric",)),
+    "helm": Format(lambda path, o: read_helm_log(path, o.metric, o.perturbation), "crfm-helm",
+                   ("metric", "perturbation")),
     "opencompass": Format(lambda path, o: read_opencompass_log(path, o.metric), "opencompass", ("metric",)),
 }
 HARNESSES = tuple(FORMATS)
-OPTION_FLAGS = {"filter_name": "--filter", "metric": "--metric", "scorer": "--scorer", "partial": "--partial"}
+OPTION_FLAGS = {"filter_name": "--filter", "metric": "--metric", "scorer": "--scorer", "partial": "--partial",
+                "perturbation": "--perturbation"}
 
 
 def check_options(harness: str, options: ReadOptions) -> None:
@@ -81,5 +87,5 @@ def read_log(harness: str, path: Path, options: ReadOptions | str | None = None)
 
 __all__ = ["FORMATS", "HARNESSES", "PARTIAL_CHOICES", "Format", "HarnessLog", "ReadOptions", "Rows", "Sample",
            "binarize", "check_options", "find_lmms_samples", "first_missing_document", "log_rows", "logs_to_matrix",
-           "read_evalscope_log", "read_inspect_log", "read_lighteval_log", "read_lm_eval_log", "read_lmms_log",
-           "read_lmms_samples", "read_log", "read_opencompass_log"]
+           "read_evalscope_log", "read_helm_log", "read_inspect_log", "read_lighteval_log", "read_lm_eval_log",
+           "read_lmms_log", "read_lmms_samples", "read_log", "read_opencompass_log"]
