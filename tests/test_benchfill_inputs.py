@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from benchmeasure.benchfill.eventlog import read_events
 from benchmeasure.benchfill.records import EVENT_TYPES, event_from_dict
+from benchmeasure.benchfill.run_folder import RunFolder
 from benchmeasure.errors import InputError
 from benchmeasure.sim.dataset import make_sim_benchmark
 from conftest import BENCHFILL_CLI as CLI
@@ -269,3 +270,60 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in state
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                       max_size=3), max_leaves=6)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_config_json_reader_fuzz_clean_error_or_whole_record(tmp_path_factory, data):
+    # A real run folder's config.json with one field (at any depth) replaced or removed: RunFolder.open either
+    # refuses it with an InputError naming the file, or reads a whole record; never another exception.
+    folder = fuzz_folder(tmp_path_factory)
+    record = json.loads((folder / "config.json").read_text())
+    path = [data.draw(st.sampled_from(sorted(record)))]
+    node = record[path[0]]
+    while isinstance(node, dict) and node and data.draw(st.booleans()):
+        path.append(data.draw(st.sampled_from(sorted(node))))
+        node = node[path[-1]]
+    parent = record
+    for key in path[:-1]:
+        parent = parent[key]
+    if data.draw(st.booleans()):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = data.draw(JSON_VALUES)
+    copy = folder.parent / "fuzzed"
+    copy.mkdir(exist_ok=True)
+    (copy / "config.json").write_text(json.dumps(record))
+    try:
+        run = RunFolder.open(copy)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert run.config.benchmark.name and all(len(i.sha256) for i in run.inputs)
+
+
+_FUZZ_FOLDER: list = []
+
+
+def fuzz_folder(tmp_path_factory) -> Path:
+    if not _FUZZ_FOLDER:
+        base = tmp_path_factory.mktemp("fuzz")
+        _FUZZ_FOLDER.append(initialized(base))
+    return _FUZZ_FOLDER[0]
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ("[validity]\nsolve_n = \"two\"\n", "solve_n"),
+    ("[validity]\ngrade_options = { rel_tolerance = 0.1 }\n", "rel_tolerance"),
+    ("[validity]\nsolve = 2\n", "unknown key 'solve'"),
+])
+def test_init_rejects_validity_settings_that_would_fail_mid_run(tmp_path, section, message):
+    config = truth_config(tmp_path)
+    config.write_text(config.read_text() + section)
+    assert_rejected(init_cli(config, tmp_path / "res"), message)
+    assert not (tmp_path / "res").exists()

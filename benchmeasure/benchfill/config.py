@@ -36,6 +36,9 @@ except ModuleNotFoundError:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parents[2]
 GRADERS = ("math", "choice", "ifeval")
+# The options each grader takes (benchmeasure.grading.grade); checked here so that a typo is an error at init.
+GRADE_OPTIONS = {"math": ("rel_tol", "abs_tol", "symbolic", "timeout_s"), "choice": ("choices", "max_letter"),
+                 "ifeval": ("instructions", "loose")}
 BASELINE_BUDGETS = ("matched", "full")
 _WITH_DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -182,6 +185,19 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
     validity = data.get("validity", {})
     if not isinstance(validity, dict):
         fail(f"{where}: [validity] must be a table")
+    unknown = sorted(set(validity) - {"solve_n", "grade_options"})
+    if unknown:
+        fail(f"{where} [validity]: unknown key {unknown[0]!r} (allowed: solve_n, grade_options)")
+    solve_n = validity.get("solve_n", 1)
+    if isinstance(solve_n, bool) or not isinstance(solve_n, int) or not 1 <= solve_n <= 1000:
+        fail(f"{where} [validity]: solve_n must be an integer from 1 to 1000, got {solve_n!r}")
+    options = validity.get("grade_options", {})
+    if not isinstance(options, dict):
+        fail(f"{where} [validity]: grade_options must be a table")
+    unknown = sorted(set(options) - set(GRADE_OPTIONS[bench.grader]))
+    if unknown:
+        fail(f"{where} [validity]: grade_options {unknown[0]!r} is not an option of the {bench.grader} grader "
+             f"(options: {', '.join(GRADE_OPTIONS[bench.grader])})")
     for name in ("panel", "ability_cache", "abilities"):
         if name in data and not isinstance(data[name], str):
             fail(f"{where}: {name} must be a path string")
