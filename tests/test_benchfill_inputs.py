@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmeasure.benchfill.eventlog import read_events
+from benchmeasure.benchfill.mass_fill import read_limits
 from benchmeasure.benchfill.records import EVENT_TYPES, event_from_dict
 from benchmeasure.benchfill.run_folder import RunFolder
 from benchmeasure.errors import InputError
@@ -327,3 +328,19 @@ def test_init_rejects_validity_settings_that_would_fail_mid_run(tmp_path, sectio
     config.write_text(config.read_text() + section)
     assert_rejected(init_cli(config, tmp_path / "res"), message)
     assert not (tmp_path / "res").exists()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(limits=st.one_of(JSON_VALUES, st.dictionaries(st.sampled_from(
+    ["target_max_gap", "max_items", "max_calls", "max_rounds", "other"]), JSON_VALUES, max_size=4)))
+def test_mass_fill_marker_reader_fuzz(tmp_path_factory, limits):
+    folder = tmp_path_factory.mktemp("mass")
+    (folder / "mass_fill.json").write_text(json.dumps({"limits": limits}))
+    try:
+        read = read_limits(folder)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+    else:
+        for name in ("max_items", "max_calls", "max_rounds"):
+            value = getattr(read, name)
+            assert value is None or (isinstance(value, int) and not isinstance(value, bool))
