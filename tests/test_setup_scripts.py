@@ -170,7 +170,8 @@ def test_real_start_refuses_shared_gpus_before_starting_anything(tmp_path):
 @pytest.mark.parametrize(
     ("script", "args", "message"),
     [
-        (SERVER, ["--dry-run"], "choose --model NAME"),
+        (SERVER, ["--wave", "9", "--dry-run"], "has 4 wave(s)"),
+        (SERVER, ["--wave", "2", "--model", "QwQ-32B"], "--wave applies to the whole panel"),
         (SERVER, ["--model", "nope", "--dry-run"], "no model named 'nope'"),
         (SERVER, ["--config", "/nonexistent.toml", "--all"], "panel config not found"),
         (SERVER, ["--model"], "--model needs a name"),
@@ -253,3 +254,46 @@ def test_server_that_dies_is_reported(tmp_path):
     result = run(SERVER, "--config", str(config), "--all", "--timeout", "30", env=env)
     assert result.returncode == 1 and "exited during start-up" in result.stderr
     assert not (tmp_path / "run" / "m.pid").exists()
+
+
+def test_no_selection_dry_run_prints_the_whole_panel_in_waves(tmp_path):
+    """The paper's README runs ``bash scripts/setup_server.sh`` bare: the whole panel, in GPU-disjoint waves."""
+    result = run(SERVER, "--dry-run", env={"SERVER_RUN_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    waves = [line for line in out if line.startswith("# wave ")]
+    assert [w.split(" (")[0] for w in waves] == ["# wave 1 of 4", "# wave 2 of 4", "# wave 3 of 4", "# wave 4 of 4"]
+    commands = [line for line in out if line.startswith("env ")]
+    served = ["Qwen3.5-397B-A17B", "GLM-4.6", "GLM-4.5-Air", "Qwen3-Next-80B-A3B-Instruct", "QwQ-32B",
+              "Olmo-3.1-32B-Think"]
+    assert [c.split("--served-model-name ")[1].split()[0] for c in commands] == served
+    assert "warning:" not in result.stderr  # no wave shares a GPU
+    assert "wave 3: GLM-4.5-Air (GPUs 0,1,2,3), Qwen3-Next-80B-A3B-Instruct (GPUs 4,5,6,7)" in result.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_no_selection_starts_the_first_wave_and_says_what_is_next(tmp_path):
+    fake = tmp_path / "fake_vllm.py"
+    fake.write_text(FAKE_VLLM)
+    ports = [free_port() for _ in range(3)]
+    config = tmp_path / "p.toml"
+    config.write_text("".join(
+        f'[[model]]\nname = "m{k}"\ntemperature = 0.0\n[model.serve]\npath = "/x"\nport = {port}\n'
+        f"gpu_ids = {gpus}\ntensor_parallel_size = {len(gpus)}\n"
+        for k, (port, gpus) in enumerate(zip(ports, ([0, 1], [0], [1])))))
+    env = {"SERVER_RUN_DIR": str(tmp_path / "run"), "VLLM_CMD": f"{sys.executable} {fake}"}
+    started = run(SERVER, "--config", str(config), "--timeout", "30", env=env)
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "starting wave 1 of 2" in started.stderr and "--wave 2" in started.stderr
+        assert sorted(p.name for p in (tmp_path / "run").glob("*.pid")) == ["m0.pid"]
+    finally:
+        stopped = run(SERVER, "--config", str(config), "--stop", env=env)
+    assert stopped.returncode == 0
+    second = run(SERVER, "--config", str(config), "--wave", "2", "--timeout", "30", env=env)
+    try:
+        assert second.returncode == 0, second.stderr
+        assert sorted(p.name for p in (tmp_path / "run").glob("*.pid")) == ["m1.pid", "m2.pid"]
+    finally:
+        run(SERVER, "--config", str(config), "--stop", env=env)
