@@ -121,3 +121,20 @@ def test_information_anchors_beat_random_on_posterior_precision():
 def test_anchor_count_out_of_range_is_an_input_error():
     with pytest.raises(InputError, match="--k"):
         select_anchors([0.0, 1.0], 3, "random", seed=0)
+
+
+@pytest.mark.parametrize("n,k,g", [(3000, 1, 0.0), (4000, 4, 0.25)])
+def test_windowed_grid_gives_the_full_grids_posterior(n, k, g):
+    """Many items: a coarse pass limits the fine grid to where the mass is, with the same posterior."""
+    from benchmeasure.irt.anchored import DIRECT_NODES, grid_for
+
+    rng = np.random.default_rng(n)
+    b = rng.normal(0, 1.5, n)
+    y = rng.binomial(k, g + (1 - g) / (1 + np.exp(b - 0.8)))
+    full_grid = grid_for(n, k)
+    assert full_grid.size > DIRECT_NODES
+    fast, full = ability_posterior(y, b, k, g), ability_posterior(y, b, k, g, grid=full_grid)
+    assert fast.grid.size < full_grid.size / 10
+    assert fast.mean == pytest.approx(full.mean, abs=1e-10)
+    assert fast.sd == pytest.approx(full.sd, rel=1e-8)
+    assert np.allclose(fast.hdi(), full.hdi(), atol=2e-3 * full.sd)

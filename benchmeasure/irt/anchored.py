@@ -29,18 +29,62 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .quadrature import LOG_SQRT_2PI, log_integrand, make_grid
+from .quadrature import LOG_SQRT_2PI, Grid, log_integrand, make_grid
 
 SUMMARY_STEP_FACTOR = 0.1  # grid step = 0.1·σ_min, σ_min the narrowest posterior the curvature bound allows
 HDI_PROB = 0.94            # ArviZ's default credible mass, as the rest of the project reports
 MASS_FLOOR = 1e-16         # grid points below this fraction of the peak density carry no mass worth summing
+DIRECT_NODES = 4001        # up to this many fine nodes the whole range is evaluated; beyond, a coarse pass first
+COARSE_NODES = 801         # the coarse pass that finds where the mass is
+WINDOW_NATS = 50.0         # the fine grid covers every coarse node within this many nats of the peak (and one more)
 
 _integrate = np.trapezoid if hasattr(np, "trapezoid") else np.trapz  # NumPy < 2 has only trapz
 
 
-def grid_for(n_opposing: int, n_trials: int):
-    """The :class:`~benchmeasure.irt.quadrature.Grid` of a parameter facing ``n_opposing`` fixed ones."""
-    return make_grid(n_opposing, n_trials, step_factor=SUMMARY_STEP_FACTOR)
+def grid_for(n_opposing: int, n_trials: int, window=None) -> Grid:
+    """The :class:`~benchmeasure.irt.quadrature.Grid` of a parameter facing ``n_opposing`` fixed ones.
+
+    The step is :data:`SUMMARY_STEP_FACTOR` times the narrowest posterior sd the curvature bound
+    allows; ``window`` = (low, high) restricts the grid to where :func:`mass_window` found the mass.
+    """
+    full = make_grid(n_opposing, n_trials, step_factor=SUMMARY_STEP_FACTOR)
+    if window is None:
+        return full
+    low, high = max(window[0], full.nodes[0]), min(window[1], full.nodes[-1])
+    nodes = np.linspace(low, high, max(3, math.ceil((high - low) / full.step) + 1))
+    step = float(nodes[1] - nodes[0])
+    weights = np.full(nodes.size, step)
+    weights[0] = weights[-1] = step / 2.0
+    return Grid(nodes=nodes, log_weights=np.log(weights) - 0.5 * nodes**2 - LOG_SQRT_2PI, step=step,
+                curvature=full.curvature)
+
+
+def mass_window(counts, fixed, n_trials: int, guessing, side: str) -> tuple[float, float]:
+    """Where a 1-D posterior's mass lies, from a coarse pass over the whole range.
+
+    The log density's curvature is at most B = 1 + K·P/4 (:mod:`benchmeasure.irt.quadrature`), so
+    between two coarse nodes h apart it exceeds their chord by at most B·h²/8: every point outside
+    the returned window is below the peak by more than :data:`WINDOW_NATS` minus that, i.e. carries
+    no mass a double can hold next to the peak's.
+    """
+    full = make_grid(len(fixed), n_trials)
+    coarse = grid_for(len(fixed), n_trials, window=None)
+    nodes = np.linspace(coarse.nodes[0], coarse.nodes[-1], COARSE_NODES)
+    coarse = Grid(nodes=nodes, log_weights=-0.5 * nodes**2, step=float(nodes[1] - nodes[0]),
+                  curvature=full.curvature)
+    values = log_integrand(np.asarray(counts, dtype=float)[None, :], n_trials, fixed, coarse,
+                           np.asarray(guessing, dtype=float)[None, :], side)[0]
+    slack = coarse.curvature * coarse.step**2 / 8.0
+    inside = np.flatnonzero(values >= values.max() - WINDOW_NATS - slack)
+    return float(nodes[max(inside[0] - 1, 0)]), float(nodes[min(inside[-1] + 1, nodes.size - 1)])
+
+
+def posterior_grid(counts, fixed, n_trials: int, guessing, side: str) -> Grid:
+    """The fine grid for one posterior: the whole range when small, else only the window holding the mass."""
+    full = grid_for(len(fixed), n_trials)
+    if full.size <= DIRECT_NODES:
+        return full
+    return grid_for(len(fixed), n_trials, mass_window(counts, fixed, n_trials, guessing, side))
 
 
 @dataclass(frozen=True)
@@ -147,8 +191,8 @@ def _posterior(counts, fixed, n_trials: int, guessing, side: str, what: str, gri
         raise ValueError(f"counts must lie in [0, {n_trials}]")
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{what} must be finite")
-    grid = grid_for(values.size, n_trials) if grid is None else grid
     g = np.broadcast_to(np.asarray(guessing, dtype=float), values.shape)
+    grid = posterior_grid(y, values, n_trials, g, side) if grid is None else grid
     log_mass = log_integrand(y[None, :], n_trials, values, grid, g[None, :], side)[0]
     # log_integrand = log(trapezoid weight · prior · likelihood); the density drops the weight
     log_density = log_mass - (grid.log_weights + 0.5 * grid.nodes**2 + LOG_SQRT_2PI)
@@ -311,6 +355,9 @@ def score_model(counts, answered, difficulties, n_trials: int, guessing, difficu
     rest = np.setdiff1d(np.arange(g.size), idx)
     draws = np.asarray(difficulties, dtype=float)[None, :] if difficulty_draws is None else difficulty_draws
     grid = grid_for(idx.size, n_trials)
+    if grid.size > DIRECT_NODES:  # one fine grid over every draw's window, so the posteriors mix
+        windows = [mass_window(y, draw[idx], n_trials, np.broadcast_to(g[idx], idx.shape), "model") for draw in draws]
+        grid = grid_for(idx.size, n_trials, (min(w[0] for w in windows), max(w[1] for w in windows)))
     components = [(ability_posterior(y, draw[idx], n_trials, g[idx], grid), draw[rest], g[rest]) for draw in draws]
     posterior = components[0][0] if len(components) == 1 else GridPosterior.mixture([c[0] for c in components])
     low, high = posterior.hdi(prob)
