@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmeasure.errors import InputError
-from benchmeasure.explorer.collect import parse_posterior, read_questions
+from benchmeasure.explorer.collect import compact_ids, item_id, parse_posterior, read_questions
 from benchmeasure.explorer.filled import read_filled, read_records
 from benchmeasure.explorer.page import inert_json, render
 from conftest import ROOT, assert_rejected, make_benchmark, run_script
@@ -91,7 +91,7 @@ def test_numbers_equal_diagnose_and_summarize(tmp_path):
     aime, skewed, fit = data["benchmarks"]
     assert aime["ids"] is None and aime["questions"] == ["?"] * 30
     assert skewed["questions"][7] == "Problem 7: x^7 = ?"
-    assert fit["ids"] == [f"q{i}" for i in range(57)] and fit["questions"] is None
+    assert fit["ids"] == {"prefix": "q", "width": 0} and fit["questions"] is None
     rows = list(csv.DictReader(open(files[2])))
     scale = 10 ** fit["b_decimals"]
     assert [v / scale for v in fit["b"]] == [float(f"{float(r['b_mean']):.{fit['b_decimals']}f}") for r in rows]
@@ -130,7 +130,7 @@ def test_user_strings_cannot_become_markup(tmp_path):
     data = page_data(out)
     assert data["benchmarks"][0]["name"] == EVIL_NAME
     assert data["benchmarks"][0]["questions"][0] == " ".join(EVIL_QUESTION.split())
-    assert data["benchmarks"][1]["ids"] == [EVIL_ID, "plain", "a&b<c>"]
+    assert [item_id(data["benchmarks"][1]["ids"], i) for i in range(3)] == [EVIL_ID, "plain", "a&b<c>"]
     assert data["benchmarks"][1]["domain"] == EVIL_ID
     # only the page's own script may run (CSP by hash), and nothing may be fetched
     assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]{44}'", html) and "default-src 'none'" in html
@@ -328,6 +328,19 @@ def test_run_folder_reader_fuzz(tmp_path, config):
         read_filled(tmp_path)
     except InputError:
         pass
+
+
+@given(st.lists(st.text(max_size=6), min_size=1, max_size=12))
+def test_compact_ids_round_trip(ids):
+    packed = compact_ids(ids)
+    assert [item_id(packed, i) for i in range(len(ids))] == ids
+
+
+def test_compact_ids_shapes():
+    assert compact_ids(["0", "1", "2"]) is None
+    ids = [f"b-q{i:05d}" for i in range(1200)]
+    assert compact_ids(ids) == {"prefix": "b-q0", "width": 4}
+    assert compact_ids(["doc_7", "doc_3"]) == {"prefix": "doc_", "rest": ["7", "3"]}
 
 
 @given(st.text(max_size=30))

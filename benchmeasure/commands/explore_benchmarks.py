@@ -24,6 +24,7 @@ from benchmeasure.files import atomic_write, check_output_path, command_line, pa
 from benchmeasure.summary import DEFAULT_DOMAINS, read_domains
 
 log = logging.getLogger("benchmeasure.explorer")
+LARGE_PAGE = 5_000_000  # bytes: bench/bench_explorer.py keeps 25 benchmarks x 10,000 items (no text) under it
 
 EXAMPLES = f"""\
 examples:
@@ -146,4 +147,7 @@ def main(argv=None) -> int:
     size = len(html.encode("utf-8"))
     print(f"wrote {output} ({len(entries)} benchmark{'s' if len(entries) != 1 else ''}, {size / 1e6:.2f} MB); "
           f"open it in a browser, no server needed")
+    if size > LARGE_PAGE and args.question_chars:
+        print(f"note: question text makes most of this page; --question-chars {max(args.question_chars // 3, 1)} "
+              f"or 0 makes it smaller (it is {args.question_chars} characters per item now)")
     return 0

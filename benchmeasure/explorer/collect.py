@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,13 +296,33 @@ def _b_decimals(b: list) -> int:
     return max(3, min(12, math.ceil(4 - math.log10(span))))
 
 
+def compact_ids(ids: list):
+    """Item IDs in few bytes: None for 0 … N−1; else their common prefix with the rest, or with a zero-pad
+    width when the rest counts 0 … N−1 (``q00000``, ``q00001``, …). The page rebuilds each ID exactly."""
+    if ids == [str(i) for i in range(len(ids))]:
+        return None
+    prefix = os.path.commonprefix(ids)  # noqa: RUF071 - character prefix of IDs, not paths, wanted
+    rest = [i[len(prefix):] for i in ids]
+    for width in {0, len(rest[0])}:
+        if rest == [str(i).zfill(width) for i in range(len(rest))]:
+            return {"prefix": prefix, "width": width}
+    return {"prefix": prefix, "rest": rest}
+
+
+def item_id(ids, index: int) -> str:
+    """The ID of item ``index`` from :func:`compact_ids`' form (what the page's script does)."""
+    if ids is None:
+        return str(index)
+    return ids["prefix"] + (ids["rest"][index] if "rest" in ids else str(index).zfill(ids["width"]))
+
+
 def benchmark_view(entry: Entry, domains: dict) -> dict:
     """One benchmark's page record; the table row follows :class:`benchmeasure.summary.SummaryRow`."""
     d = entry.diagnosis()
     row = SummaryRow(entry.name, domains.get(entry.name, ""), d.ddm, d.max_gap, d.top_k_gap_sum, d.items)
     low, span = min(entry.b), max(entry.b) - min(entry.b)
     decimals = _b_decimals(entry.b)
-    ids = None if entry.item_ids == [str(i) for i in range(len(entry.item_ids))] else entry.item_ids
+    ids = compact_ids(entry.item_ids)
     questions = None
     if entry.questions:
         questions = [entry.questions.get(_key(i, entry.questions), "") for i in entry.item_ids]
