@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end example on the bundled SIMULATED benchmark (data/example_simulated/):
 # responses -> count matrix -> matrix checks -> Bayesian 1PL fit -> DDM / Max Gap -> comparison
-# with the true difficulties the responses were drawn from -> ECDF figure.
+# with the true difficulties the responses were drawn from -> ECDF figure -> explorer page.
 #
 #   bash scripts/demo.sh [OUTPUT_DIR]        (default: demo_output/)
 #
@@ -37,5 +37,8 @@ $PY scripts/posterior_metrics.py "$OUT/posterior.zarr" --output "$OUT/metric_int
 step "7. ECDF of normalized difficulties with the five largest gaps shaded"
 $PY scripts/plot_difficulty.py "$OUT/difficulty.csv" --output "$OUT/difficulty_ecdf.png"
 
+step "8. The benchmark explorer: one HTML page (table, ECDF, gaps, posterior band); open it in a browser"
+$PY scripts/explore_benchmarks.py "$OUT/difficulty.csv" --posterior "$OUT/posterior.zarr" --output "$OUT/explorer.html"
+
 printf '\nOutputs in %s/: response_matrix.csv, difficulty.csv, ability.csv, diagnostics.json, posterior.zarr,\n' "$OUT"
-printf 'metric_intervals.json, difficulty_ecdf.png and difficulty_ecdf.pdf\n'
+printf 'metric_intervals.json, difficulty_ecdf.png, difficulty_ecdf.pdf and explorer.html\n'
