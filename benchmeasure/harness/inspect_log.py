@@ -1,6 +1,7 @@
 """Inspect AI evaluation logs (``.eval`` and ``.json``), read through Inspect's own public reader.
 
-A log is read with ``inspect_ai.log.read_eval_log`` (never by unpacking its files by hand), so
+A log is read with ``inspect_ai.log.read_eval_log`` (the header first, then the samples without their
+messages and events), never by unpacking its files by hand, so
 every log schema that the pinned ``inspect-ai`` reads — the ``.eval`` zip logs of current
 versions and the ``.json`` logs of older ones — reads here. Fields used (checked against
 inspect-ai 0.3.285, and 0.3.40 for an older ``.json`` log; ``tests/fixtures/harness_logs/inspect``):
@@ -50,16 +51,34 @@ def _log_file(path: Path) -> Path:
     return found[0]
 
 
-def _read(file: Path):
+#: Sample fields the reader never uses, left unread (a long agent transcript can dwarf the scores)
+UNUSED_FIELDS = {"messages", "events", "attachments", "store"}
+
+
+def _reader(file: Path, what: str, call):
+    """Run an inspect_ai.log reader call; any failure of it is one line naming the file."""
+    try:
+        return call()
+    except ImportError:
+        fail(f"reading Inspect logs needs the inspect-ai package: {INSTALL}")
+    except Exception as exc:  # Inspect's reader raises many kinds (zip, JSON, pydantic); all mean "not a log"
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        fail(f"{file}: not a readable Inspect log ({what}: {reason[:200]})")
+
+
+def _header(file: Path):
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         fail(f"reading Inspect logs needs the inspect-ai package: {INSTALL}")
-    try:
-        return read_eval_log(str(file))
-    except Exception as exc:  # Inspect's reader raises many kinds (zip, JSON, pydantic); all mean "not a log"
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        fail(f"{file}: not a readable Inspect log ({reason[:200]})")
+    return _reader(file, "header", lambda: read_eval_log(str(file), header_only=True))
+
+
+def _samples(file: Path) -> list:
+    """The log's samples, read by Inspect's reader without the fields this reader does not use."""
+    from inspect_ai.log import read_eval_log
+
+    return _reader(file, "samples", lambda: read_eval_log(str(file), exclude_fields=UNUSED_FIELDS).samples) or []
 
 
 def score_value(value, partial: str, where: str) -> int:
@@ -80,7 +99,7 @@ def score_value(value, partial: str, where: str) -> int:
     fail(f"{where}: score {value!r} ({meaning}); choose --partial as-wrong or --partial as-right to count it")
 
 
-def _scorer(file: Path, log, samples, scorer: str | None) -> str:
+def _scorer(file: Path, samples, scorer: str | None) -> str:
     names = list(dict.fromkeys(name for sample in samples for name in (sample.scores or {})))
     if not names:
         fail(f"{file}: no scores in the log (was it scored? `inspect score` adds them)")
@@ -104,17 +123,18 @@ def read_inspect_log(path: Path, scorer: str | None = None, partial: str = "reje
     if partial not in PARTIAL_CHOICES:
         fail(f"--partial must be one of {', '.join(PARTIAL_CHOICES)}, got {partial!r}")
     file = _log_file(Path(path))
-    log = _read(file)
+    log = _header(file)
     if log.status != "success":
         error = getattr(log.error, "message", None) if log.error is not None else None
         detail = f": {str(error).strip().splitlines()[0][:160]}" if error and str(error).strip() else ""
         fail(f"{file}: the evaluation's status is {log.status!r}{detail}; only a log with status 'success' "
              "is read (rerun or resume it with `inspect eval-retry`)")
-    if not log.samples:
+    samples = _samples(file)
+    if not samples:
         fail(f"{file}: no samples in the log (was it written with --no-log-samples?)")
-    name = _scorer(file, log, log.samples, scorer)
+    name = _scorer(file, samples, scorer)
     by_id: dict = {}
-    for number, sample in enumerate(log.samples, 1):
+    for number, sample in enumerate(samples, 1):
         where = f"{file} sample id {sample.id!r} epoch {sample.epoch}"
         if sample.error is not None:
             message = str(getattr(sample.error, "message", sample.error)).strip().splitlines()
