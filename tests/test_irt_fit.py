@@ -135,14 +135,20 @@ def test_fast_path_matches_pymc_nuts_on_the_literal_model(guessing):
         np.testing.assert_allclose(sd, ref["sd"], rtol=0.15)
 
 
-def test_map_is_the_mode_of_the_same_model():
+def test_joint_mode_is_the_mode_of_the_same_model_and_map_is_the_marginal_mode():
     import pymc as pm
 
+    from benchmeasure.irt.marginal_mode import marginal_mode
+
     matrix, _, _ = _matrix(5, 12, 4, seed=8, guessing=0.2)
-    result = fit_1pl(matrix, guessing=0.2, method="map")
+    theta, b, _ = posterior_mode(matrix, 0.2)
     point = pm.find_MAP(model=_literal_model(matrix.counts, matrix.n_trials, 0.2), progressbar=False, jitter=False)
-    np.testing.assert_allclose(result.b_mean, point["b"], atol=2e-3)
-    np.testing.assert_allclose(result.theta_mean, point["theta"], atol=2e-3)
+    np.testing.assert_allclose(b, point["b"], atol=2e-3)
+    np.testing.assert_allclose(theta, point["theta"], atol=2e-3)
+    result = fit_1pl(matrix, guessing=0.2, method="map")  # --method map: abilities integrated out
+    theta_m, b_m, _ = marginal_mode(matrix.counts, matrix.n_trials, 0.2)
+    np.testing.assert_allclose(result.b_mean, b_m)
+    np.testing.assert_allclose(result.theta_mean, theta_m)
     assert result.method == "map" and result.posterior is None
     assert np.all(np.isnan(result.b_sd)) and np.all(np.isnan(result.r_hat)) and np.all(np.isnan(result.ess_bulk))
     assert result.diagnostics["max_r_hat"] is None and result.diagnostics["min_ess_bulk"] is None

@@ -42,7 +42,7 @@ examples:
   fit_irt.py my_benchmark/response_matrix.csv --n-trials 2 --output-dir my_benchmark
   fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing 0.25          # four-choice items
   fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing-csv guessing.csv
-  fit_irt.py matrix.csv --n-trials 8 --output-dir out --method map            # posterior mode in seconds
+  fit_irt.py matrix.csv --n-trials 8 --output-dir out --method map            # marginal posterior mode, in seconds
 
 model (paper, Appendix C.3):
   P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)
@@ -84,8 +84,9 @@ def parse_args(argv):
                              "draw (fast for many items); joint = NUTS on abilities and difficulties together; "
                              "auto (default) = collapsed, joint with --sampler numpyro")
     parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
-                        help="nuts: full posterior (default, as in the paper); map: posterior mode only, "
-                             "no uncertainty, for exploring")
+                        help="nuts: full posterior (default, as in the paper); map: the marginal posterior mode "
+                             "of the difficulties (abilities integrated out by quadrature, as marginal maximum "
+                             "likelihood does; each ability the mode given them), no uncertainty, for exploring")
     parser.add_argument("--fixed-difficulties", default=None, metavar="CSV",
                         help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
                              "every other item and every model is fitted, so new items land on that scale "
@@ -336,7 +337,7 @@ def main(argv=None) -> int:
         f"({matrix.n_trials} trials per cell) with "
         + (f"NUTS ({args.sampler}, {'joint' if args.fixed_b is not None else resolve_route(args.route, args.sampler)}"
            f" route, {args.chains} chains x "
-           f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (posterior mode)"))
+           f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (marginal mode)"))
     result = fit_1pl(matrix, guessing=guessing, method=args.method, sampler=args.sampler, chains=args.chains,
                      tune=args.tune, draws=args.draws, target_accept=args.target_accept, seed=args.seed,
                      progress=show_progress, route=args.route, fixed_b=args.fixed_b)

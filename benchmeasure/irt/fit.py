@@ -19,8 +19,11 @@ Two routes sample the same posterior (``route``):
   only route numpyro runs.
 
 Either model is built once and handed to the chosen sampler: nutpie (default, compiled
-with Numba), PyMC's own NUTS, or numpyro (JAX, optional). ``method="map"`` returns the
-posterior mode of the joint model instead, with no uncertainty (sd, R-hat and ESS are NaN).
+with Numba), PyMC's own NUTS, or numpyro (JAX, optional). ``method="map"`` returns the marginal
+posterior mode of b instead (:mod:`benchmeasure.irt.marginal_mode`: abilities integrated out by
+quadrature, as marginal maximum likelihood does; θ the mode given that b), with no uncertainty (sd,
+R-hat and ESS are NaN). :func:`posterior_mode` is the joint mode of (θ, b), biased toward 0 when a
+model answers few items; it is kept for comparison.
 """
 
 from __future__ import annotations
@@ -448,14 +451,17 @@ def posterior_mode(matrix: ResponseMatrix, guessing=0.0, *, tol: float = 1e-10) 
 
 
 def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:
+    from .marginal_mode import marginal_mode
+
     start = time.perf_counter()
-    theta, b, info = posterior_mode(matrix, guessing)
+    theta, b, info = marginal_mode(matrix.counts, matrix.n_trials, guessing)
     optimize_time = time.perf_counter() - start
     m, n = len(matrix.models), len(matrix.items)
     nan_n, nan_m = np.full(n, np.nan), np.full(m, np.nan)
     diagnostics = {
         "max_r_hat": None, "min_ess_bulk": None, "divergences": 0,
-        "note": "posterior mode (MAP): no posterior uncertainty; b_sd, r_hat and ess_bulk are empty",
+        "note": "marginal posterior mode of b (theta integrated out by quadrature, as marginal maximum likelihood "
+                "does), theta the mode given that b: no posterior uncertainty; b_sd, r_hat and ess_bulk are empty",
         "optimization_time_s": optimize_time,
         "optimizer": info,
         "sampling_time_s": None,
