@@ -1,9 +1,9 @@
 """Inspect AI logs through ``prepare_response_matrix.py --from inspect``, on real Inspect logs.
 
-The fixtures under tests/fixtures/harness_logs/inspect (inspect-ai 0.3.285, ``.eval``) and
-inspect-0.3.40 (``.json``, an older log schema) were written by Inspect itself against the simulated
-OpenAI-compatible server (``make_fixtures_sim.sh``); the expected matrices below are hand counts of
-their scores (listed in tests/fixtures/harness_logs/README.md). Edited copies are written with
+The fixtures under tests/fixtures/harness_logs/inspect (inspect-ai 0.3.285, ``.eval``), inspect-0.3.40
+(``.json``, schema version 2) and inspect-0.3.10 (``.json``, schema version 1) were written by Inspect
+itself against the simulated OpenAI-compatible server (``make_fixtures_sim.sh``); the expected matrices
+below are hand counts of their scores (listed in tests/fixtures/harness_logs/README.md). Edited copies are written with
 Inspect's own ``write_eval_log``.
 """
 
@@ -27,7 +27,7 @@ pytest.importorskip("inspect_ai")
 from inspect_ai.log import read_eval_log, write_eval_log
 
 FIX = ROOT / "tests" / "fixtures" / "harness_logs"
-NEW, OLD = FIX / "inspect", FIX / "inspect-0.3.40"
+NEW, OLD, OLDEST = FIX / "inspect", FIX / "inspect-0.3.40", FIX / "inspect-0.3.10"
 ITEMS = ["add-10-7", "add-2-3", "mul-3-4", "sub-9-4"]  # the order of the logs (Inspect sorts samples by id)
 
 
@@ -81,6 +81,16 @@ def test_older_json_logs_matrix(tmp_path):
     items, counts = convert(tmp_path, OLD / "sim-strong", OLD / "sim-weak", "--n-trials", 2)
     assert items == ITEMS
     assert counts == {"openai/sim-strong": [2, 2, 2, 0], "openai/sim-weak": [2, 2, 0, 0]}
+
+
+def test_schema_version_1_logs(tmp_path):
+    # inspect-ai 0.3.10 wrote one `score` per sample (schema version 1, no `scores`); its samples are in the
+    # dataset's order, which the matrix keeps
+    doc = json.loads(log_file(OLDEST / "sim-strong").read_text())
+    assert doc["version"] == 1 and "score" in doc["samples"][0] and "scores" not in doc["samples"][0]
+    items, counts = convert(tmp_path, OLDEST / "sim-strong", OLDEST / "sim-weak", "--n-trials", 2)
+    assert items == ["add-2-3", "add-10-7", "mul-3-4", "sub-9-4"]
+    assert counts == {"openai/sim-strong": [1, 2, 1, 2], "openai/sim-weak": [2, 1, 1, 1]}
 
 
 def test_log_file_itself_and_model_rename(tmp_path):
@@ -141,6 +151,8 @@ CASES = {
     "--metric on an inspect log": (lambda t: [NEW / "sim-strong", "--metric", "pattern"],
                                    ("--metric applies to", "logs only")),
     "folder with several logs": (lambda t: [NEW], ("holds 4 Inspect logs", "give one log per model")),
+    "logs of two schema versions are one matrix only if the models differ": (
+        lambda t: [OLDEST / "sim-strong", OLD / "sim-strong"], ("model 'openai/sim-strong' already comes from",)),
     "not a log": (lambda t: [FIX / "tasks" / "sim_arith.jsonl"], ("sim_arith.jsonl: not a readable Inspect log",)),
     "same model twice": (lambda t: [NEW / "sim-strong", NEW / "scorers", "--scorer", "pattern"],
                          ("model 'openai/sim-strong' already comes from",)),
