@@ -269,7 +269,7 @@ def test_changed_calibration_is_refused(tmp_path, filled_runs):
     moved.write_text(calibration.read_text().replace("\n1,", "\n1,9", 1))
     config["inputs"]["calibration"]["path"] = str(moved)
     (copy / "config.json").write_text(json.dumps(config))
-    assert_rejected(explore("--filled", copy, "--output", tmp_path / "e.html"), "changed since the run started")
+    assert_rejected(explore("--filled", copy, "--output", tmp_path / "e.html"), "changed since init")
     (copy / "summary.json").unlink()
     config["inputs"]["calibration"]["path"] = str(calibration)
     (copy / "config.json").write_text(json.dumps(config))

@@ -13,7 +13,7 @@ import pytest
 from browser import launch, unavailable
 from test_explorer import EVIL_ID, EVIL_NAME, EVIL_QUESTION, diagnose_json, make_benchmark, page_data, suite
 
-from conftest import run_script
+from conftest import ROOT, run_script
 
 REASON = unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -197,4 +197,32 @@ def test_filled_page_in_chromium(tmp_path, browser, filled_runs):
     first = cards.nth(1).locator("[data-role=new-items] tbody tr").first.locator("td").all_inner_texts()
     assert first[0] == "MATH_SIM-fill-001"
     page.screenshot(path=str(tmp_path / "filled.png"), full_page=True)
+    assert problems == []
+
+
+@pytest.mark.slow  # prepares and fits (posterior mode) the real ChemBench matrix: about 10 s
+def test_real_chembench_in_chromium(tmp_path, browser):
+    """Real data: 22 LLMs × 2,854 ChemBench questions (data/chembench, MIT), fitted here, shown and checked."""
+    matrix, fit = tmp_path / "matrix.csv", tmp_path / "ChemBench"
+    done = run_script("prepare_response_matrix.py", "--from", "wide", ROOT / "data" / "chembench" / "binary_matrix.csv",
+                      "--items-as-rows", "--n-trials", "1", "--output", matrix)
+    assert done.returncode == 0, done.stderr
+    done = run_script("fit_irt.py", matrix, "--n-trials", "1", "--output-dir", fit, "--method", "map")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "chembench.html"
+    done = run_script("explore_benchmarks.py", fit, "--output", out)
+    assert done.returncode == 0, done.stderr
+    want = diagnose_json(fit / "difficulty.csv")
+    page, problems = open_page(browser, out)
+    labels = chart_labels(page)
+    assert labels["title"] == "ChemBench (n = 2854)"
+    assert labels["ddm"] == f"DDM {want['ddm']:.3f}" and labels["max_gap"] == f"Max Gap {want['max_gap']:.3f}"
+    assert row_values(page, "ChemBench")["top5_sum"] == f"{want['top5_gap_sum']:.3f}"
+    b = [float(line.split(",")[1]) for line in (fit / "difficulty.csv").read_text().splitlines()[1:]]
+    # with one trial per cell the 1PL's b depends on an item's total only: 2,854 items share a few dozen values
+    z = [(v - min(b)) / (max(b) - min(b)) for v in b]
+    for target in sorted(set(z))[1:4]:
+        shown = hover_item(page, target).splitlines()
+        item = int(shown[0].removeprefix("item "))
+        assert z[item] == target and shown[1] == f"b_mean {b[item]:.4f} · z {target:.4f}"
     assert problems == []

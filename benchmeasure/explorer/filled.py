@@ -11,7 +11,8 @@ Both folder kinds are written by :mod:`benchmeasure.benchfill` (``runner.write_o
   item in insertion order.
 
 The original benchmark is the run's own calibration table and item pool, named in
-``config.json`` with their SHA-256 at ``init``; a file that is gone or changed since is an
+``config.json`` (read by :class:`benchmeasure.benchfill.run_folder.RunFolder`) with their SHA-256 at
+``init``; a file that is gone or changed since is an
 error, since the "before" curve would no longer be the one the run filled. New items keep the
 z of their online calibration on the original min–max scale; like Table 2
 (:func:`benchmeasure.benchfill.summary.reduction`) a value outside [0, 1] is clipped to the
@@ -25,17 +26,15 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmeasure.benchfill.eventlog import EVENTS, read_events
 from benchmeasure.benchfill.gaps import Benchmark, load_benchmark
 from benchmeasure.benchfill.records import RENAMED, Annotation
+from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
 from benchmeasure.benchfill.summary import reduction
 from benchmeasure.csv_table import read_table
 from benchmeasure.errors import fail, file_errors
 from benchmeasure.files import sha256_file
 from benchmeasure.metrics import diagnose
 
-CONFIG = "config.json"
-MASS_MARKER = "mass_fill.json"
 RUN_SUMMARY, RUN_RECORDS = "summary.json", "new_item_records.csv"
 MASS_SUMMARY, MASS_RECORDS = "mass_fill_summary.json", "mass_fill_records.csv"
 BENCHFILL_RUN, MASS_FILL = "BenchFill run", "mass fill"
@@ -167,19 +166,6 @@ def _field(record: dict, where: str, *keys):
     return value
 
 
-def _input(record: dict, label: str, path: Path) -> tuple:
-    """(path, sha256) of the run's recorded input ``label``, checked against the file as it is now."""
-    where = str(path)
-    name = _field(record, where, "inputs", label, "path")
-    digest = _field(record, where, "inputs", label, "sha256")
-    source = Path(str(name))
-    if not source.is_file():
-        fail(f"{path}: the run's {label} file {source} is gone; the original benchmark cannot be shown")
-    if sha256_file(source) != digest:
-        fail(f"{path}: the run's {label} file {source} changed since the run started (SHA-256 differs)")
-    return source, digest
-
-
 def _float(row: dict, column: str, where: str) -> float:
     text = (row.get(column) or "").strip()
     try:
@@ -223,24 +209,25 @@ def read_filled(folder) -> FilledRun:
     config_path = folder / CONFIG
     if not config_path.is_file():
         fail(f"{folder}: not a BenchFill run or mass-fill folder (no {CONFIG})")
-    record = _read_json(config_path)
-    settings = _field(record, str(config_path), "config", "benchmark")
-    if not isinstance(settings, dict):
-        fail(f"{config_path}: config.benchmark is not an object")
-    name = str(_field(record, str(config_path), "config", "benchmark", "name"))
-    calibration, calibration_sha = _input(record, "calibration", config_path)
-    pool, pool_sha = _input(record, "pool", config_path)
+    run = RunFolder.open(folder)  # the one reader of config.json
+    files = {entry.label: entry for entry in run.inputs}
+    for label in ("calibration", "pool"):
+        if label not in files:
+            fail(f"{config_path}: damaged, no {label} input recorded")
+        files[label].check_unchanged(folder)  # the "before" curve must be the benchmark the run filled
+    calibration, pool = files["calibration"].path, files["pool"].path
+    calibration_sha, pool_sha = files["calibration"].sha256, files["pool"].sha256
+    settings = run.config.benchmark
     with file_errors(calibration):
-        benchmark = load_benchmark(name, calibration, pool, str(settings.get("question_field", "question")),
-                                   str(settings.get("answer_field", "answer")))
-    mass = (folder / MASS_MARKER).is_file()
+        benchmark = load_benchmark(settings.name, calibration, pool, settings.question_field, settings.answer_field)
+    mass = run.is_mass_fill
     kind = MASS_FILL if mass else BENCHFILL_RUN
     summary_path = folder / (MASS_SUMMARY if mass else RUN_SUMMARY)
     records_path = folder / (MASS_RECORDS if mass else RUN_RECORDS)
     summary = _read_json(summary_path)
     rows = read_records(records_path, "fill_id" if mass else "item_id")
     known = {item.item_id: item.z for item in benchmark.items}
-    for event in read_events(folder / EVENTS):
+    for event in run.events():
         if isinstance(event, Annotation) and event.z is not None:
             known.setdefault(event.item_id, event.z)
     items = [NewItem(row["item_id"], row["fill_id"] if mass else row["item_id"], row["gap"], row["left"], row["right"],
