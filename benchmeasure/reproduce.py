@@ -33,9 +33,10 @@ from .csv_table import read_table
 from .errors import fail
 from .matrix import read_matrix
 from .metrics import diagnose
+from .resources import package_file
 from .summary import marked_counts, summarize
 
-REPORTED_DIR = Path(__file__).resolve().parent.parent / "data" / "paper_reported"
+REPORTED_DIR = package_file("data", "paper_reported")  # data/paper_reported/ in a checkout links here
 
 TABLES = {
     "table1": ("Table 1: DDM, Max Gap, Top-5 Sum, # items", ["ddm", "max_gap", "top5_sum", "items"]),

@@ -42,6 +42,7 @@ from scipy.stats import pearsonr, spearmanr
 from .difficulty_file import read_difficulty_column
 from .errors import fail
 from .files import sha256_file
+from .irt.fit import POSTERIOR_NAME, available_cpus
 from .irt.likelihood import log_likelihood
 from .matrix import ResponseMatrix
 
@@ -60,7 +61,6 @@ def table_diagnostics(summary: dict) -> dict:
 # what Table 6 keeps of a fit_irt.py diagnostics.json besides the three figures
 _FIT_DIR_KEYS = ("max_r_hat", "min_ess_bulk", "divergences", "converged", "worst_r_hat", "worst_ess_bulk",
                  "leapfrog_steps_per_draw", "max_tree_depth_hits")
-POSTERIOR_NAME = "posterior.zarr"  # as scripts/fit_irt.py --save-posterior names it
 
 
 @dataclass(frozen=True)
@@ -266,13 +266,6 @@ def leave_one_model_out(matrix: ResponseMatrix, full_b, guessing, settings: dict
     summary = correlation_summary(full_b, refits)
     summary["dropped_models"] = list(matrix.models)
     return summary
-
-
-def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def run_robustness(matrix: ResponseMatrix, *, guessing=0.0, chains: int = 4, tune: int = 1000, draws: int = 1000,

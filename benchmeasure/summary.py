@@ -21,10 +21,11 @@ from .benchmarks import Benchmark
 from .csv_table import read_table
 from .errors import fail
 from .metrics import diagnose
+from .resources import package_file
 
 THRESHOLDS = {"ddm": 0.10, "max_gap": 0.10, "top5_sum": 0.30}
 LABELS = {"ddm": "DDM", "max_gap": "Max Gap", "top5_sum": "Top-5 Sum"}
-DEFAULT_DOMAINS = Path(__file__).resolve().parent.parent / "data" / "paper_reported" / "table3.csv"
+DEFAULT_DOMAINS = package_file("data", "paper_reported", "table3.csv")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ joint 1PL fit of the benchmark's response matrix (paper, Appendix C.3). That fit
 ``benchmeasure fit`` (``scripts/fit_irt.py``; NUTS via PyMC/nutpie), which needs the IRT
 environment (``.venv-irt``, Python >= 3.12), while the BenchFill loop may run in another
 environment (``.venv-benchfill``, Python 3.11). So the fit runs as ``python -m benchmeasure fit``
-with the IRT interpreter — ``$BENCHMEASURE_IRT_PYTHON`` if set, else ``<repo>/.venv-irt/bin/python``
+with the IRT interpreter — ``$BENCHMEASURE_IRT_PYTHON`` if set, else the checkout's ``.venv-irt/bin/python``
 — and its ``ability.csv`` (``model,theta_mean,…``) is read back. The fit dies with the process that
 started it (Linux: the parent-death signal; elsewhere it is killed when that process is
 interrupted), so a ``kill -9`` of ``run`` during the first-use fit leaves no fit running.
@@ -31,9 +31,7 @@ from benchmeasure.ability_file import read_ability_table
 from benchmeasure.errors import fail
 from benchmeasure.files import sha256_file
 from benchmeasure.matrix import read_matrix
-
-REPO = Path(__file__).resolve().parents[2]
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding the benchmeasure package
+from benchmeasure.resources import import_root, project_path
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +54,7 @@ def irt_python() -> str:
     chosen = os.environ.get("BENCHMEASURE_IRT_PYTHON")
     if chosen:
         return chosen
-    venv = REPO / ".venv-irt" / "bin" / "python"
+    venv = project_path(".venv-irt/bin/python")
     if venv.exists():
         return str(venv)
     if sys.version_info >= (3, 12):
@@ -102,7 +100,8 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
     if guessing:
         command += ["--guessing", str(guessing)]
     log.info("fitting panel abilities once from %s (cached in %s)", matrix, folder)
-    path = os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # the package in use, importable by the IRT interpreter whether or not it is installed there
+    path = os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p)
     fit = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env={**os.environ, "PYTHONPATH": path}, preexec_fn=_die_with_parent(os.getpid()))
     try:

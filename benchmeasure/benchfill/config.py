@@ -28,13 +28,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from benchmeasure.errors import fail, file_errors
+from benchmeasure.resources import project_path
 
 try:  # Python >= 3.11
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover
     tomllib = None
 
-REPO = Path(__file__).resolve().parents[2]
 GRADERS = ("math", "choice", "ifeval")
 # The options each grader takes (benchmeasure.grading.grade); checked here so that a typo is an error at init.
 GRADE_OPTIONS = {"math": ("rel_tol", "abs_tol", "symbolic", "timeout_s"), "choice": ("choices", "max_letter"),
@@ -114,9 +114,8 @@ class RunConfig:
     validity: dict = field(default_factory=dict)
 
     def path(self, value: str) -> Path:
-        """A config path resolved against the repository root."""
-        path = Path(expand(value))
-        return path if path.is_absolute() else REPO / path
+        """A config path resolved against the project folder (the checkout; :mod:`benchmeasure.resources`)."""
+        return project_path(expand(value))
 
     def as_dict(self) -> dict:
         return asdict(self)

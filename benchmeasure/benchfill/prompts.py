@@ -19,8 +19,9 @@ from typing import ClassVar
 
 from benchmeasure.errors import fail
 from benchmeasure.llm_client import MalformedReply
+from benchmeasure.resources import package_file
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "propose" / "prompts"
+DEFAULT_DIR = package_file("benchfill", "templates")  # propose/prompts/ in a checkout links here
 TEMPLATES = ("rewrite.txt", "rewrite_baseline.txt", "reference_line.txt")
 
 

@@ -38,6 +38,7 @@ from benchmeasure.benchfill.validity_check import ValidityCheck
 from benchmeasure.errors import fail
 from benchmeasure.files import atomic_write, package_versions, sha256_file, write_json
 from benchmeasure.llm_client import LLMClient
+from benchmeasure.resources import project_path
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.panel_verifier import PanelVerifier
 from benchmeasure.verifier.rollouts import DirectRollouts
@@ -254,4 +255,5 @@ def status(folder) -> str:
 
 
 def results_root() -> Path:
-    return Path(os.environ.get("BENCHFILL_RESULTS") or Path(__file__).resolve().parents[2] / "propose" / "results")
+    chosen = os.environ.get("BENCHFILL_RESULTS")
+    return Path(chosen) if chosen is not None else project_path("propose/results")

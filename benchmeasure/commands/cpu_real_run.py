@@ -17,12 +17,12 @@ from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
 from benchmeasure.options import N_TRIALS, PORT
+from benchmeasure.resources import project_path
 from benchmeasure.serving.cpu_model import prepare_model
 from benchmeasure.serving.cpu_run import command_line_rollouts, run_chain
 from benchmeasure.serving.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = """\
 example:
   .venv-benchfill/bin/python scripts/cpu_real_run.py --workdir /tmp/cpu_run
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     parser = ArgumentParser(prog="cpu_real_run.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, required=True, help="where the report, rows and logs go")
-    parser.add_argument("--panel", default=str(ROOT / "verifier" / "panels" / "cpu_smollm.toml"))
+    parser.add_argument("--panel", default=str(project_path("verifier/panels/cpu_smollm.toml")))
     parser.add_argument("--model-dir", type=Path, help="converted model folder (default: the cache)")
     parser.add_argument("--port", type=PORT, help="server port (default: a free one)")
     parser.add_argument("--n-trials", type=N_TRIALS, default=3)

@@ -26,12 +26,12 @@ import numpy as np
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import atomic_write, command_line, package_versions, plan_outputs, sha256_file, write_json
 from benchmeasure.guessing import read_guessing_csv
+from benchmeasure.irt.fit import POSTERIOR_NAME
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
 ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
-POSTERIOR_NAME = "posterior.zarr"
 #: Every file a fit may write into --output-dir; a refit replaces them all or removes the stale ones.
 OUTPUTS = ("difficulty.csv", "ability.csv", "diagnostics.json")
 PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",

@@ -16,12 +16,13 @@ import numpy as np
 from benchmeasure.errors import ArgumentParser
 from benchmeasure.files import all_or_nothing, atomic_write, plan_outputs, write_json
 from benchmeasure.options import N_TRIALS, SEED, integer
+from benchmeasure.resources import project_path
 from benchmeasure.simulate import gapped_difficulties, simulate_trials
 
 
 def main(argv=None) -> int:
     parser = ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", default=str(Path(__file__).resolve().parents[2] / "data/example_simulated"))
+    parser.add_argument("--output-dir", default=str(project_path("data/example_simulated")))
     parser.add_argument("--models", type=integer(2, 100_000), default=12)
     parser.add_argument("--items", type=integer(2, 1_000_000), default=60)
     parser.add_argument("--trials", type=N_TRIALS, default=8)

@@ -8,8 +8,8 @@ from pathlib import Path
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
 from benchmeasure.reproduce import TABLES, compare_all, markdown, write_csv
+from benchmeasure.resources import project_path
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = """\
 examples:
   python scripts/reproduce_tables.py
@@ -36,8 +36,8 @@ def parse_args(argv):
         prog="reproduce_tables.py",
         description="Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=str(ROOT / "data" / "benchmarks"), help="benchmark folders")
-    parser.add_argument("--matrix-dir", default=str(ROOT / "data" / "matrix"), help="response matrices")
+    parser.add_argument("--data-dir", default=str(project_path("data/benchmarks")), help="benchmark folders")
+    parser.add_argument("--matrix-dir", default=str(project_path("data/matrix")), help="response matrices")
     parser.add_argument("--robustness-dir", help="irt_robustness.py outputs, one folder per benchmark")
     parser.add_argument("--n-trials", action="append", default=[], metavar="NAME=K",
                         help="rollouts per item of a benchmark missing from Table 3 (repeatable)")

@@ -44,6 +44,7 @@ from .diagnostics import per_parameter, summarize_diagnostics
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 METHODS = ("nuts", "map")
 ROUTES = ("collapsed", "joint")
+POSTERIOR_NAME = "posterior.zarr"  # the posterior draws beside a fit's CSVs (benchmeasure fit --save-posterior)
 DEFAULTS = {"chains": 4, "tune": 1000, "draws": 1000, "target_accept": 0.95}
 
 
@@ -262,7 +263,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
     if method == "map":
         return _fit_map(matrix, g, settings, wall_start)
     if cores is None:
-        cores = min(chains, _available_cpus())
+        cores = min(chains, available_cpus())
     from .progress import Progress
 
     shown = progress if isinstance(progress, Progress) else (
@@ -499,7 +500,8 @@ def _quiet_logger(name: str, quiet: bool):
         logger.setLevel(level)
 
 
-def _available_cpus() -> int:
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, so a container's limit counts)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux

@@ -119,12 +119,12 @@ class MarginalLoglik:
 def _kernel_version() -> int:
     """A number that changes whenever kernel.py or this file changes (PyTensor's cache key salt)."""
     import hashlib
-    from pathlib import Path
+    import importlib.resources
 
-    here = Path(__file__).resolve().parent
+    here = importlib.resources.files(__package__)
     digest = hashlib.sha256()
     for name in ("kernel.py", "pytensor_op.py", "collapsed.py", "quadrature.py"):
-        digest.update((here / name).read_bytes())
+        digest.update(here.joinpath(name).read_bytes())
     return int.from_bytes(digest.digest()[:6], "big")
 
 

@@ -42,6 +42,7 @@ from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import Prompts, parse_child
 from benchmeasure.files import atomic_write, package_versions, write_json
 from benchmeasure.llm_client import Endpoint, LLMClient, MalformedReply
+from benchmeasure.resources import import_root
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.lmms_backend import LmmsRollouts
 from benchmeasure.verifier.panel import load_panel
@@ -172,18 +173,21 @@ def command_line_rollouts(panel_path, report: dict, workdir: Path, n_trials: int
                 handle.write(json.dumps({"item_id": v["item_id"], "question": v["question"],
                                          "answer": v["answer"]}) + "\n")
     greedy = [m.name for m in _split(load_panel(panel_path).models)[0]]
-    script = Path(__file__).resolve().parents[2] / "verifier" / "run_rollout.py"
+    # the rollout command (verifier/run_rollout.py) in a child, with the package in use importable there
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(import_root()),
+                                                                     os.environ.get("PYTHONPATH")]))}
     seconds = {}
     for backend in ("direct", "lmms-eval"):
-        argv = [sys.executable, str(script), "--backend", backend, "--candidates", str(items), "--panel",
-                str(panel_path), "--benchmark", BENCHMARK, "--models", ",".join(greedy), "--n-trials",
+        argv = [sys.executable, "-m", "benchmeasure", "rollout", "--backend", backend, "--candidates", str(items),
+                "--panel", str(panel_path), "--benchmark", BENCHMARK, "--models", ",".join(greedy), "--n-trials",
                 str(n_trials), "--concurrency", "1", "--output", str(folder / f"rows_{backend}.csv")]
         if backend == "lmms-eval":
             argv += ["--workdir", str(folder / "lmms")]
         start = time.monotonic()
-        done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
         if done.returncode != 0:
-            raise RuntimeError(f"run_rollout.py --backend {backend} exited {done.returncode}: {done.stderr[-2000:]}")
+            raise RuntimeError(f"benchmeasure rollout --backend {backend} exited {done.returncode}: "
+                               f"{done.stderr[-2000:]}")
         seconds[f"cli_{backend}_s"] = time.monotonic() - start
     return seconds
 

@@ -37,10 +37,11 @@ from pathlib import Path
 
 from benchmeasure.grading import grade
 from benchmeasure.harness import find_lmms_samples, read_lmms_samples
+from benchmeasure.resources import package_file
 from benchmeasure.verifier.base import Rollout
 from benchmeasure.verifier.rollouts import rollout_template
 
-TASK_FILES = Path(__file__).resolve().parents[2] / "verifier" / "lmms_task"
+TASK_FILES = package_file("verifier", "lmms_task")  # verifier/lmms_task/ in a checkout links here
 UTILS = "benchfill_lmms_utils"
 TASK = "benchfill_items"
 

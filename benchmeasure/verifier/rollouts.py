@@ -19,9 +19,10 @@ from string import Template
 from benchmeasure.errors import fail
 from benchmeasure.grading import KINDS, grade
 from benchmeasure.llm_client import Endpoint
+from benchmeasure.resources import package_file
 from benchmeasure.verifier.base import Rollout
 
-PROMPTS = Path(__file__).resolve().parents[2] / "verifier" / "prompts"
+PROMPTS = package_file("verifier", "templates")  # verifier/prompts/ in a checkout links here
 
 
 def rollout_template(kind: str, folder: str | Path = PROMPTS) -> Template:

@@ -1,0 +1,187 @@
+"""The package's layer contract (ARCHITECTURE.md), checked by parsing every import of ``benchmeasure``.
+
+A module may import only from its own layer and the layers listed as below it in :data:`MAY_IMPORT`,
+whether the import sits at the top of the file or inside a function. A new import that crosses a layer the
+wrong way, a ``sys.path`` edit, a ``Path(__file__)`` walk up the tree, or a script run as a subprocess fails
+here, and so in CI (``.ci/run`` runs the whole test suite).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "benchmeasure"
+
+# layer → the modules in it (dotted names under benchmeasure; a package name covers its submodules)
+LAYERS: dict[str, tuple[str, ...]] = {
+    "base": ("__init__", "errors", "files", "csv_table", "options", "resources", "log"),
+    "grading": ("grading",),
+    "core": ("matrix", "responses", "harness", "wide", "difficulty_file", "metrics", "benchmarks"),
+    "irt": ("irt", "simulate"),
+    "analyses": ("checks", "compare", "detection", "plots", "posterior_metrics", "rank_flip", "reproduce",
+                 "robustness", "summary", "anchors"),
+    "verifier": ("llm_client", "verifier"),
+    "benchfill": ("benchfill",),
+    "reports": ("explorer",),
+    "serving": ("serving", "sim"),
+    "commands": ("commands",),
+    "cli": ("cli", "__main__"),
+}
+
+# layer → the layers it may import (besides itself). Graders sit low because ingestion grades logged
+# responses (harness logs → matrix) as well as the verifier; the IRT layer needs no grader.
+MAY_IMPORT: dict[str, set[str]] = {
+    "base": set(),
+    "grading": {"base"},
+    "core": {"base", "grading"},
+    "irt": {"base", "core"},
+    "analyses": {"base", "core", "irt"},
+    "verifier": {"base", "core", "grading"},
+    "benchfill": {"base", "core", "grading", "irt", "analyses", "verifier"},
+    "reports": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},  # read run folders
+    "serving": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},
+    "commands": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "reports", "serving"},
+    "cli": {"base"},  # the command table imports its commands by name only (importlib), so --help is instant
+}
+
+# files inside the package that are data for another program, not modules of ours
+NOT_MODULES = {PACKAGE / "verifier" / "lmms_task" / "benchfill_lmms_utils.py"}
+
+
+def package_files() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if p not in NOT_MODULES and "__pycache__" not in p.parts)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1]) if parts[-1] == "__init__" and len(parts) > 1 else ".".join(parts)
+
+
+def layer_of(name: str) -> str:
+    """The layer of ``name`` (dotted, without the ``benchmeasure.`` prefix)."""
+    for layer, members in LAYERS.items():
+        if any(name == m or name.startswith(m + ".") for m in members):
+            return layer
+    raise AssertionError(f"benchmeasure.{name} belongs to no layer: add it to LAYERS in tests/test_layers.py "
+                         "and to the table in ARCHITECTURE.md")
+
+
+def imports_of(path: Path, here: str | None = None) -> list[tuple[int, str]]:
+    """(line, dotted name under benchmeasure) for each import of the package in ``path`` (module ``here``)."""
+    here = here or module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "benchmeasure"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ["benchmeasure", *package.split(".")] if package and package != "__init__" else ["benchmeasure"]
+                base = base[:len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "benchmeasure":
+                continue
+            if target == "benchmeasure" or not node.module or node.level:
+                # "from benchmeasure import x" / "from . import x": x may be a module
+                found += [(node.lineno, f"{target}.{a.name}") for a in node.names]
+            else:
+                found.append((node.lineno, target))
+    return [(line, name.removeprefix("benchmeasure").lstrip(".") or "__init__") for line, name in found]
+
+
+def _resolve(name: str) -> str:
+    """``name`` cut back to a module or package that exists (``matrix.read_matrix`` → ``matrix``)."""
+    parts = name.split(".")
+    while parts:
+        candidate = PACKAGE.joinpath(*parts)
+        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+            return ".".join(parts)
+        parts.pop()
+    return "__init__"
+
+
+def test_every_module_is_in_a_layer():
+    for path in package_files():
+        layer_of(module_name(path))
+
+
+def test_no_import_crosses_a_layer_the_wrong_way():
+    wrong = []
+    for path in package_files():
+        here = layer_of(module_name(path))
+        for line, name in imports_of(path):
+            there = layer_of(_resolve(name))
+            if there != here and there not in MAY_IMPORT[here]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {here} imports benchmeasure.{name} ({there})")
+    assert not wrong, "imports against the layer order (ARCHITECTURE.md):\n" + "\n".join(wrong)
+
+
+def test_commands_do_not_import_each_other():
+    """What two commands share is library code, in a library module."""
+    wrong = [f"{path.relative_to(ROOT)}:{line}: imports benchmeasure.{name}"
+             for path in package_files() if module_name(path).startswith("commands.")
+             for line, name in imports_of(path) if _resolve(name).startswith("commands.")]
+    assert not wrong, "\n".join(wrong)
+
+
+SCRIPT_PATH = re.compile(r"(scripts|propose|verifier)/[\w/.-]+\.py")
+TREE_FOLDERS = {"scripts", "propose", "verifier"}
+
+
+def rule_breaks(path: Path) -> list[str]:
+    """Lines of ``path`` that edit sys.path, use ``__file__``, or name a script of the checkout to run."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    runs_children = "subprocess" in {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                                     for a in node.names}
+    joined = {id(side) for node in ast.walk(tree) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+              for side in (node.left, node.right)}
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+                and node.value.id == "sys"):
+            found.append((node.lineno, "sys.path is not edited in the package"))
+        elif isinstance(node, ast.Name) and node.id == "__file__":
+            found.append((node.lineno, "no walk up the tree from __file__: use benchmeasure.resources"))
+        elif (runs_children and isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and id(node) not in docstrings
+              and (SCRIPT_PATH.fullmatch(node.value) or (node.value in TREE_FOLDERS and id(node) in joined))):
+            found.append((node.lineno, "no script of the checkout is run: use python -m benchmeasure SUBCOMMAND"))
+    return [f"{path.relative_to(ROOT)}:{line}: {why}" for line, why in sorted(found)]
+
+
+def test_no_sys_path_edits_tree_walks_or_script_subprocesses():
+    """No ``sys.path`` edit, no ``parents[N]`` lookup, no script run as a child, anywhere in the package."""
+    found = [line for path in package_files() for line in rule_breaks(path)]
+    assert not found, "\n".join(found)
+
+
+def test_the_contract_catches_what_it_forbids(tmp_path):
+    """The checkers themselves: an analyses module importing the verifier, a parents[2] lookup, a script run."""
+    bad = PACKAGE / "compare.py"
+    source = bad.read_text(encoding="utf-8") + (
+        "\nfrom benchmeasure.verifier.base import Candidate  # noqa\n"
+        "ROOT = Path(__file__).resolve().parents[2]\n"
+        "import subprocess\nsubprocess.run(['python3', 'scripts/fit_irt.py'])\n")
+    copy = tmp_path / "compare.py"
+    copy.write_text(source, encoding="utf-8")
+    names = [name for _, name in imports_of(copy, here="compare")]
+    assert "verifier.base" in names
+    assert layer_of(_resolve("verifier.base")) not in MAY_IMPORT[layer_of("compare")]
+    original = PACKAGE
+    try:
+        globals()["PACKAGE"] = tmp_path  # rule_breaks names lines relative to ROOT
+        globals()["ROOT"] = tmp_path
+        found = rule_breaks(copy)
+    finally:
+        globals()["PACKAGE"] = original
+        globals()["ROOT"] = original.parent
+    assert any("__file__" in line for line in found) and any("python -m benchmeasure" in line for line in found)
