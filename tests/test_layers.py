@@ -18,9 +18,10 @@ PACKAGE = ROOT / "benchmeasure"
 
 # layer → the modules in it (dotted names under benchmeasure; a package name covers its submodules)
 LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("__init__", "errors", "files", "csv_table", "options", "resources", "log"),
+    "base": ("__init__", "errors", "files", "csv_table", "options", "resources", "progress"),
     "grading": ("grading",),
-    "core": ("matrix", "responses", "harness", "wide", "difficulty_file", "metrics", "benchmarks"),
+    "core": ("matrix", "responses", "response_counts", "harness", "wide", "difficulty_file", "ability_file",
+             "guessing", "metrics", "benchmarks", "fixed_scale_inputs"),
     "irt": ("irt", "simulate"),
     "analyses": ("checks", "compare", "detection", "plots", "posterior_metrics", "rank_flip", "reproduce",
                  "robustness", "summary", "anchors"),

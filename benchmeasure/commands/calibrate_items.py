@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from benchmeasure.commands.score_models import input_records, read_counts
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
+from benchmeasure.fixed_scale_inputs import input_records, read_counts
 from benchmeasure.guessing import add_guessing_options, guessing_from_options
 from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY
 

@@ -23,9 +23,9 @@ from benchmeasure.files import (
     command_line,
     package_versions,
     plan_outputs,
-    sha256_file,
     write_json,
 )
+from benchmeasure.fixed_scale_inputs import benchmark_difficulties, input_records, read_counts
 from benchmeasure.guessing import add_guessing_options, guessing_from_options
 from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY, integer
 
@@ -74,26 +74,6 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def read_counts(path: str, n_trials: int):
-    """A count matrix, or graded responses in long format (told apart by the header)."""
-    from benchmeasure.csv_table import open_table
-    from benchmeasure.matrix import check_recorded_n_trials, read_matrix
-    from benchmeasure.responses import COLUMNS, read_responses_csv
-
-    check_recorded_n_trials(path, n_trials)
-    with open_table(path, expected="model,<item>,… or model,item_id,trial,correct") as (header, _):
-        long_format = set(COLUMNS) <= set(header)
-    return read_responses_csv(path, n_trials) if long_format else read_matrix(path, n_trials, min_size=(1, 1))
-
-
-def benchmark_difficulties(path: str):
-    """(items, b as an array) of the difficulty file: item IDs required and distinct."""
-    from benchmeasure.difficulty_file import read_item_difficulties
-
-    items, values = read_item_difficulties(path, "b_mean")
-    return items, np.asarray(values, dtype=float)
-
-
 def unknown_items(path: str, items: list, known: list, where: str) -> None:
     """Fail naming the items of ``items`` that ``known`` lacks."""
     known_set = set(known)
@@ -120,14 +100,6 @@ def difficulty_draws(args, items: list) -> np.ndarray | None:
     draws = draws[:, [position[item] for item in items]]
     keep = np.unique(np.linspace(0, draws.shape[0] - 1, min(args.max_draws, draws.shape[0])).round().astype(int))
     return draws[keep]
-
-
-def input_records(paths: list) -> list:
-    """Path and SHA-256 of each input file (a zarr store is a folder: its path only)."""
-    from pathlib import Path
-
-    return [{"path": str(path), "sha256": sha256_file(path) if Path(path).is_file() else None}
-            for path in paths if path is not None]
 
 
 def _cell(value: float) -> str:

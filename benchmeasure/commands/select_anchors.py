@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from benchmeasure.commands.score_models import benchmark_difficulties, input_records
 from benchmeasure.errors import ArgumentParser
 from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
+from benchmeasure.fixed_scale_inputs import benchmark_difficulties, input_records
 from benchmeasure.guessing import add_guessing_options, guessing_from_options
 from benchmeasure.options import N_TRIALS, SEED, integer
 
