@@ -12,6 +12,7 @@ writing), add a row to :data:`COMMANDS`, and add the wrapper ``scripts/<stem>.py
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 from typing import NamedTuple
 
@@ -132,7 +133,42 @@ def _dispatch(argv: list[str], prog: str | None) -> int:
     return module.main(args)
 
 
+def setup_logging() -> logging.Handler:
+    """The command line's one logging handler: library warnings as ``warning: …`` lines on stderr.
+
+    Library modules log with ``logging.getLogger(__name__)`` and never print. Records of WARNING and above
+    under the ``benchmeasure`` logger reach this handler; a command that shows a library's progress lines
+    (INFO) turns them on with :func:`benchmeasure.progress.show_progress`, which prints them bare, as before.
+    Installed once per process, so calling a command twice from Python doubles nothing.
+    """
+    logger = logging.getLogger("benchmeasure")
+    for handler in logger.handlers:
+        if getattr(handler, "_benchmeasure_cli", False):
+            return handler
+    handler = _StderrHandler()
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname_lower)s: %(message)s"))
+    handler.addFilter(_lower_level_name)
+    handler._benchmeasure_cli = True
+    logger.addHandler(handler)
+    return handler
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record (tests and callers may swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def _lower_level_name(record: logging.LogRecord) -> bool:
+    record.levelname_lower = record.levelname.lower()
+    return True
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run ``benchmeasure SUBCOMMAND ARGS``; ``prog`` names a wrapper script in usage and error lines."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    setup_logging()
     run_cli(lambda args: _dispatch(args, prog), argv)

@@ -1,0 +1,78 @@
+"""`pip install` of the project into a fresh virtual environment (issue 13): the `benchmeasure` command lists
+every subcommand, and a stdlib-only command runs from outside the checkout, finding its package data
+(the paper's Table 3 domains, data/paper_reported/ in the checkout) through importlib.resources.
+
+The wheel is built from a copy of the package with this interpreter's setuptools (no network) and installed
+with --no-index into a venv without system site packages, so nothing of the checkout is importable there.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from benchmeasure.cli import COMMANDS
+from conftest import ROOT
+
+
+def _run(argv, cwd, **kw):
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=300, **kw)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    pytest.importorskip("setuptools")
+    root = tmp_path_factory.mktemp("install")
+    source = root / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "benchmeasure", source / "benchmeasure", symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", root / "dist",
+                  source], cwd=root)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (root / "dist").glob("benchmeasure-*.whl")
+    env_dir = root / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], cwd=root)
+    assert done.returncode == 0, done.stderr
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    return env_dir / "bin", elsewhere
+
+
+def test_help_lists_every_subcommand_with_examples(installed):
+    bin_dir, elsewhere = installed
+    done = _run([bin_dir / "benchmeasure", "--help"], cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[0] for line in done.stdout.splitlines() if line.startswith("  ") and line.split()}
+    assert set(COMMANDS) <= listed, set(COMMANDS) - listed
+    assert "examples:" in done.stdout and "benchmeasure fit " in done.stdout
+    module = _run([bin_dir / "python", "-m", "benchmeasure", "--help"], cwd=elsewhere)
+    assert module.stdout == done.stdout
+
+
+def test_a_stdlib_command_runs_outside_the_checkout_with_package_data(installed):
+    bin_dir, elsewhere = installed
+    bench = elsewhere / "suite" / "Gaokao2023en"
+    bench.mkdir(parents=True)
+    (bench / "difficulty.csv").write_text("item,b_mean\nq1,-1.0\nq2,0.5\nq3,2.0\nq4,0.1\n", encoding="utf-8")
+    done = _run([bin_dir / "benchmeasure", "summarize", elsewhere / "suite"], cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    # the domain comes from the packaged Table 3 (benchmeasure/data/paper_reported/table3.csv)
+    assert "| Gaokao2023en | Math |" in done.stdout, done.stdout
+    where = _run([bin_dir / "python", "-c", "import benchmeasure; print(benchmeasure.__file__)"], cwd=elsewhere)
+    assert str(ROOT) not in where.stdout and "site-packages" in where.stdout
+
+
+def test_a_missing_extra_is_one_line_naming_the_extra(installed):
+    bin_dir, elsewhere = installed
+    (elsewhere / "m.csv").write_text("model,q1\na,1\nb,0\n", encoding="utf-8")
+    done = _run([bin_dir / "benchmeasure", "fit", "m.csv", "--n-trials", "1", "--output-dir", "out"], cwd=elsewhere)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "benchmeasure[irt]" in done.stderr and not (elsewhere / "out").exists()
