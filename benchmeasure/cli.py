@@ -74,7 +74,9 @@ COMMANDS: dict[str, Command] = {
                          "BenchFill runs: init | run | status | sim-data (Section 4)"),
     "mass-fill": Command("mass_fill", "propose/mass_fill/mass_fill.py", "benchfill",
                          "fill a benchmark's gaps one after another"),
-    # serving (CPU real run)
+    # serving
+    "serve": Command("serve", "scripts/serve.py", "serving",
+                     "start, wait for and stop a model server by PID file (what setup_server.sh runs)"),
     "prepare-cpu-model": Command("prepare_cpu_model", "scripts/prepare_cpu_model.py", "serving",
                                  "convert the bundled SmolLM2 GGUF for vLLM on CPU"),
     "serve-cpu-panel": Command("serve_cpu_panel", "scripts/serve_cpu_panel.py", "serving",

@@ -125,15 +125,7 @@ stop_one() {  # stop_one SLUG
   if [ ! -f "$pidfile" ]; then log "$1: not started by this script (no $pidfile)"; return 0; fi
   pid=$(cat "$pidfile")
   if [ "$DRY" = 1 ]; then echo "kill -TERM -- -$pid"; return 0; fi
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
-    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    if kill -0 "$pid" 2>/dev/null; then log "$1: still running after 60 s, sending KILL"; kill -KILL -- "-$pid" 2>/dev/null || true; fi
-    log "$1: stopped (pid $pid)"
-  else
-    log "$1: was not running"
-  fi
-  rm -f "$pidfile"
+  "$PYTHON" "$ROOT/scripts/serve.py" stop --name "$1" --pid-file "$pidfile" --grace 60 --label setup_server
 }
 
 if [ "$ACTION" = stop ]; then
@@ -255,23 +247,13 @@ for i in "${!SLUGS[@]}"; do
   fi
   eval "cmd=($line)"
   log "$s: $line"
-  setsid "${cmd[@]}" > "$RUN_DIR/$s.log" 2>&1 < /dev/null &
-  echo $! > "$RUN_DIR/$s.pid"
+  "$PYTHON" "$ROOT/scripts/serve.py" start --name "$s" --pid-file "$RUN_DIR/$s.pid" --log "$RUN_DIR/$s.log" \
+    -- "${cmd[@]}" > /dev/null
   STARTED+=("$s|$url")
 done
 
 for entry in "${STARTED[@]}"; do
   IFS='|' read -r s url <<< "$entry"
-  pid=$(cat "$RUN_DIR/$s.pid"); waited=0
-  until curl -sf --max-time 5 "$url" > /dev/null 2>&1; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "error: $s exited during start-up; last log lines ($RUN_DIR/$s.log):" >&2
-      tail -n 20 "$RUN_DIR/$s.log" >&2; rm -f "$RUN_DIR/$s.pid"; exit 1
-    fi
-    if [ "$waited" -ge "$TIMEOUT" ]; then
-      echo "error: $s did not answer $url within $TIMEOUT s (still running, pid $pid; see $RUN_DIR/$s.log)" >&2; exit 1
-    fi
-    sleep 2; waited=$((waited + 2))
-  done
-  log "$s: ready at ${url%/models} (pid $pid)"
+  "$PYTHON" "$ROOT/scripts/serve.py" wait --name "$s" --pid-file "$RUN_DIR/$s.pid" --log "$RUN_DIR/$s.log" \
+    --url "$url" --timeout "$TIMEOUT" --label setup_server || exit 1
 done

@@ -17,19 +17,22 @@ Loopback only: the host must be a 127.0.0.0/8 address or ``localhost``.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmeasure.errors import fail
+from benchmeasure.serving.process import (
+    ServerExited,
+    ServerTimeout,
+    start_detached,
+    stop_group,
+    tail,
+    wait_until_serving,
+)
 from benchmeasure.verifier.panel import Panel, PanelModel
 
 ENTRY_MODULE = "vllm.entrypoints.openai.api_server"
@@ -115,49 +118,31 @@ def wait_ready(url: str, process: subprocess.Popen, timeout: float, log_path: Pa
     RuntimeError
         The process exited, or ``timeout`` passed; the message ends with the log's tail.
     """
-    start = time.monotonic()
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"vLLM exited with status {process.returncode} before serving{_tail(log_path)}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=5) as reply:
-                json.load(reply)
-                return time.monotonic() - start
-        except (urllib.error.URLError, OSError, ValueError):
-            pass
-        if time.monotonic() - start > timeout:
-            raise RuntimeError(f"vLLM did not answer {url}/models within {timeout:.0f} s{_tail(log_path)}")
-        time.sleep(1.0)
+    try:
+        return wait_until_serving(f"{url}/models", lambda: process.poll() is not None, timeout)
+    except ServerExited:
+        raise RuntimeError(f"vLLM exited with status {process.returncode} before serving{_tail(log_path)}") from None
+    except ServerTimeout:
+        raise RuntimeError(f"vLLM did not answer {url}/models within {timeout:.0f} s{_tail(log_path)}") from None
 
 
 def _tail(log_path: Path | None, lines: int = 15) -> str:
-    if log_path is None or not log_path.exists():
-        return ""
-    text = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
-    return "; log tail:\n" + "\n".join(text)
+    text = tail(log_path, lines)
+    return "; log tail:\n" + "\n".join(text) if text else ""
 
 
 def stop(process: subprocess.Popen, grace: float = 20.0) -> None:
     """SIGTERM the server's process group (API server, engine core, workers); SIGKILL after ``grace`` s."""
     if process.poll() is not None:
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    stop_group(process.pid, grace, is_alive=lambda: process.poll() is None)
+    process.wait(timeout=10)
 
 
 @contextlib.contextmanager
 def running_server(plan: ServerPlan, log_path: Path, timeout: float = 300.0) -> Iterator[subprocess.Popen]:
     """Start ``plan`` in its own process group, wait until it serves, and stop it on exit."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as log:
-        process = subprocess.Popen(plan.argv, env={**os.environ, **plan.env}, stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    process = start_detached(plan.argv, log_path, env={**os.environ, **plan.env})
     try:
         wait_ready(plan.url, process, timeout, log_path)
         yield process

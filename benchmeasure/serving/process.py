@@ -1,0 +1,97 @@
+"""Start, wait for and stop a model server process: one implementation for the shell scripts
+(``scripts/setup_server.sh`` through ``benchmeasure serve``) and for Python (:mod:`.cpu_server`).
+
+A server runs in its own session (process group), so stopping it reaches the API server and every
+worker it forked: SIGTERM to the group, then SIGKILL after a grace period. Readiness is the
+OpenAI-compatible ``/models`` endpoint answering. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+class ServerExited(RuntimeError):
+    """The server process ended before it answered."""
+
+
+class ServerTimeout(RuntimeError):
+    """The server did not answer within the time limit."""
+
+
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (``kill -0``)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def start_detached(argv: Sequence[str], log_path: Path, env: dict | None = None) -> subprocess.Popen:
+    """Start ``argv`` in a new session with stdout and stderr to ``log_path`` and no stdin."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as log:
+        return subprocess.Popen(list(argv), env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def answers(url: str, timeout: float = 5.0) -> bool:
+    """Whether ``url`` answers with a 2xx status (``curl -sf``)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as reply:
+            reply.read()
+            return 200 <= reply.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_until_serving(url: str, exited: Callable[[], bool], timeout: float, poll: float = 1.0) -> float:
+    """Poll ``url`` until it answers; return the seconds waited.
+
+    Raises :class:`ServerExited` when ``exited()`` turns true first, :class:`ServerTimeout` after ``timeout`` s.
+    """
+    start = time.monotonic()
+    while not answers(url):
+        if exited():
+            raise ServerExited(url)
+        if time.monotonic() - start >= timeout:
+            raise ServerTimeout(url)
+        time.sleep(poll)
+    return time.monotonic() - start
+
+
+def stop_group(pid: int, grace: float, is_alive: Callable[[], bool] | None = None,
+               on_kill: Callable[[], None] | None = None) -> None:
+    """SIGTERM the process group of ``pid`` (the process alone if it leads none); SIGKILL after ``grace`` s."""
+    is_alive = is_alive or (lambda: alive(pid))
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while is_alive() and time.monotonic() < deadline:
+        time.sleep(min(1.0, grace / 20 or 0.05))
+    if is_alive():
+        if on_kill is not None:
+            on_kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def tail(log_path: Path | None, lines: int) -> list[str]:
+    """The last ``lines`` lines of a log file (none when it is missing)."""
+    if log_path is None or not log_path.exists():
+        return []
+    return log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
