@@ -54,6 +54,8 @@ COMMANDS: dict[str, Command] = {
                     "ECDF figures with the widest gaps shaded (Figures 3, 5, 6)"),
     "posterior-metrics": Command("posterior_metrics", "scripts/posterior_metrics.py", "analyses",
                                  "posterior 94% intervals of DDM, Max Gap, Top-k"),
+    "label-validity": Command("label_validity", "scripts/label_validity.py", "analyses",
+                              "fitted difficulties vs people's easy/hard labels (AUC), abilities vs accuracy"),
     "detect": Command("detect_improvement", "scripts/detect_improvement.py", "analyses",
                       "permutation test of a model's improvement (Table 12)"),
     "rank-flip": Command("rank_flip_bound", "scripts/rank_flip_bound.py", "analyses",
