@@ -68,6 +68,15 @@ class ResponseMatrix:
         }
 
 
+def constant_models(matrix: ResponseMatrix) -> dict:
+    """Models that solved every item in every trial (``all_correct``) or none (``all_wrong``): legal, but their
+    ability is then set mostly by the prior."""
+    total = matrix.counts.sum(axis=1)
+    full = len(matrix.items) * matrix.n_trials
+    return {"all_correct": [m for m, t in zip(matrix.models, total) if t == full],
+            "all_wrong": [m for m, t in zip(matrix.models, total) if t == 0]}
+
+
 def check_n_trials(n_trials: int) -> int:
     if n_trials < 1:
         fail(f"--n-trials must be a positive integer, got {n_trials}")

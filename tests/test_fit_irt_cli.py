@@ -94,6 +94,8 @@ def test_outputs_columns_and_keys(nuts_runs, matrix_file):
     assert (d["input"]["models"], d["input"]["items"], d["input"]["n_trials"]) == (5, 12, N_TRIALS)
     assert d["input"]["path"] == str(matrix_file.resolve())
     assert d["constant_items"]["all_correct"] == ["000"] and d["constant_items"]["all_wrong"] == ["001"]
+    assert isinstance(d["min_ess_tail"], float) and d["worst_ess_tail"].startswith(("theta[", "b["))
+    assert d["constant_models"]["all_correct"] == [] and d["constant_models"]["all_wrong"] == []
     assert d["versions"]["pymc"] and d["versions"]["nutpie"] and d["versions"]["python"]
     # no temporary files left behind
     assert sorted(p.name for p in out.iterdir()) == ["ability.csv", "diagnostics.json", "difficulty.csv",
@@ -147,6 +149,17 @@ def test_saved_posterior_reads_back(nuts_runs):
     assert "diverging" in tree["sample_stats"].data_vars
     difficulty = read_rows(out / "difficulty.csv")
     assert float(difficulty[3][1]) == pytest.approx(float(b.mean(("chain", "draw"))[2]), rel=1e-6)
+
+
+def test_a_model_with_every_answer_right_is_flagged(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("model,a,b,c\nall,3,3,3\nsome,1,2,0\nnone,0,0,0\n")
+    result = run(path, "--n-trials", 3, "--output-dir", tmp_path / "out", "--method", "map")
+    assert result.returncode == 0, result.stderr
+    d = json.loads((tmp_path / "out" / "diagnostics.json").read_text())
+    assert d["constant_models"]["all_correct"] == ["all"] and d["constant_models"]["all_wrong"] == ["none"]
+    assert "2 model(s) answered every item the same way" in result.stderr
+    assert d["min_ess_tail"] is None  # no draws with --method map
 
 
 def test_map_outputs_say_they_carry_no_uncertainty(matrix_file, tmp_path):

@@ -67,3 +67,13 @@ def test_summary_figures_and_worst_parameters():
     assert summary["converged"] is False and summary["r_hat_ok"] is False
     assert summary["min_ess_bulk_per_s"] == pytest.approx(summary["min_ess_bulk"] / 2.0)
     assert summary["min_ess_bulk"] == pytest.approx(float(np.min(az.ess(tree)["b"].values)))
+
+
+@pytest.mark.parametrize(("chains", "draws"), [(4, 400), (2, 51), (1, 100)])
+def test_tail_ess_equals_arviz(chains, draws):
+    from benchmeasure.irt.diagnostics import ess_tail
+
+    x = _ar1(chains, draws, 30, seed=7 * chains + draws)
+    x[:, :, 1] = np.round(x[:, :, 1])
+    expected = np.asarray(az.ess(_tree(x), method="tail", prob=(0.05, 0.95))["b"].values)  # Vehtari et al.'s 5 %, 95 %
+    np.testing.assert_allclose(ess_tail(x), expected, rtol=1e-8, equal_nan=True)

@@ -262,6 +262,31 @@ def _write_csv(path: Path, columns: list, rows) -> None:
         writer.writerows(rows)
 
 
+def tail_ess_summary(result) -> dict:
+    """``min_ess_tail`` and ``worst_ess_tail`` over θ and b (ArviZ's tail ESS, 5 % and 95 % quantiles), beside
+    the bulk ESS: how well the posterior intervals are resolved. Empty for a fit without draws (MAP)."""
+    if result.posterior is None:
+        return {"min_ess_tail": None, "worst_ess_tail": None}
+    import numpy as np
+
+    from benchmeasure.irt.diagnostics import ess_tail
+
+    posterior = result.posterior["posterior"].to_dataset()
+    worst, where = None, None
+    for var in ("theta", "b"):
+        if var not in posterior:
+            continue
+        draws = posterior[var]
+        dim = next(d for d in draws.dims if d not in ("chain", "draw"))
+        values = np.asarray(draws.transpose("chain", "draw", dim).values, dtype=float)
+        tails = ess_tail(values)
+        if np.any(np.isfinite(tails)):
+            k = int(np.nanargmin(tails))
+            if worst is None or tails[k] < worst:
+                worst, where = float(tails[k]), f"{var}[{draws[dim].values[k]}]"
+    return {"min_ess_tail": worst, "worst_ess_tail": where}
+
+
 def write_outputs(out_dir: Path, result, diagnostics: dict, save_posterior: bool) -> None:
     """Write every output to a staging folder first, then move each into place."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -346,6 +371,14 @@ def main(argv=None) -> int:
     constant = matrix.constant_items()
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
     diagnostics = build_diagnostics(args, matrix, guessing, result, time.perf_counter() - wall_start)
+    from benchmeasure.matrix import constant_models
+
+    models_constant = constant_models(matrix)
+    diagnostics["constant_models"] = {
+        **models_constant,
+        "note": "models that solved every item in every trial, or none; legal, but their theta is set mostly by "
+                "the prior"}
+    diagnostics.update(tail_ess_summary(result))
     write_outputs(Path(args.output_dir), result, diagnostics, args.save_posterior)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -355,9 +388,15 @@ def main(argv=None) -> int:
     if n_constant:
         say(f"note: {n_constant} item(s) are answered the same by every model in every trial "
             "(listed under constant_items in diagnostics.json); their b comes mostly from the prior")
+    n_models_constant = len(models_constant["all_correct"]) + len(models_constant["all_wrong"])
+    if n_models_constant:
+        say(f"note: {n_models_constant} model(s) answered every item the same way in every trial (listed under "
+            "constant_models in diagnostics.json); their theta comes mostly from the prior")
     d = result.diagnostics
     if args.method == "nuts":
+        tail = diagnostics.get("min_ess_tail")
         say(f"max R-hat {d['max_r_hat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, "
+            + (f"min tail ESS {tail:.0f}, " if tail is not None else "") +
             f"{d['divergences']} divergences; sampling {d['sampling_time_s']:.1f} s, "
             f"wall {diagnostics['wall_time_s']:.1f} s")
     say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"

@@ -199,6 +199,36 @@ def ess_bulk(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def ess_tail(x: np.ndarray) -> np.ndarray:
+    """Tail effective sample size per parameter of x: (chains, draws, P).
+
+    ArviZ's ``method="tail"`` (Vehtari et al. 2021): the smaller of the ESS of the indicators
+    I(x ≤ 5 % quantile) and I(x ≤ 95 % quantile) on split chains — how well the posterior's tails
+    (and so its intervals) are resolved, beside :func:`ess_bulk` for its centre.
+    """
+    x = _by_parameter(x)
+    out = np.full(x.shape[0], np.nan)
+    if x.shape[2] < 4:
+        return out
+    ok = np.all(np.isfinite(x), axis=(1, 2))
+    if not ok.any():
+        return out
+    values = x[ok]
+    flat = values.reshape(values.shape[0], -1)
+    tails = []
+    for q in (0.05, 0.95):
+        cut = np.quantile(flat, q, axis=1)
+        indicator = (values <= cut[:, None, None]).astype(float)
+        spread = np.ptp(indicator.reshape(indicator.shape[0], -1), axis=1)
+        ess = np.full(values.shape[0], float(values.shape[1] * (values.shape[2] // 2) * 2))
+        varying = spread > 0
+        if varying.any():
+            ess[varying] = _ess_geyer(_split_chains(indicator[varying]))
+        tails.append(ess)
+    out[ok] = np.minimum(*tails)
+    return out
+
+
 def per_parameter(idata, var_name: str) -> dict:
     """Posterior mean, sd, split R-hat (rank-normalized) and bulk ESS of each element of ``var_name``.
 
