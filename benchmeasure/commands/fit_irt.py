@@ -115,21 +115,11 @@ def validate(args):
     matrix = read_matrix(args.matrix, args.n_trials)
     if args.guessing_csv is not None:
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
-    elif args.guessing is not None:
-        if not (math.isfinite(args.guessing) and 0.0 <= args.guessing < 1.0):
-            fail(f"--guessing must be in [0, 1), got {args.guessing}")
-        guessing = args.guessing
-    else:
-        guessing = 0.0
+    else:  # --guessing's range, like every number's, is checked as the option is parsed (benchmeasure.options)
+        guessing = 0.0 if args.guessing is None else args.guessing
     guessing = check_guessing(guessing, len(matrix.items), matrix.items)
-    for option, value, low in (("--chains", args.chains, 1), ("--draws", args.draws, 1),
-                               ("--tune", args.tune, 1 if args.sampler == "nutpie" else 0)):
-        if value < low:
-            fail(f"{option} must be at least {low}, got {value}")
-    if not (0.0 < args.target_accept < 1.0):
-        fail(f"--target-accept must be strictly between 0 and 1, got {args.target_accept}")
-    if args.seed is not None and not 0 <= args.seed < 2**32:
-        fail(f"--seed must be in [0, 2^32), got {args.seed}")
+    if args.sampler == "nutpie" and args.tune < 1:  # the library's check, named by the option
+        fail(f"--tune must be at least 1 with the nutpie sampler, got {args.tune}")
     check_settings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune, draws=args.draws,
                    target_accept=args.target_accept, seed=args.seed, route=args.route)
     args.fixed_b = read_fixed_difficulties(args, matrix)
