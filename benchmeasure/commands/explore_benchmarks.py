@@ -21,6 +21,7 @@ from benchmeasure.explorer.collect import (
 )
 from benchmeasure.explorer.page import render
 from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions
+from benchmeasure.options import OPEN_PROBABILITY, integer
 from benchmeasure.summary import DEFAULT_DOMAINS, read_domains
 
 log = logging.getLogger("benchmeasure.explorer")
@@ -77,9 +78,9 @@ def parse_args(argv):
     parser.add_argument("--question-field", metavar="FIELD",
                         help="test.jsonl field holding the question (default: the first of "
                              f"{', '.join(QUESTION_FIELDS)} present)")
-    parser.add_argument("--question-chars", type=int, default=120, metavar="N",
+    parser.add_argument("--question-chars", type=integer(0, 1_000_000), default=120, metavar="N",
                         help="characters of question text kept per item (default: 120; 0 leaves text out)")
-    parser.add_argument("--probability", type=float, metavar="P",
+    parser.add_argument("--probability", type=OPEN_PROBABILITY, metavar="P",
                         help="mass of the posterior intervals and band (default: 0.94, as posterior_metrics.py)")
     parser.add_argument("--title", default="Benchmark explorer", help="the page's title")
     parser.add_argument("--quiet", action="store_true", help="print only the final line")

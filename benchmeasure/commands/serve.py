@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
+from benchmeasure.options import SECONDS, number
 from benchmeasure.serving.process import (
     ServerExited,
     ServerTimeout,
@@ -45,8 +46,8 @@ def _parser() -> ArgumentParser:
     actions.choices["start"].add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     actions.choices["wait"].add_argument("--url", required=True, help="answers once the server is ready")
     actions.choices["wait"].add_argument("--log", type=Path, help="its last lines are shown if the server exits")
-    actions.choices["wait"].add_argument("--timeout", type=float, default=1800.0, help="seconds (default 1800)")
-    actions.choices["stop"].add_argument("--grace", type=float, default=60.0,
+    actions.choices["wait"].add_argument("--timeout", type=SECONDS, default=1800.0, help="seconds (default 1800)")
+    actions.choices["stop"].add_argument("--grace", type=number(0.0, 3600.0), default=60.0,
                                          help="seconds between TERM and KILL (default 60)")
     return parser
 
