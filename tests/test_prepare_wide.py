@@ -222,3 +222,15 @@ def test_fuzz_random_tables_clean_error_or_correct_matrix(table, tmp_path):
         assert code == 0, stderr
         models, items, grid = want
         assert read_grid(out) == [["model", *items], *[[m, *map(str, r)] for m, r in zip(models, grid)]]
+
+
+def test_without_numpy_the_wide_path_says_what_to_install(tmp_path):
+    """``python3 -I -S`` (no site-packages): one line naming numpy; pandas is never needed for a wide table."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "scripts" / "prepare_response_matrix.py"),
+                             "--from", "wide", str(CHEMBENCH), "--items-as-rows", "--n-trials", "1",
+                             "--output", "m.csv"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert_rejected(result, "--from wide needs the Python package 'numpy'")
+    assert not (tmp_path / "m.csv").exists()

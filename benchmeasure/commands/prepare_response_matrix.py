@@ -127,7 +127,13 @@ def parse_args(argv):
     logs.add_argument("--model", help="model name for a single log (default: from the log)")
     logs.add_argument("--responses-out", metavar="CSV", help="also write the long model,item_id,trial,correct rows")
     args = parser.parse_args(argv)
-    if args.harness is not None and NEEDS is not None:
+    if args.harness == "wide":  # the standard library parses it; NumPy holds the matrix (no pandas needed)
+        try:
+            import numpy  # noqa: F401
+        except ModuleNotFoundError:
+            fail(f"--from wide needs the Python package 'numpy', which {sys.executable} lacks: run it with "
+                 ".venv-irt/bin/python, or pip install numpy")
+    elif args.harness is not None and NEEDS is not None:
         fail(f"--from {args.harness} needs the Python package {NEEDS!r}, which {sys.executable} lacks: run "
              "it with .venv-irt/bin/python, or pip install -r requirements_irt.txt (a plain "
              "model,item_id,trial,correct CSV needs nothing beyond Python)")
