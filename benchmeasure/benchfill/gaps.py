@@ -44,7 +44,7 @@ class Item:
 
 
 @dataclass(frozen=True)
-class Benchmark:
+class SeedSet:
     """Original items with their calibration, and the scale that normalizes new items."""
 
     name: str
@@ -115,8 +115,8 @@ def read_pool(path: str | os.PathLike, question_field: str, answer_field: str) -
     return pool
 
 
-def load_benchmark(name: str, calibration_path, pool_path, question_field: str = "question",
-                   answer_field: str = "answer") -> Benchmark:
+def load_seed_set(name: str, calibration_path, pool_path, question_field: str = "question",
+                   answer_field: str = "answer") -> SeedSet:
     """Join calibration and pool on item_id and normalize; every calibrated item must be in the pool."""
     calibration = read_calibration(calibration_path)
     pool = read_pool(pool_path, question_field, answer_field)
@@ -127,4 +127,4 @@ def load_benchmark(name: str, calibration_path, pool_path, question_field: str =
     b = [calibration[i][0] for i in ids]
     z = normalize_min_max(b, where=str(calibration_path))
     items = tuple(Item(i, pool[i][0], pool[i][1], zi, calibration[i][0], calibration[i][1]) for i, zi in zip(ids, z))
-    return Benchmark(name, items, min(b), max(b))
+    return SeedSet(name, items, min(b), max(b))

@@ -90,7 +90,7 @@ class Loop:
     Parameters
     ----------
     config : RunConfig
-    benchmark : Benchmark
+    benchmark : SeedSet
     prompts : Prompts
     rewriter : PanelModel
     verifier : PanelVerifier

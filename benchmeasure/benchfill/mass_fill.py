@@ -49,7 +49,7 @@ from pathlib import Path
 
 from benchmeasure.benchfill.config import load_config
 from benchmeasure.benchfill.eventlog import lock_holder, run_lock, select
-from benchmeasure.benchfill.gaps import load_benchmark
+from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.loop import BENCHFILL
 from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, MassResult, MassStep
 from benchmeasure.benchfill.run_folder import MASS_MARKER, RunFolder
@@ -320,7 +320,7 @@ def init_mass(config_path, results_root, name: str | None, limits: Limits) -> Pa
     for label in ("calibration", "pool"):
         if not config.path(getattr(bench_cfg, label)).is_file():
             fail(f"{config_path}: [benchmark] {label} file {config.path(getattr(bench_cfg, label))} not found")
-    origin_order(load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
+    origin_order(load_seed_set(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                 bench_cfg.question_field, bench_cfg.answer_field))
     name = name or datetime.datetime.now().strftime("mass-%Y%m%d-%H%M%S")
     folder = init_run(config_path, results_root, name)
@@ -361,7 +361,7 @@ def status_mass(folder) -> str:
     folder, config = run.path, run.config
     limits = read_limits(folder)
     bench_cfg = config.benchmark
-    benchmark = load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
+    benchmark = load_seed_set(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                bench_cfg.question_field, bench_cfg.answer_field)
     events = run.events()
     state = State.from_events(events)

@@ -28,7 +28,7 @@ from pathlib import Path
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
 from benchmeasure.benchfill.config import check_name, load_config
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
-from benchmeasure.benchfill.gaps import load_benchmark
+from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.loop import BASELINE, BENCHFILL, Loop
 from benchmeasure.benchfill.prompts import Prompts
 from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, Plan, Reannotation
@@ -94,7 +94,7 @@ async def open_loop(run: RunFolder):
     """
     config = run.config
     bench_cfg = config.benchmark
-    benchmark = load_benchmark(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
+    benchmark = load_seed_set(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                bench_cfg.question_field, bench_cfg.answer_field)
     panel = load_panel(config.path(config.panel))
     if panel.rewriter is None:

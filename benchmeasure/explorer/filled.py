@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmeasure.benchfill.gaps import Benchmark, load_benchmark
+from benchmeasure.benchfill.gaps import SeedSet, load_seed_set
 from benchmeasure.benchfill.records import RENAMED, Annotation
 from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
 from benchmeasure.benchfill.summary import reduction
@@ -100,7 +100,7 @@ class FilledRun:
     kind : str
         :data:`BENCHFILL_RUN` or :data:`MASS_FILL`.
     folder : str
-    benchmark : benchmeasure.benchfill.gaps.Benchmark
+    benchmark : benchmeasure.benchfill.gaps.SeedSet
         The original items (calibration joined with the pool, z on its min–max scale).
     calibration, calibration_sha256 : str
         The calibration table the run started from, and its SHA-256.
@@ -115,7 +115,7 @@ class FilledRun:
 
     kind: str
     folder: str
-    benchmark: Benchmark
+    benchmark: SeedSet
     calibration: str
     calibration_sha256: str
     items: list
@@ -219,7 +219,7 @@ def read_filled(folder) -> FilledRun:
     calibration_sha, pool_sha = files["calibration"].sha256, files["pool"].sha256
     settings = run.config.benchmark
     with file_errors(calibration):
-        benchmark = load_benchmark(settings.name, calibration, pool, settings.question_field, settings.answer_field)
+        benchmark = load_seed_set(settings.name, calibration, pool, settings.question_field, settings.answer_field)
     mass = run.is_mass_fill
     kind = MASS_FILL if mass else BENCHFILL_RUN
     summary_path = folder / (MASS_SUMMARY if mass else RUN_SUMMARY)
