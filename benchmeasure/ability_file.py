@@ -9,10 +9,9 @@ or repeated model, or a value that is not a finite number, is one error naming t
 
 from __future__ import annotations
 
-import math
 import os
 
-from .csv_table import duplicate_value, read_table
+from .csv_table import duplicate_value, finite_float, read_table
 from .errors import fail
 
 
@@ -26,13 +25,7 @@ def read_ability_table(path: str | os.PathLike, column: str = "theta_mean") -> d
         fail(f"{table.where(repeated, 'model')}: model {model!r} appears more than once; keep one row per model")
     abilities = {}
     for r, (model, cell) in enumerate(zip(table.column("model"), table.column(column))):
-        try:
-            value = float(cell)
-        except ValueError:
-            fail(f"{table.where(r, column)}, model {model!r}: {cell[:40]!r} is not a number")
-        if not math.isfinite(value):
-            fail(f"{table.where(r, column)}, model {model!r}: {cell!r} is not a finite number")
-        abilities[model] = value
+        abilities[model] = finite_float(cell, f"{table.where(r, column)}, model {model!r}:")
     if not abilities:
         fail(f"{path}: no models (expected one row per model under the header)")
     return abilities

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -165,3 +166,16 @@ def duplicate_value(table: Table, column: str) -> int | None:
             return r
         seen.add(value)
     return None
+
+
+def finite_float(cell: str, where: str) -> float:
+    """``cell`` as a finite float; anything else is one :class:`~benchmeasure.errors.InputError` that starts with
+    ``where`` (file, line, column, item …) and quotes the cell."""
+    text = cell.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        fail(f"{where} {text[:40]!r} is not a number")
+    if not math.isfinite(value):
+        fail(f"{where} {text[:40]!r} is not a finite number")
+    return value

@@ -8,11 +8,10 @@ values but, where present, is used to name the offending item in error messages.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 
-from .csv_table import read_table
+from .csv_table import finite_float, read_table
 from .errors import fail
 
 ID_COLUMNS = ("item", "item_id")
@@ -64,13 +63,7 @@ def read_difficulty_column(path: str | os.PathLike, column: str = "b_mean") -> D
         where = f"{table.where(r)}, item {ids[r]!r}"
         if id_name is not None and not ids[r]:
             fail(f"{table.where(r, id_name)}: blank item ID")
-        try:
-            value = float(cell)
-        except ValueError:
-            fail(f"{where}: {column} {cell[:40]!r} is not a number")
-        if not math.isfinite(value):
-            fail(f"{where}: {column} is {cell!r}, not a finite number")
-        values.append(value)
+        values.append(finite_float(cell, f"{where}: {column}"))
     if len(values) < 2:
         fail(f"{path}: need at least 2 items, found {len(values)}")
     return DifficultyColumn(path=path, column=column, item_ids=ids, values=values, lines=list(table.lines),

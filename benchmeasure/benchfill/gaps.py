@@ -9,11 +9,10 @@ targets; a gap [left, right] has target z* = (left + right)/2, its midpoint (pap
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 
-from benchmeasure.csv_table import read_table
+from benchmeasure.csv_table import finite_float, read_table
 from benchmeasure.errors import fail
 from benchmeasure.files import read_jsonl_objects
 from benchmeasure.metrics import largest_gaps, normalize_min_max
@@ -63,17 +62,6 @@ class SeedSet:
         return (b - self.b_min) / (self.b_max - self.b_min)
 
 
-def _float_cell(row: dict, column: str, where: str) -> float:
-    text = (row.get(column) or "").strip()
-    try:
-        value = float(text)
-    except ValueError:
-        fail(f"{where}: {column} {text!r} is not a number")
-    if not math.isfinite(value):
-        fail(f"{where}: {column} {text!r} is not finite")
-    return value
-
-
 def read_calibration(path: str | os.PathLike) -> dict:
     """``{item_id: (b_mean, b_sd)}`` from a calibration table (``item_id`` or ``item`` column)."""
     path = os.fspath(path)
@@ -93,8 +81,8 @@ def read_calibration(path: str | os.PathLike) -> dict:
         if item in table:
             fail(f"{path}: line {line}: item {item!r} appears twice")
         where = f"{path}: line {line}, item {item!r}"
-        b_sd = _float_cell(row, "b_sd", where) if "b_sd" in header else 0.0
-        table[item] = (_float_cell(row, "b_mean", where), b_sd)
+        b_sd = finite_float(row.get("b_sd") or "", f"{where}: b_sd") if "b_sd" in header else 0.0
+        table[item] = (finite_float(row.get("b_mean") or "", f"{where}: b_mean"), b_sd)
     if len(table) < 2:
         fail(f"{path}: need at least 2 items, found {len(table)}")
     return table

@@ -30,7 +30,7 @@ from benchmeasure.benchfill.gaps import SeedSet, load_seed_set
 from benchmeasure.benchfill.records import RENAMED, Annotation
 from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
 from benchmeasure.benchfill.summary import reduction
-from benchmeasure.csv_table import read_table
+from benchmeasure.csv_table import finite_float, read_table
 from benchmeasure.errors import fail, file_errors
 from benchmeasure.files import sha256_file
 from benchmeasure.metrics import diagnose
@@ -166,17 +166,6 @@ def _field(record: dict, where: str, *keys):
     return value
 
 
-def _float(row: dict, column: str, where: str) -> float:
-    text = (row.get(column) or "").strip()
-    try:
-        value = float(text)
-    except ValueError:
-        fail(f"{where}: {column} {text!r} is not a number")
-    if not math.isfinite(value):
-        fail(f"{where}: {column} {text!r} is not a finite number")
-    return value
-
-
 def read_records(path: Path, id_column: str) -> list:
     """The rows of a records CSV (``new_item_records.csv`` / ``mass_fill_records.csv``), checked."""
     if not path.is_file():
@@ -192,7 +181,7 @@ def read_records(path: Path, id_column: str) -> list:
         fail(f"{path}: no column {missing[0]!r} (columns: {', '.join(table.header)})")
     for r, row in enumerate(table.records()):
         where = f"{path}: line {table.lines[r]}"
-        values = {c: _float(row, c, where) for c in RECORD_FLOATS}
+        values = {c: finite_float(row.get(c) or "", f"{where}: {c}") for c in RECORD_FLOATS}
         try:
             step = int(row["gap"])
         except ValueError:

@@ -304,7 +304,7 @@ def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, 
         import pymc as pm
 
         if progress is not None:
-            progress.update("NUTS (PyMC)", 0, 0)
+            progress.update(f"NUTS ({'numpyro' if sampler == 'numpyro' else 'PyMC'})", 0, 0)
         sample_start = time.perf_counter()
         with _quiet_logger("pymc", quiet=True):
             idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
@@ -379,25 +379,9 @@ def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws,
                         kernel="pytensor" if sampler == "numpyro" else "fused", fixed_b=fixed_b)
     names = ["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]
     checked = ["theta", "b"] if fixed_b is None else ["theta", "b_free"]
-    if sampler == "numpyro":
-        import pymc as pm
-
-        if progress is not None:
-            progress.update("NUTS (numpyro)", 0, 0)
-        sample_start = time.perf_counter()
-        with _quiet_logger("pymc", quiet=True):
-            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed_used,
-                              target_accept=float(target_accept), nuts_sampler=sampler, model=model,
-                              progressbar=False, compute_convergence_checks=False, var_names=names)
-        total = time.perf_counter() - sample_start
-        reported = idata["posterior"].attrs.get("sampling_time")
-        sampling_time = float(reported) if reported else total
-        compile_time = max(total - sampling_time, 0.0)
-    else:
-        idata, compile_time, sampling_time = _run_nuts(
-            model, names, sampler=sampler, chains=chains, tune=tune, draws=draws,
-            target_accept=target_accept, seed_used=seed_used, cores=cores, adaptation=adaptation,
-            progress=progress)
+    idata, compile_time, sampling_time = _run_nuts(
+        model, names, sampler=sampler, chains=chains, tune=tune, draws=draws, target_accept=target_accept,
+        seed_used=seed_used, cores=cores, adaptation=adaptation, progress=progress)
     idata = _keep(idata, names)
     b_stats = per_parameter(idata, "b")
     theta_stats = per_parameter(idata, "theta")
