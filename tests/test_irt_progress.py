@@ -41,6 +41,16 @@ def test_terminal_line_is_redrawn_in_place_with_a_bar():
     assert "1PL fit: [############------------] drawing difficulties" in text
 
 
+def test_every_phase_is_drawn_on_a_terminal_however_short():
+    # A phase that starts and ends between two 0.2 s redraws is still shown, with its bar.
+    stream = _Terminal()
+    with Progress("1PL fit", chains=2, stream=stream) as progress:
+        progress.update("NUTS warm-up", 1, 10)
+        progress.update("NUTS draws", 9, 10)
+    text = stream.getvalue()
+    assert "] NUTS warm-up, 1/10" in text and "] NUTS draws, 9/10" in text and "1PL fit: done" in text
+
+
 def test_an_error_inside_is_reported_as_stopped():
     stream = io.StringIO()
     try:

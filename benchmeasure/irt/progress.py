@@ -4,8 +4,9 @@ A :class:`Progress` holds the current phase (e.g. ``warm-up``, ``draws``, ``diff
 how much of it is done, the chains and the divergences so far; the code doing the work
 calls :meth:`Progress.update`. A background thread writes the state:
 
-* on a terminal (``stream.isatty()``) one line redrawn in place every 0.2 s with a bar,
-  percentage, elapsed time and estimated time remaining;
+* on a terminal (``stream.isatty()``) one line redrawn in place every 0.2 s, and at once
+  whenever a new phase starts, with a bar, percentage, elapsed time and estimated time
+  remaining (so every phase is shown, however short);
 * otherwise (stderr redirected to a file) one full line every ``interval`` seconds
   (default 10; the environment variable ``BENCHMEASURE_PROGRESS_INTERVAL`` overrides it),
   so a log shows the fit is alive, however long one step takes.
@@ -61,6 +62,7 @@ class Progress:
         self.total = 0
         self.divergences = None
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
         self._last = ""
@@ -68,11 +70,14 @@ class Progress:
     # -- state -------------------------------------------------------------------------------
     def update(self, phase: str, done: int, total: int, divergences: int | None = None) -> None:
         with self._lock:
-            if phase != self.phase:
+            new_phase = phase != self.phase
+            if new_phase:
                 self.phase, self.phase_start = phase, time.perf_counter()
             self.done, self.total = int(done), int(total)
             if divergences is not None:
                 self.divergences = int(divergences)
+        if new_phase and self.tty and self._thread is not None:
+            self._write()
 
     def line(self) -> str:
         with self._lock:
@@ -99,14 +104,15 @@ class Progress:
 
     # -- output ------------------------------------------------------------------------------
     def _write(self, final: bool = False) -> None:
-        text = self.line()
-        if self.tty:
-            padded = text.ljust(len(self._last))
-            self.stream.write("\r" + padded + ("\n" if final else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-        self._last = text
+        with self._write_lock:
+            text = self.line()
+            if self.tty:
+                padded = text.ljust(len(self._last))
+                self.stream.write("\r" + padded + ("\n" if final else ""))
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+            self._last = text
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
