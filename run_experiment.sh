@@ -77,25 +77,18 @@ where() {  # where [NAME]: the run folder NAME of this config's benchmark, or it
   fi
 }
 
-start_server() {  # start_server DATA SEED: the simulation server in the background; sets SERVER and BENCHFILL_SIM_URL
-  local log="$1/server.log" limit=${BENCHFILL_SIM_START_S:-120} waited=0
-  "$PY" -m benchmeasure.sim.server --world "$1/world.json" --port 0 --seed "$2" > "$log" 2>&1 &
-  SERVER=$!
-  trap 'kill "$SERVER" 2>/dev/null || true' EXIT
-  # Wait for its "listening" line (a loaded machine may take a while to import), not a fixed time.
-  until grep -q '^listening on ' "$log" 2>/dev/null; do
-    if ! kill -0 "$SERVER" 2>/dev/null; then
-      echo "error: the simulation server exited before it listened: $(tail -n 1 "$log" 2>/dev/null) (log: $log)" >&2
-      exit 1
-    fi
-    if [ "$waited" -ge "$((limit * 10))" ]; then
-      echo "error: the simulation server did not listen within $limit s (log: $log; BENCHFILL_SIM_START_S sets the limit)" >&2
-      exit 1
-    fi
-    sleep 0.1
-    waited=$((waited + 1))
-  done
-  BENCHFILL_SIM_URL=$(sed -n 's/^listening on //p' "$log")
+start_server() {  # start_server DATA SEED: the simulation server in the background; sets BENCHFILL_SIM_URL
+  # Started, awaited and stopped by benchmeasure serve (benchmeasure/serving/process.py), as setup_server.sh does.
+  local log="$1/server.log" pid="$1/server.pid" limit=${BENCHFILL_SIM_START_S:-120}
+  local serve=("$PY" -m benchmeasure serve)
+  "${serve[@]}" start --name sim --pid-file "$pid" --log "$log" -- \
+    "$PY" -m benchmeasure.sim.server --world "$1/world.json" --port 0 --seed "$2" > /dev/null || exit 1
+  SERVE_STOP=("${serve[@]}" stop --name sim --pid-file "$pid" --grace 5 --label run_experiment)
+  trap '"${SERVE_STOP[@]}" 2>/dev/null || true' EXIT
+  # Wait for its "listening on URL" line and for URL/models to answer (a loaded machine may take a while).
+  # BENCHFILL_SIM_START_S sets the limit (default 120 s).
+  BENCHFILL_SIM_URL=$("${serve[@]}" wait --name "the simulation server" --pid-file "$pid" --log "$log" \
+    --url-from-log 'listening on ' --timeout "$limit" --log-lines 0 --label run_experiment) || exit 1
   export BENCHFILL_SIM_URL
 }
 

@@ -59,7 +59,7 @@ def test_sim_server_that_exits_is_one_error_line(tmp_path):
     done = run_experiment("sim", 4, BENCHFILL_RESULTS=str(tmp_path))
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: the simulation server exited before it listened")
+    assert len(lines) == 1 and lines[0].startswith("error: the simulation server exited during start-up: ")
     assert "JSONDecodeError" in lines[0] and str(data / "server.log") in lines[0]
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
-from benchmeasure.options import SECONDS, number
+from benchmeasure.options import SECONDS, integer, number
 from benchmeasure.serving.process import (
     ServerExited,
     ServerTimeout,
@@ -20,6 +21,7 @@ from benchmeasure.serving.process import (
     start_detached,
     stop_group,
     tail,
+    wait_for_announcement,
     wait_until_serving,
 )
 
@@ -28,6 +30,10 @@ examples:
   benchmeasure serve start --name qwen --pid-file .run/servers/qwen.pid --log .run/servers/qwen.log -- vllm serve M
   benchmeasure serve wait --name qwen --pid-file .run/servers/qwen.pid --url http://127.0.0.1:8001/v1/models
   benchmeasure serve stop --name qwen --pid-file .run/servers/qwen.pid
+
+A server that picks its own port and prints it (the simulated panel prints "listening on URL"):
+  benchmeasure serve wait --name sim --pid-file sim.pid --log sim.log --url-from-log "listening on "
+prints the announced URL on stdout once it answers URL/models.
 """
 
 
@@ -44,8 +50,14 @@ def _parser() -> ArgumentParser:
         sub.add_argument("--label", default="serve", help="message prefix, as in [LABEL] (default serve)")
     actions.choices["start"].add_argument("--log", required=True, type=Path, help="stdout and stderr of the server")
     actions.choices["start"].add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
-    actions.choices["wait"].add_argument("--url", required=True, help="answers once the server is ready")
+    where = actions.choices["wait"].add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="answers once the server is ready")
+    where.add_argument("--url-from-log", metavar="PREFIX",
+                       help="read the base URL from the first log line 'PREFIX URL', then wait for URL/models "
+                            "to answer and print URL on stdout (needs --log)")
     actions.choices["wait"].add_argument("--log", type=Path, help="its last lines are shown if the server exits")
+    actions.choices["wait"].add_argument("--log-lines", type=integer(0, 10_000), default=20,
+                                         help="log lines shown below the error when the server exits (default 20)")
     actions.choices["wait"].add_argument("--timeout", type=SECONDS, default=1800.0, help="seconds (default 1800)")
     actions.choices["stop"].add_argument("--grace", type=number(0.0, 3600.0), default=60.0,
                                          help="seconds between TERM and KILL (default 60)")
@@ -72,23 +84,42 @@ def main(argv=None) -> int:
         return 0
     pid = int(args.pid_file.read_text(encoding="utf-8").split()[0])
     if args.action == "wait":
-        try:
-            wait_until_serving(args.url, lambda: not alive(pid), args.timeout, poll=2.0)
-        except ServerExited:
-            print(f"error: {args.name} exited during start-up; last log lines ({args.log}):", file=sys.stderr)
-            print("\n".join(tail(args.log, 20)), file=sys.stderr)
-            os.remove(args.pid_file)
-            return 1
-        except ServerTimeout:
-            print(f"error: {args.name} did not answer {args.url} within {args.timeout:.0f} s (still running, pid "
-                  f"{pid}; see {args.log})", file=sys.stderr)
-            return 1
-        say(f"ready at {args.url.removesuffix('/models')} (pid {pid})")
-        return 0
+        return _wait(args, pid, say)
     if alive(pid):
         stop_group(pid, args.grace, on_kill=lambda: say(f"still running after {args.grace:.0f} s, sending KILL"))
         say(f"stopped (pid {pid})")
     else:
         say("was not running")
     os.remove(args.pid_file)
+    return 0
+
+
+def _wait(args, pid: int, say) -> int:
+    """``serve wait``: 0 once the server answers; 1, with its log's last line, if it exits or times out."""
+    if args.url_from_log is not None and args.log is None:
+        _parser().error("serve wait: --url-from-log needs --log (the file the server announces its URL in)")
+    start = time.monotonic()
+    url = args.url
+    try:
+        if url is None:
+            base = wait_for_announcement(args.log, args.url_from_log, lambda: not alive(pid), args.timeout)
+            url = base.rstrip("/") + "/models"
+        wait_until_serving(url, lambda: not alive(pid), max(args.timeout - (time.monotonic() - start), 0.0),
+                           poll=0.2 if args.url is None else 2.0)
+    except ServerExited:
+        last = tail(args.log, max(args.log_lines, 1))
+        print(f"error: {args.name} exited during start-up: {last[-1] if last else '(empty log)'} (log: {args.log})",
+              file=sys.stderr)
+        if args.log_lines:
+            print("\n".join(last), file=sys.stderr)
+        os.remove(args.pid_file)
+        return 1
+    except ServerTimeout:
+        what = url or f"a '{args.url_from_log}URL' line in {args.log}"
+        print(f"error: {args.name} did not answer {what} within {args.timeout:.0f} s (still running, pid {pid}; "
+              f"see {args.log})", file=sys.stderr)
+        return 1
+    if args.url is None:
+        print(base)
+    say(f"ready at {url.removesuffix('/models')} (pid {pid})")
     return 0

@@ -71,6 +71,38 @@ def wait_until_serving(url: str, exited: Callable[[], bool], timeout: float, pol
     return time.monotonic() - start
 
 
+def announced_url(log_path: Path, prefix: str) -> str | None:
+    """The URL a server printed on a log line ``PREFIX URL`` (the first such line), or None before it has.
+
+    For servers that pick their own port (``--port 0``) and announce it, such as the simulated panel's
+    ``listening on http://127.0.0.1:PORT/v1``.
+    """
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as log:
+            for line in log:
+                if line.startswith(prefix) and line.endswith("\n"):
+                    return line[len(prefix):].strip() or None
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def wait_for_announcement(log_path: Path, prefix: str, exited: Callable[[], bool], timeout: float,
+                          poll: float = 0.1) -> str:
+    """Poll ``log_path`` until the server announces its URL there; return it.
+
+    Raises :class:`ServerExited` when ``exited()`` turns true first, :class:`ServerTimeout` after ``timeout`` s.
+    """
+    start = time.monotonic()
+    while (url := announced_url(log_path, prefix)) is None:
+        if exited():
+            raise ServerExited(str(log_path))
+        if time.monotonic() - start >= timeout:
+            raise ServerTimeout(str(log_path))
+        time.sleep(poll)
+    return url
+
+
 def stop_group(pid: int, grace: float, is_alive: Callable[[], bool] | None = None,
                on_kill: Callable[[], None] | None = None) -> None:
     """SIGTERM the process group of ``pid`` (the process alone if it leads none); SIGKILL after ``grace`` s."""
