@@ -12,30 +12,18 @@ reported in one line with exit status 2 and nothing is written.
 from __future__ import annotations
 
 import argparse
-import csv
-import math
-import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import atomic_write, command_line, package_versions, plan_outputs, sha256_file, write_json
+from benchmeasure.files import plan_outputs
 from benchmeasure.guessing import read_guessing_csv
 from benchmeasure.irt.fit import POSTERIOR_NAME
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
-
-DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
-ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
-#: Every file a fit may write into --output-dir; a refit replaces them all or removes the stale ones.
-OUTPUTS = ("difficulty.csv", "ability.csv", "diagnostics.json")
-PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
-            "numpyro", "jax"]
 
 EXAMPLES = """\
 examples:
@@ -110,6 +98,8 @@ def validate(args):
     from benchmeasure.irt.fit import check_guessing, check_settings
 
     # every output (and the folder) checked before any input is read: none may be an input
+    from benchmeasure.irt.fit_folder import OUTPUTS
+
     plan_outputs(inputs=[args.matrix, args.guessing_csv, args.fixed_difficulties],
                  folders=[(args.output_dir, OUTPUTS)])
     matrix = read_matrix(args.matrix, args.n_trials)
@@ -152,186 +142,6 @@ def read_fixed_difficulties(args, matrix):
 
 
 # ------------------------------------------------------------------------------------------
-# outputs
-
-
-def _cell(value, digits: int = 6) -> str:
-    """A CSV cell: empty for a missing figure (NaN), else a compact float."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return ""
-    return f"{float(value):.{digits}g}" if digits else str(value)
-
-
-def _json_safe(value):
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def build_diagnostics(args, matrix, guessing, result, wall_time: float) -> dict:
-    d = result.diagnostics
-    method = result.method
-    constant = matrix.constant_items()
-    record = {
-        "max_r_hat": d.get("max_r_hat"),
-        "min_ess_bulk": d.get("min_ess_bulk"),
-        "divergences": d.get("divergences", 0),
-        "method": method,
-        "uncertainty": (None if method == "nuts" else
-                        "none: --method map gives the posterior mode only; b_sd, theta_sd, r_hat and ess_bulk are "
-                        "empty and max_r_hat / min_ess_bulk are null"),
-        "converged": d.get("converged") if method == "nuts" else None,
-        "worst_r_hat": d.get("worst_r_hat"),
-        "worst_ess_bulk": d.get("worst_ess_bulk"),
-        "leapfrog_steps_per_draw": d.get("leapfrog_steps_per_draw"),
-        "max_tree_depth_hits": d.get("max_tree_depth_hits"),
-        "settings": {
-            "method": method,
-            "route": result.settings.get("route"),
-            "sampler": args.sampler if method == "nuts" else None,
-            "chains": args.chains if method == "nuts" else None,
-            "tune": args.tune if method == "nuts" else None,
-            "draws": args.draws if method == "nuts" else None,
-            "target_accept": args.target_accept if method == "nuts" else None,
-            "seed": args.seed,
-            "seed_used": result.settings.get("seed_used"),
-            "guessing": (guessing if isinstance(guessing, float) else
-                         {"per_item_csv": os.path.abspath(args.guessing_csv),
-                          "sha256": sha256_file(args.guessing_csv),
-                          "min": float(min(guessing)), "max": float(max(guessing))}),
-            "parametrization": result.settings.get("parametrization"),
-            "adaptation": result.settings.get("adaptation"),
-            "fixed_difficulties": None if args.fixed_difficulties is None else {
-                "path": os.path.abspath(args.fixed_difficulties), "sha256": sha256_file(args.fixed_difficulties),
-                "items": result.settings.get("fixed_items"),
-                "note": "these items kept their given b (b_sd 0, no R-hat/ESS, fixed = true in difficulty.csv); "
-                        "max_r_hat and min_ess_bulk cover the models and the free items"},
-        },
-        "input": {
-            "path": os.path.abspath(args.matrix),
-            "sha256": sha256_file(args.matrix),
-            "models": len(matrix.models),
-            "items": len(matrix.items),
-            "n_trials": matrix.n_trials,
-        },
-        "constant_items": {
-            "all_correct": constant["all_correct"],
-            "all_wrong": constant["all_wrong"],
-            "note": "items every model solved in every trial, or none did; legal, the priors keep their b finite, "
-                    "but their b is set mostly by the prior",
-        },
-        "quadrature": d.get("quadrature"),
-        "timing": {
-            "compile_time_s": d.get("compile_time_s"),
-            "sampling_time_s": d.get("sampling_time_s"),
-            "difficulty_draw_time_s": d.get("difficulty_draw_time_s"),
-            "summary_time_s": d.get("summary_time_s"),
-            "optimization_time_s": d.get("optimization_time_s"),
-            "min_ess_bulk_per_s": d.get("min_ess_bulk_per_s"),
-        },
-        "wall_time_s": wall_time,
-        "warnings": list(result.warnings),
-        "versions": package_versions(PACKAGES),
-        "command": command_line(),
-        "outputs": ["difficulty.csv", "ability.csv", "diagnostics.json"] + ([POSTERIOR_NAME]
-                                                                             if args.save_posterior else []),
-    }
-    return _json_safe(record)
-
-
-def _write_csv(path: Path, columns: list, rows) -> None:
-    with atomic_write(path) as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-
-
-def tail_ess_summary(result) -> dict:
-    """``min_ess_tail`` and ``worst_ess_tail`` over θ and b (ArviZ's tail ESS, 5 % and 95 % quantiles), beside
-    the bulk ESS: how well the posterior intervals are resolved. Empty for a fit without draws (MAP)."""
-    if result.posterior is None:
-        return {"min_ess_tail": None, "worst_ess_tail": None}
-    import numpy as np
-
-    from benchmeasure.irt.diagnostics import ess_tail
-
-    posterior = result.posterior["posterior"].to_dataset()
-    worst, where = None, None
-    for var in ("theta", "b"):
-        if var not in posterior:
-            continue
-        draws = posterior[var]
-        dim = next(d for d in draws.dims if d not in ("chain", "draw"))
-        values = np.asarray(draws.transpose("chain", "draw", dim).values, dtype=float)
-        tails = ess_tail(values)
-        if np.any(np.isfinite(tails)):
-            k = int(np.nanargmin(tails))
-            if worst is None or tails[k] < worst:
-                worst, where = float(tails[k]), f"{var}[{draws[dim].values[k]}]"
-    return {"min_ess_tail": worst, "worst_ess_tail": where}
-
-
-def write_outputs(out_dir: Path, result, diagnostics: dict, save_posterior: bool) -> None:
-    """Write every output to a staging folder first, then move each into place."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".fit_irt.", dir=out_dir))
-    try:
-        fixed = set(result.settings.get("fixed_items") or ())
-        _write_csv(staging / "difficulty.csv", DIFFICULTY_COLUMNS + (["fixed"] if fixed else []),
-                   ([item, _cell(m, 8), _cell(s), _cell(r), _cell(e, 5)]
-                    + ([str(item in fixed).lower()] if fixed else [])
-                    for item, m, s, r, e in zip(result.items, result.b_mean, result.b_sd, result.r_hat,
-                                                result.ess_bulk)))
-        _write_csv(staging / "ability.csv", ABILITY_COLUMNS,
-                   ([model, _cell(m, 8), _cell(s), _cell(r), _cell(e, 5)]
-                    for model, m, s, r, e in zip(result.models, result.theta_mean, result.theta_sd,
-                                                 result.theta_r_hat, result.theta_ess_bulk)))
-        write_json(staging / "diagnostics.json", diagnostics)
-        if save_posterior and result.posterior is not None:
-            save_posterior_zarr(result.posterior, staging / POSTERIOR_NAME)
-        # everything is complete: move into place (the posterior first, diagnostics.json last)
-        if save_posterior and result.posterior is not None:
-            target = out_dir / POSTERIOR_NAME
-            old = None
-            if target.exists():
-                old = staging / "old-posterior"
-                os.replace(target, old)
-            os.replace(staging / POSTERIOR_NAME, target)
-        else:
-            # a posterior left by an earlier fit into this folder would be read as this fit's (stale)
-            stale = out_dir / POSTERIOR_NAME
-            if stale.is_dir() and not stale.is_symlink():
-                shutil.rmtree(stale)
-            elif stale.exists() or stale.is_symlink():
-                stale.unlink()
-        for name in OUTPUTS:
-            os.replace(staging / name, out_dir / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def save_posterior_zarr(posterior, path: Path) -> None:
-    """The posterior DataTree (theta, b and sampler statistics) as a zarr store ArviZ reads back."""
-    import warnings
-
-    tree = posterior.copy()
-    if "sample_stats" in tree.children:
-        stats = tree["sample_stats"].to_dataset()
-        drop = [name for name, var in stats.data_vars.items() if var.dtype == object]
-        if drop:
-            tree["sample_stats"] = stats.drop_vars(drop)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree.to_zarr(path, mode="w")
-
-
-# ------------------------------------------------------------------------------------------
 
 
 def main(argv=None) -> int:
@@ -358,18 +168,14 @@ def main(argv=None) -> int:
                      progress=show_progress, route=args.route, fixed_b=args.fixed_b)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)
-    constant = matrix.constant_items()
-    n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
-    diagnostics = build_diagnostics(args, matrix, guessing, result, time.perf_counter() - wall_start)
-    from benchmeasure.matrix import constant_models
+    from benchmeasure.irt.fit_folder import fit_record, write_fit_folder
 
-    models_constant = constant_models(matrix)
-    diagnostics["constant_models"] = {
-        **models_constant,
-        "note": "models that solved every item in every trial, or none; legal, but their theta is set mostly by "
-                "the prior"}
-    diagnostics.update(tail_ess_summary(result))
-    write_outputs(Path(args.output_dir), result, diagnostics, args.save_posterior)
+    diagnostics = fit_record(result, matrix, matrix_path=args.matrix, guessing=guessing,
+                             guessing_csv=args.guessing_csv, fixed_difficulties=args.fixed_difficulties,
+                             save_posterior=args.save_posterior, wall_time=time.perf_counter() - wall_start)
+    write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
+    constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
+    n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.method == "map":

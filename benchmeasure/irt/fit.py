@@ -100,19 +100,27 @@ class FitResult:
         tail = (1.0 - prob) / 2.0
         return np.quantile(d, tail, axis=0), np.quantile(d, 1.0 - tail, axis=0)
 
+    def difficulty_columns(self) -> dict:
+        """``item,b_mean,b_sd,r_hat,ess_bulk`` as column → values: what difficulty.csv holds."""
+        return {"item": self.items, "b_mean": self.b_mean, "b_sd": self.b_sd, "r_hat": self.r_hat,
+                "ess_bulk": self.ess_bulk}
+
+    def ability_columns(self) -> dict:
+        """``model,theta_mean,theta_sd,r_hat,ess_bulk`` as column → values: what ability.csv holds."""
+        return {"model": self.models, "theta_mean": self.theta_mean, "theta_sd": self.theta_sd,
+                "r_hat": self.theta_r_hat, "ess_bulk": self.theta_ess_bulk}
+
     def difficulty_table(self):
-        """pandas DataFrame ``item,b_mean,b_sd,r_hat,ess_bulk`` (what difficulty.csv holds)."""
+        """pandas DataFrame of :meth:`difficulty_columns`."""
         import pandas as pd
 
-        return pd.DataFrame({"item": self.items, "b_mean": self.b_mean, "b_sd": self.b_sd,
-                             "r_hat": self.r_hat, "ess_bulk": self.ess_bulk})
+        return pd.DataFrame(self.difficulty_columns())
 
     def ability_table(self):
-        """pandas DataFrame ``model,theta_mean,theta_sd,r_hat,ess_bulk`` (what ability.csv holds)."""
+        """pandas DataFrame of :meth:`ability_columns`."""
         import pandas as pd
 
-        return pd.DataFrame({"model": self.models, "theta_mean": self.theta_mean, "theta_sd": self.theta_sd,
-                             "r_hat": self.theta_r_hat, "ess_bulk": self.theta_ess_bulk})
+        return pd.DataFrame(self.ability_columns())
 
 
 # ---------------------------------------------------------------------------------------------

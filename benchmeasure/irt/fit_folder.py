@@ -1,0 +1,210 @@
+"""The fit folder, written once here: ``difficulty.csv``, ``ability.csv``, ``diagnostics.json`` (and
+``posterior.zarr`` with ``--save-posterior``), as ``benchmeasure fit`` (``scripts/fit_irt.py``) leaves them.
+
+* ``difficulty.csv`` — ``item,b_mean,b_sd,r_hat,ess_bulk`` (plus ``fixed`` for an anchored fit), one row per
+  item in matrix order; ``ability.csv`` — ``model,theta_mean,theta_sd,r_hat,ess_bulk``. A figure a method
+  does not give (MAP has no b_sd) is an empty cell, never NaN.
+* ``diagnostics.json`` — :func:`fit_record`: convergence (the paper's Tables 6/9/10 report ``max_r_hat``,
+  ``min_ess_bulk`` and ``divergences``), the settings, the input's sha256, constant items and models, timing,
+  warnings, package versions and the command line. Non-finite numbers are written as null.
+* ``posterior.zarr`` — the ArviZ DataTree of θ and b draws (:func:`save_posterior_zarr`).
+
+:func:`write_fit_folder` writes everything into a staging folder first and then moves each file into place,
+so a folder holds one fit's outputs or the previous fit's, and a refit without ``--save-posterior`` removes
+an older ``posterior.zarr`` that would otherwise be read as this fit's.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.matrix import constant_models
+
+from .fit import POSTERIOR_NAME
+
+DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
+ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
+#: Every file a fit may write into its folder; a refit replaces them all or removes the stale ones.
+OUTPUTS = ("difficulty.csv", "ability.csv", "diagnostics.json")
+#: Packages whose versions a fit record names.
+PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
+            "numpyro", "jax"]
+
+
+def _cell(value, digits: int = 6) -> str:
+    """A CSV cell: empty for a missing figure (None or NaN), else a compact float."""
+    if value is None or not math.isfinite(float(value)):
+        return ""
+    return f"{float(value):.{digits}g}"
+
+
+def json_safe(value):
+    """``value`` with numpy scalars made Python numbers and every non-finite float made None (JSON null)."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixed_difficulties=None,
+               save_posterior: bool = False, wall_time: float) -> dict:
+    """The ``diagnostics.json`` record of ``result`` (a :class:`~.fit.FitResult`) fitted to ``matrix``."""
+    d = result.diagnostics
+    settings = result.settings
+    nuts = result.method == "nuts"
+    constant = matrix.constant_items()
+    models_constant = constant_models(matrix)
+    record = {
+        "max_r_hat": d.get("max_r_hat"),
+        "min_ess_bulk": d.get("min_ess_bulk"),
+        "divergences": d.get("divergences", 0),
+        "method": result.method,
+        "uncertainty": (None if nuts else
+                        "none: --method map gives the posterior mode only; b_sd, theta_sd, r_hat and ess_bulk are "
+                        "empty and max_r_hat / min_ess_bulk are null"),
+        "converged": d.get("converged") if nuts else None,
+        "worst_r_hat": d.get("worst_r_hat"),
+        "worst_ess_bulk": d.get("worst_ess_bulk"),
+        "leapfrog_steps_per_draw": d.get("leapfrog_steps_per_draw"),
+        "max_tree_depth_hits": d.get("max_tree_depth_hits"),
+        "settings": {
+            "method": result.method,
+            "route": settings.get("route"),
+            **{key: settings.get(key) if nuts else None
+               for key in ("sampler", "chains", "tune", "draws", "target_accept")},
+            "seed": settings.get("seed"),
+            "seed_used": settings.get("seed_used"),
+            "guessing": (guessing if isinstance(guessing, float) else
+                         {"per_item_csv": os.path.abspath(guessing_csv), "sha256": sha256_file(guessing_csv),
+                          "min": float(min(guessing)), "max": float(max(guessing))}),
+            "parametrization": settings.get("parametrization"),
+            "adaptation": settings.get("adaptation"),
+            "fixed_difficulties": None if fixed_difficulties is None else {
+                "path": os.path.abspath(fixed_difficulties), "sha256": sha256_file(fixed_difficulties),
+                "items": settings.get("fixed_items"),
+                "note": "these items kept their given b (b_sd 0, no R-hat/ESS, fixed = true in difficulty.csv); "
+                        "max_r_hat and min_ess_bulk cover the models and the free items"},
+        },
+        "input": {
+            "path": os.path.abspath(matrix_path),
+            "sha256": sha256_file(matrix_path),
+            "models": len(matrix.models),
+            "items": len(matrix.items),
+            "n_trials": matrix.n_trials,
+        },
+        "constant_items": {
+            "all_correct": constant["all_correct"],
+            "all_wrong": constant["all_wrong"],
+            "note": "items every model solved in every trial, or none did; legal, the priors keep their b finite, "
+                    "but their b is set mostly by the prior",
+        },
+        "quadrature": d.get("quadrature"),
+        "timing": {key: d.get(key) for key in ("compile_time_s", "sampling_time_s", "difficulty_draw_time_s",
+                                               "summary_time_s", "optimization_time_s", "min_ess_bulk_per_s")},
+        "wall_time_s": wall_time,
+        "warnings": list(result.warnings),
+        "versions": package_versions(PACKAGES),
+        "command": command_line(),
+        "outputs": list(OUTPUTS) + ([POSTERIOR_NAME] if save_posterior else []),
+        "constant_models": {
+            **models_constant,
+            "note": "models that solved every item in every trial, or none; legal, but their theta is set mostly "
+                    "by the prior"},
+        **tail_ess_summary(result),
+    }
+    return json_safe(record)
+
+
+def tail_ess_summary(result) -> dict:
+    """``min_ess_tail`` and ``worst_ess_tail`` over θ and b (tail ESS of the 5 % and 95 % quantiles), beside
+    the bulk ESS: how well the posterior intervals are resolved. None for a fit without draws (MAP)."""
+    if result.posterior is None:
+        return {"min_ess_tail": None, "worst_ess_tail": None}
+    from .diagnostics import ess_tail
+
+    posterior = result.posterior["posterior"].to_dataset()
+    worst, where = None, None
+    for var in ("theta", "b"):
+        if var not in posterior:
+            continue
+        draws = posterior[var]
+        dim = next(d for d in draws.dims if d not in ("chain", "draw"))
+        values = np.asarray(draws.transpose("chain", "draw", dim).values, dtype=float)
+        tails = ess_tail(values)
+        if np.any(np.isfinite(tails)):
+            k = int(np.nanargmin(tails))
+            if worst is None or tails[k] < worst:
+                worst, where = float(tails[k]), f"{var}[{draws[dim].values[k]}]"
+    return {"min_ess_tail": worst, "worst_ess_tail": where}
+
+
+def _write_csv(path: Path, columns: list, rows) -> None:
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+
+
+def _rows(names, table: dict, fixed: set | None = None):
+    """CSV rows from a FitResult table (:meth:`~.fit.FitResult.difficulty_columns`): mean to 8 digits, ESS to 5."""
+    columns = [table[c] for c in list(table)[1:]]
+    for name, mean, sd, r_hat, ess in zip(names, *columns):
+        row = [name, _cell(mean, 8), _cell(sd), _cell(r_hat), _cell(ess, 5)]
+        yield row + ([str(name in fixed).lower()] if fixed else [])
+
+
+def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool) -> None:
+    """Write every output to a staging folder inside ``out_dir`` first, then move each into place."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fit_irt.", dir=out_dir))
+    try:
+        fixed = set(result.settings.get("fixed_items") or ())
+        _write_csv(staging / "difficulty.csv", DIFFICULTY_COLUMNS + (["fixed"] if fixed else []),
+                   _rows(result.items, result.difficulty_columns(), fixed))
+        _write_csv(staging / "ability.csv", ABILITY_COLUMNS,
+                   _rows(result.models, result.ability_columns()))
+        write_json(staging / "diagnostics.json", record)
+        target = out_dir / POSTERIOR_NAME
+        if save_posterior and result.posterior is not None:
+            save_posterior_zarr(result.posterior, staging / POSTERIOR_NAME)
+            # everything is complete: move into place (the posterior first, diagnostics.json last)
+            if target.exists():
+                os.replace(target, staging / "old-posterior")
+            os.replace(staging / POSTERIOR_NAME, target)
+        elif target.is_dir() and not target.is_symlink():  # an earlier fit's posterior would be read as this one's
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+        for name in OUTPUTS:
+            os.replace(staging / name, out_dir / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def save_posterior_zarr(posterior, path: Path) -> None:
+    """The posterior DataTree (theta, b and sampler statistics) as a zarr store ArviZ reads back."""
+    import warnings
+
+    tree = posterior.copy()
+    if "sample_stats" in tree.children:
+        stats = tree["sample_stats"].to_dataset()
+        drop = [name for name, var in stats.data_vars.items() if var.dtype == object]
+        if drop:
+            tree["sample_stats"] = stats.drop_vars(drop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree.to_zarr(path, mode="w")
