@@ -30,6 +30,11 @@ import openai
 
 log = logging.getLogger("benchmeasure.llm")
 
+#: Request header carrying a call's key (``extra_headers={KEY_HEADER: key}``). A server that seeds its sampling
+#: per request (the simulation, :mod:`benchmeasure.sim.server`) uses it to tell apart requests that share one
+#: prompt, so a run's replies do not depend on the order in which concurrent requests arrive. Others ignore it.
+KEY_HEADER = "X-BenchFill-Key"
+
 
 class LLMCallError(RuntimeError):
     """A model call that failed for good (after the last retry, or on a non-retryable status)."""

@@ -40,15 +40,11 @@ from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import parse_child
 from benchmeasure.benchfill.records import Annotation, GapDone, Plan, Reannotation
-from benchmeasure.llm_client import Endpoint
+from benchmeasure.llm_client import KEY_HEADER, Endpoint
 from benchmeasure.verifier.base import Candidate
 
 BENCHFILL = "benchfill"
 BASELINE = "baseline"
-# Sent with each rewrite request: a parent's children share one prompt, and this header lets a server
-# that seeds its sampling per request (the simulation, benchmeasure.sim.server) tell them apart, so a
-# run's replies do not depend on the order in which its concurrent requests arrive. Others ignore it.
-KEY_HEADER = "X-BenchFill-Key"
 CHILD_ID = re.compile(r"^(?P<mode>benchfill|baseline)-g(?P<gap>\d+)-r(?P<round>\d+)-p\d+-c\d+$")
 
 log = logging.getLogger(__name__)

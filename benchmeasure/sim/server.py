@@ -6,7 +6,7 @@ the client's retries: with probability ``fail_rate`` a request gets, in equal sh
 HTTP 429, a reply delayed by ``hang_s`` seconds (longer than the client's timeout), or a
 malformed body (status 200, not JSON). ``server.sim.pause()`` holds every request until
 ``server.sim.resume()``, so a test can keep a run in progress for as long as it needs.
-Standard library only (``http.server``, one thread per connection).
+Served by the standard library (``http.server``, one thread per connection).
 
 Each reply's randomness is seeded by the world's seed, the request body, the request's
 ``X-BenchFill-Key`` header when it has one (the BenchFill loop sends its journal key,
@@ -34,11 +34,11 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from benchmeasure.llm_client import KEY_HEADER
 from benchmeasure.options import SEED, integer, number
 from benchmeasure.sim.world import World, respond
 
 FAILURES = ("500", "429", "hang", "malformed")
-KEY_HEADER = "X-BenchFill-Key"  # benchmeasure.benchfill.loop.KEY_HEADER
 
 
 class SimState:
