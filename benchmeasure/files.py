@@ -239,6 +239,20 @@ def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=No
         handle.write("\n")
 
 
+#: Output field names that were renamed (old → current; CHANGELOG.md). Files written before the rename keep
+#: the old spelling; readers pass what they read through :func:`current_names`.
+RENAMED_FIELDS = {"max_rhat": "max_r_hat", "top5_sum": "top5_gap_sum"}
+
+
+def current_names(obj):
+    """``obj`` with every key named in :data:`RENAMED_FIELDS` spelled the current way, in nested dicts too."""
+    if isinstance(obj, dict):
+        return {RENAMED_FIELDS.get(k, k): current_names(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [current_names(v) for v in obj]
+    return obj
+
+
 def read_jsonl_objects(path: str | os.PathLike, required: tuple = ()) -> list[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of a JSON Lines file, in file order.
 

@@ -31,6 +31,7 @@ from .benchmarks import load_benchmark
 from .checks import check_matrix
 from .csv_table import read_table
 from .errors import fail
+from .files import current_names
 from .matrix import read_matrix
 from .metrics import diagnose
 from .resources import package_file
@@ -39,7 +40,7 @@ from .summary import marked_counts, summarize
 REPORTED_DIR = package_file("data", "paper_reported")  # data/paper_reported/ in a checkout links here
 
 TABLES = {
-    "table1": ("Table 1: DDM, Max Gap, Top-5 Sum, # items", ["ddm", "max_gap", "top5_sum", "items"]),
+    "table1": ("Table 1: DDM, Max Gap, Top-5 Sum, # items", ["ddm", "max_gap", "top5_gap_sum", "items"]),
     "table1_counts": ("Table 1 counts: benchmarks at or over each threshold (of 25)",
                       ["benchmarks_at_or_over", "benchmarks_total"]),
     "readme_example": ("README example: AIME24", ["items", "ddm", "max_gap"]),
@@ -48,11 +49,11 @@ TABLES = {
                                         "target_dev_benchfill"]),
     "table5": ("Table 5: response-matrix checks", ["model_information", "item_information",
                                                    "model_inversion_rate", "item_inversion_rate"]),
-    "table6": ("Table 6: 1PL MCMC diagnostics", ["max_rhat", "min_ess_bulk", "divergences"]),
+    "table6": ("Table 6: 1PL MCMC diagnostics", ["max_r_hat", "min_ess_bulk", "divergences"]),
     "table7": ("Table 7: leave-one-model-out", ["pearson_mean", "pearson_min", "spearman_mean", "spearman_min"]),
     "table8": ("Table 8: BIC, 1PL vs 2PL", ["bic_1pl", "bic_2pl", "delta_bic", "selected"]),
-    "table9": ("Table 9: 1PL and 2PL diagnostics", ["max_rhat", "min_ess_bulk", "divergences"]),
-    "table10": ("Table 10: MIRT diagnostics", ["max_rhat", "min_ess_bulk", "divergences"]),
+    "table9": ("Table 9: 1PL and 2PL diagnostics", ["max_r_hat", "min_ess_bulk", "divergences"]),
+    "table10": ("Table 10: MIRT diagnostics", ["max_r_hat", "min_ess_bulk", "divergences"]),
     "table12": ("Table 12: localized-improvement detection", ["gain_as_printed", "p_value", "detected"]),
 }
 
@@ -88,7 +89,7 @@ def _number(text: str):
 def read_reported(table: str, reported_dir: Path = REPORTED_DIR) -> list[dict]:
     """Rows of ``<reported_dir>/<table>.csv`` with numbers parsed."""
     rows = read_table(reported_dir / f"{table}.csv", nonblank=()).records()
-    return [{k: _number(v) for k, v in row.items()} for row in rows]
+    return [current_names({k: _number(v) for k, v in row.items()}) for row in rows]
 
 
 def _key(row: dict) -> str:
@@ -193,7 +194,7 @@ def _diagnosis(data_dir: Path, name: str):
         return None, f"absent: no {folder / 'difficulty.csv'}"
     b = load_benchmark(folder)
     d = diagnose(b.difficulties, top_k=5, where=str(folder / "difficulty.csv"))
-    return {"ddm": d.ddm, "max_gap": d.max_gap, "top5_sum": d.top_k_gap_sum, "items": d.items}, f"from {folder}"
+    return {"ddm": d.ddm, "max_gap": d.max_gap, "top5_gap_sum": d.top_k_gap_sum, "items": d.items}, f"from {folder}"
 
 
 def _robustness(robustness_dir: Path | None, name: str, section: str, sub: str | None = None):
@@ -202,7 +203,9 @@ def _robustness(robustness_dir: Path | None, name: str, section: str, sub: str |
     path = robustness_dir / name / "robustness.json"
     if not path.is_file():
         return None, f"absent: no {path}"
-    record = json.loads(path.read_text(encoding="utf-8"))
+    record = current_names(_read_json(path, "robustness.json of scripts/irt_robustness.py"))
+    if not isinstance(record, dict):
+        fail(f"{path}: not a robustness record (a JSON object)")
     value = record.get(section)
     if value is not None and sub is not None:
         value = value.get(sub)

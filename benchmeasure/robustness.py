@@ -51,10 +51,10 @@ _BLOCK_CELLS = 5_000_000
 
 
 def table_diagnostics(summary: dict) -> dict:
-    """The three Table 6/9/10 figures (``max_rhat``, ``min_ess_bulk``, ``divergences``) plus the rest."""
-    out = {"max_rhat": summary.get("max_r_hat"), "min_ess_bulk": summary.get("min_ess_bulk"),
+    """The three Table 6/9/10 figures (``max_r_hat``, ``min_ess_bulk``, ``divergences``) plus the rest."""
+    out = {"max_r_hat": summary.get("max_r_hat"), "min_ess_bulk": summary.get("min_ess_bulk"),
            "divergences": summary.get("divergences")}
-    out.update({k: v for k, v in summary.items() if k not in ("max_r_hat",)})
+    out.update(summary)
     return out
 
 
@@ -353,7 +353,7 @@ def markdown(record: dict, name: str) -> str:
     def diag(d):
         if d is None:
             return "— | — | —"
-        r_hat = "—" if d["max_rhat"] is None else f"{d['max_rhat']:.2f}"
+        r_hat = "—" if d["max_r_hat"] is None else f"{d['max_r_hat']:.2f}"
         ess = "—" if d["min_ess_bulk"] is None else f"{d['min_ess_bulk']:.0f}"
         return f"{r_hat} | {ess} | {d['divergences']}"
 

@@ -23,8 +23,8 @@ from .errors import fail
 from .metrics import diagnose
 from .resources import package_file
 
-THRESHOLDS = {"ddm": 0.10, "max_gap": 0.10, "top5_sum": 0.30}
-LABELS = {"ddm": "DDM", "max_gap": "Max Gap", "top5_sum": "Top-5 Sum"}
+THRESHOLDS = {"ddm": 0.10, "max_gap": 0.10, "top5_gap_sum": 0.30}
+LABELS = {"ddm": "DDM", "max_gap": "Max Gap", "top5_gap_sum": "Top-5 Sum"}
 DEFAULT_DOMAINS = package_file("data", "paper_reported", "table3.csv")
 
 
@@ -36,7 +36,7 @@ class SummaryRow:
     domain: str
     ddm: float
     max_gap: float
-    top5_sum: float
+    top5_gap_sum: float
     items: int
 
     def marked(self, metric: str) -> bool:
@@ -44,7 +44,7 @@ class SummaryRow:
 
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "domain": self.domain, "ddm": self.ddm, "max_gap": self.max_gap,
-                "top5_sum": self.top5_sum, "items": self.items,
+                "top5_gap_sum": self.top5_gap_sum, "items": self.items,
                 "marked": {m: self.marked(m) for m in THRESHOLDS}}
 
 
@@ -94,8 +94,8 @@ def markdown_table(rows: list[SummaryRow]) -> str:
 def write_csv(rows: list[SummaryRow], handle) -> None:
     """Machine-readable Table 1: one row per benchmark, marks as 0/1 columns."""
     writer = csv.writer(handle, lineterminator="\n")
-    writer.writerow(["benchmark", "domain", "ddm", "max_gap", "top5_sum", "items",
+    writer.writerow(["benchmark", "domain", "ddm", "max_gap", "top5_gap_sum", "items",
                      *(f"{m}_marked" for m in THRESHOLDS)])
     for r in rows:
-        writer.writerow([r.benchmark, r.domain, repr(r.ddm), repr(r.max_gap), repr(r.top5_sum), r.items,
+        writer.writerow([r.benchmark, r.domain, repr(r.ddm), repr(r.max_gap), repr(r.top5_gap_sum), r.items,
                          *(int(r.marked(m)) for m in THRESHOLDS)])

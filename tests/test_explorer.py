@@ -73,9 +73,9 @@ def test_numbers_equal_diagnose_and_summarize(tmp_path):
     for b, path in zip(data["benchmarks"], files):
         cli = diagnose_json(path)
         assert b["items"] == cli["items"] and len(b["z"]) == cli["items"]
-        assert (b["ddm"], b["max_gap"], b["top5_sum"]) == (cli["ddm"], cli["max_gap"], cli["top5_gap_sum"])
+        assert (b["ddm"], b["max_gap"], b["top5_gap_sum"]) == (cli["ddm"], cli["max_gap"], cli["top5_gap_sum"])
         assert b["text"] == {"ddm": f"{cli['ddm']:.3f}", "max_gap": f"{cli['max_gap']:.3f}",
-                             "top5_sum": f"{cli['top5_gap_sum']:.3f}"}
+                             "top5_gap_sum": f"{cli['top5_gap_sum']:.3f}"}
         assert [g["text"] for g in b["gaps"]] == [f"{g['width']:.3f}" for g in cli["largest_gaps"]]
         assert [g["left"] for g in b["gaps"]] == [int(f"{g['left']:.4f}".replace(".", "")) for g in cli["largest_gaps"]]
     # the counts line and highlights are summarize_benchmarks.py's (Table 1 thresholds)
@@ -86,7 +86,7 @@ def test_numbers_equal_diagnose_and_summarize(tmp_path):
     assert data["benchmarks"][0]["domain"] == "Math"  # the paper's Table 3 row
     counts = {t["metric"]: (t["count"], t["total"]) for t in data["thresholds"]}
     mine = [b["marked"] for b in data["benchmarks"]]
-    assert counts == {m: (sum(x[m] for x in mine), 3) for m in ("ddm", "max_gap", "top5_sum")}
+    assert counts == {m: (sum(x[m] for x in mine), 3) for m in ("ddm", "max_gap", "top5_gap_sum")}
     # hover data: ids implicit for 0 … N−1, question text from test.jsonl ("problem"), b and z exact to shown digits
     aime, skewed, fit = data["benchmarks"]
     assert aime["ids"] is None and aime["questions"] == ["?"] * 30
@@ -169,10 +169,10 @@ def test_posterior_intervals_and_band(tmp_path):
     assert done.returncode == 0, done.stderr
     post = page_data(out)["benchmarks"][0]["posterior"]
     cli = json.loads(run_script("posterior_metrics.py", root / "draws.npz", "--json").stdout)["metrics"]
-    for mine, theirs in (("ddm", "ddm"), ("max_gap", "max_gap"), ("top5_sum", "top5_gap_sum")):
-        assert (post["intervals"][mine]["low"], post["intervals"][mine]["high"]) == \
-            (cli[theirs]["low"], cli[theirs]["high"])
-        assert post["intervals"][mine]["text"] == f"[{cli[theirs]['low']:.3f}, {cli[theirs]['high']:.3f}]"
+    for name in ("ddm", "max_gap", "top5_gap_sum"):
+        assert (post["intervals"][name]["low"], post["intervals"][name]["high"]) == \
+            (cli[name]["low"], cli[name]["high"])
+        assert post["intervals"][name]["text"] == f"[{cli[name]['low']:.3f}, {cli[name]['high']:.3f}]"
     band = post["band"]
     assert post["draws"] == 300 and band["low"][0] >= 0 and band["high"][-1] == 10000
     assert all(lo <= hi for lo, hi in zip(band["low"], band["high"]))

@@ -20,7 +20,7 @@ SCRIPT = ROOT / "scripts" / "reproduce_tables.py"
 
 def test_reported_files_hold_the_papers_numbers():
     table1 = {r["benchmark"]: r for r in read_reported("table1")}
-    assert table1["AIME24"] == {"benchmark": "AIME24", "ddm": 0.077, "max_gap": 0.179, "top5_sum": 0.502,
+    assert table1["AIME24"] == {"benchmark": "AIME24", "ddm": 0.077, "max_gap": 0.179, "top5_gap_sum": 0.502,
                                 "items": 30}
     assert read_reported("readme_example")[0]["max_gap"] == 0.178623
     assert [r["benchmarks_at_or_over"] for r in read_reported("table1_counts")] == [10, 8, 9]
@@ -39,10 +39,10 @@ def local(tmp_path):
     robust = tmp_path / "robust" / "AIME24"
     robust.mkdir(parents=True)
     (robust / "robustness.json").write_text(json.dumps({
-        "diagnostics_1pl": {"max_rhat": 1.01, "min_ess_bulk": 300, "divergences": 0},
+        "diagnostics_1pl": {"max_r_hat": 1.01, "min_ess_bulk": 300, "divergences": 0},
         "leave_one_model_out": {"pearson_mean": 0.99, "pearson_min": 0.98, "spearman_mean": 0.97,
                                 "spearman_min": 0.95},
-        "mirt": {"2": {"max_rhat": 1.5, "min_ess_bulk": 7, "divergences": 1}},
+        "mirt": {"2": {"max_r_hat": 1.5, "min_ess_bulk": 7, "divergences": 1}},
     }))
     return tmp_path, check_matrix(matrix)
 
@@ -57,10 +57,10 @@ def test_compare_all_fills_only_what_exists(local):
     assert by[("table1", "AMC23", "ddm")].local is None and "absent" in by[("table1", "AMC23", "ddm")].note
     assert by[("table5", "AIME24", "model_information")].local == pytest.approx(checks.model_information)
     assert by[("table5", "AIME25", "model_information")].local is None
-    assert by[("table6", "AIME24", "max_rhat")].difference == pytest.approx(1.01 - 1.02)
+    assert by[("table6", "AIME24", "max_r_hat")].difference == pytest.approx(1.01 - 1.02)
     assert by[("table7", "AIME24", "spearman_min")].local == 0.95
-    assert by[("table9", "AIME24 / 2PL", "max_rhat")].local is None
-    assert "no diagnostics_2pl" in by[("table9", "AIME24 / 2PL", "max_rhat")].note
+    assert by[("table9", "AIME24 / 2PL", "max_r_hat")].local is None
+    assert "no diagnostics_2pl" in by[("table9", "AIME24 / 2PL", "max_r_hat")].note
     assert by[("table10", "AIME24 / MIRT-2", "min_ess_bulk")].local == 7
     assert by[("table10", "AIME24 / MIRT-3", "min_ess_bulk")].local is None
     assert all(r.local is None for r in rows if r.table in ("table2", "table12"))
@@ -68,7 +68,7 @@ def test_compare_all_fills_only_what_exists(local):
     assert "no --detection AIME25:Phi-4:benchfill=FILE" in \
         by[("table12", "AIME25 Phi-4 / Original + BenchFill", "p_value")].note
     text = markdown(rows)
-    assert "| AMC23 | all | ddm 0.089, max_gap 0.217, top5_sum 0.539, items 40 | absent |" in text
+    assert "| AMC23 | all | ddm 0.089, max_gap 0.217, top5_gap_sum 0.539, items 40 | absent |" in text
 
 
 def _run(*args):
@@ -90,6 +90,27 @@ def test_cli_outputs(local):
     only = _run("--data-dir", root / "benchmarks", "--tables", "readme_example")
     assert only.returncode == 0 and "## Table 5" not in only.stdout and "| AIME24 | ddm | 0.077077 | 0.125 |" \
         in only.stdout
+
+
+def test_a_robustness_record_written_before_the_rename_is_read(local):
+    # robustness.json of earlier versions spelled max_r_hat as max_rhat (CHANGELOG.md)
+    root, _ = local
+    path = root / "robust" / "AIME24" / "robustness.json"
+    path.write_text(path.read_text().replace('"max_r_hat"', '"max_rhat"'))
+    by = {(r.table, r.key, r.quantity): r for r in compare_all(root / "benchmarks", root / "matrix", root / "robust",
+                                                                 {})}
+    assert by[("table6", "AIME24", "max_r_hat")].local == 1.01
+    assert by[("table10", "AIME24 / MIRT-2", "max_r_hat")].local == 1.5
+
+
+def test_a_broken_robustness_record_is_one_error_line(local):
+    root, _ = local
+    (root / "robust" / "AIME24" / "robustness.json").write_bytes(b"{\"diagnostics_1pl\": ")
+    out = _run("--data-dir", root / "benchmarks", "--matrix-dir", root / "matrix", "--robustness-dir",
+               root / "robust", "--output-dir", root / "out")
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and "robustness.json: not JSON" in lines[0], out.stderr
+    assert not (root / "out").exists()
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -55,10 +55,10 @@ def test_correlation_summary():
 
 
 def test_markdown_layout():
-    diag = {"max_rhat": 1.014, "min_ess_bulk": 333.7, "divergences": 0}
-    record = {"diagnostics_1pl": diag, "diagnostics_2pl": {"max_rhat": 1.06, "min_ess_bulk": 63, "divergences": 983},
+    diag = {"max_r_hat": 1.014, "min_ess_bulk": 333.7, "divergences": 0}
+    record = {"diagnostics_1pl": diag, "diagnostics_2pl": {"max_r_hat": 1.06, "min_ess_bulk": 63, "divergences": 983},
               "bic": bic_comparison(-100.0, -99.0, 2, 3),
-              "mirt": {"2": diag, "3": {"max_rhat": None, "min_ess_bulk": None, "divergences": 0}}}
+              "mirt": {"2": diag, "3": {"max_r_hat": None, "min_ess_bulk": None, "divergences": 0}}}
     text = markdown(record, "AIME24")
     assert "| AIME24 | 1.01 | 334 | 0 |" in text
     assert "| AIME24 | 1.01 | 334 | 0 | 1.06 | 63 | 983 |" in text
@@ -87,7 +87,7 @@ def test_cli_end_to_end_tiny(tmp_path):
     record = json.loads((out_dir / "robustness.json").read_text())
     assert record["benchmark"] == "tiny" and record["models"] == 4 and record["items"] == 10
     for section in ("diagnostics_1pl", "diagnostics_2pl"):
-        assert set(record[section]) >= {"max_rhat", "min_ess_bulk", "divergences"}
+        assert set(record[section]) >= {"max_r_hat", "min_ess_bulk", "divergences"}
     loo = record["leave_one_model_out"]
     assert len(loo["pearson"]) == 4 and loo["dropped_models"] == ["m0", "m1", "m2", "m3"]
     assert loo["pearson_min"] > 0.8          # difficulties spread over [-2, 2] survive dropping a model
@@ -184,7 +184,7 @@ def test_cli_table6_and_bic_from_a_saved_fit(tmp_path):
     assert "1PL fit" not in only6.stderr and "refit" not in only6.stderr   # nothing sampled
     record = json.loads((tmp_path / "t6" / "robustness.json").read_text())
     d = record["diagnostics_1pl"]
-    assert (d["max_rhat"], d["min_ess_bulk"], d["divergences"]) == (saved["max_r_hat"], saved["min_ess_bulk"],
+    assert (d["max_r_hat"], d["min_ess_bulk"], d["divergences"]) == (saved["max_r_hat"], saved["min_ess_bulk"],
                                                                      saved["divergences"])
     assert d["source"] == str(fit_dir / "diagnostics.json") and d["fit_settings"]["seed"] == 1
     assert f"| tiny | {saved['max_r_hat']:.2f} | {saved['min_ess_bulk']:.0f} | 0 |" in only6.stdout

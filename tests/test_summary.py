@@ -29,13 +29,13 @@ def test_rows_by_hand(root):
     aime, even = rows
     assert (aime.benchmark, aime.domain, aime.items) == ("AIME24", "Math", 4)
     assert aime.ddm == pytest.approx(0.125) and aime.max_gap == pytest.approx(0.5)
-    assert aime.top5_sum == pytest.approx(1.0)
-    assert even.domain == "" and even.max_gap == pytest.approx(0.1) and even.top5_sum == pytest.approx(0.5)
+    assert aime.top5_gap_sum == pytest.approx(1.0)
+    assert even.domain == "" and even.max_gap == pytest.approx(0.1) and even.top5_gap_sum == pytest.approx(0.5)
     expected_ddm = sum(abs(i / 10 - (i + 0.5) / 11) for i in range(11)) / 11
     assert even.ddm == pytest.approx(expected_ddm)
-    assert aime.marked("ddm") and aime.marked("max_gap") and aime.marked("top5_sum")
+    assert aime.marked("ddm") and aime.marked("max_gap") and aime.marked("top5_gap_sum")
     assert not even.marked("ddm")
-    assert marked_counts(rows) == {"ddm": (1, 2), "max_gap": (2, 2), "top5_sum": (2, 2)}
+    assert marked_counts(rows) == {"ddm": (1, 2), "max_gap": (2, 2), "top5_gap_sum": (2, 2)}
 
 
 def test_markdown_layout_and_marks(root):

@@ -221,10 +221,9 @@ def posterior_view(draws, probability: float, source: str) -> dict:
     intervals = posterior_intervals(draws, TOP_K, probability)
     grid = np.linspace(0.0, 1.0, BAND_POINTS)
     low, high = ecdf_band(draws, grid, probability)
-    names = {"ddm": "ddm", "max_gap": "max_gap", f"top{TOP_K}_gap_sum": "top5_sum"}
     return {
         "source": source, "draws": int(draws.shape[0]), "probability": probability,
-        "intervals": {names[k]: {**v.as_dict(), "text": f"[{fmt(v.low)}, {fmt(v.high)}]"}
+        "intervals": {k: {**v.as_dict(), "text": f"[{fmt(v.low)}, {fmt(v.high)}]"}
                       for k, v in intervals.items()},
         "band": {"x": [_fixed(x, Z_DECIMALS) for x in grid], "low": [_fixed(v, Z_DECIMALS) for v in low],
                  "high": [_fixed(v, Z_DECIMALS) for v in high]},
@@ -286,8 +285,8 @@ def filled_view(run: FilledRun, chars: int) -> dict:
 
 # -- the page's data ----------------------------------------------------------------------------------
 def _metric_view(d: Diagnosis) -> dict:
-    return {"items": d.items, "ddm": d.ddm, "max_gap": d.max_gap, "top5_sum": d.top_k_gap_sum,
-            "text": {"ddm": fmt(d.ddm), "max_gap": fmt(d.max_gap), "top5_sum": fmt(d.top_k_gap_sum)}}
+    return {"items": d.items, "ddm": d.ddm, "max_gap": d.max_gap, "top5_gap_sum": d.top_k_gap_sum,
+            "text": {"ddm": fmt(d.ddm), "max_gap": fmt(d.max_gap), "top5_gap_sum": fmt(d.top_k_gap_sum)}}
 
 
 def _b_decimals(b: list) -> int:
@@ -341,7 +340,7 @@ def benchmark_view(entry: Entry, domains: dict) -> dict:
 def page_data(entries: list, domains: dict, title: str, provenance: dict) -> dict:
     """Everything the page's script reads (one JSON object)."""
     views = [benchmark_view(e, domains) for e in entries]
-    rows = [SummaryRow(v["name"], v["domain"], v["ddm"], v["max_gap"], v["top5_sum"], v["items"]) for v in views]
+    rows = [SummaryRow(v["name"], v["domain"], v["ddm"], v["max_gap"], v["top5_gap_sum"], v["items"]) for v in views]
     counts = marked_counts(rows)
     return {
         "title": title,
