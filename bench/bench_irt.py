@@ -50,6 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from machine import cpu_name, versions  # noqa: E402  (bench/machine.py, beside this script)
 
 CONFIGS = {
     "nutpie": dict(sampler="nutpie", parametrization="rotated", adaptation="diag", kernel="fused"),
@@ -257,28 +258,10 @@ def table(records, args, gradient) -> str:
             lines.append(f"| {items} | {g['cells']} | {g['fused'] * 1e3:.3f} ms ({g['fused'] / g['cells'] * 1e9:.1f} "
                          f"ns/cell) | {g['pytensor'] * 1e3:.3f} ms ({g['pytensor'] / g['cells'] * 1e9:.1f} ns/cell) | "
                          f"{g['pytensor'] / g['fused']:.1f}× |")
-    lines += ["", f"Machine: {platform.processor() or platform.machine()}, {_cpu_name()}, "
+    lines += ["", f"Machine: {platform.processor() or platform.machine()}, {cpu_name()}, "
               f"{os.cpu_count()} CPUs visible, {args.cores} used; Python {platform.python_version()}; "
-              f"{_versions()}; {time.strftime('%Y-%m-%d')}."]
+              f"{versions(['pymc', 'pytensor', 'nutpie', 'numba'])}; {time.strftime('%Y-%m-%d')}."]
     return "\n".join(lines) + "\n"
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
-def _versions() -> str:
-    from benchmeasure.files import package_versions
-
-    v = package_versions(["pymc", "pytensor", "nutpie", "numba"])
-    return ", ".join(f"{k} {v[k]}" for k in ("pymc", "pytensor", "nutpie", "numba"))
 
 
 def parse_args(argv):

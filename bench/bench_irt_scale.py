@@ -45,6 +45,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from machine import cpu_name, versions  # noqa: E402  (bench/machine.py, beside this script)
 
 SIZES = {"12x40000": (12, 40000, 1.1), "200x10000": (200, 10000, 1.0)}
 TARGET_S = {"12x40000": 300.0, "200x10000": 900.0}
@@ -203,29 +204,11 @@ def table(records, checks, args) -> str:
                          f"| {100 * c['theta_sd_rel']:+.2f}% ± {100 * c['theta_sd_rel_se']:.2f}% "
                          f"| {c['b_mean_z']:.2f} | {c['b_sd_z']:.2f} "
                          f"| {100 * c['b_sd_rel']:+.2f}% ± {100 * c['b_sd_rel_se']:.2f}% |")
-    lines += ["", f"Machine: {platform.machine()}, {_cpu_name()}, {os.cpu_count()} CPUs visible, {args.cores} used; "
-              f"Python {platform.python_version()}; {_versions()}; "
+    lines += ["", f"Machine: {platform.machine()}, {cpu_name()}, {os.cpu_count()} CPUs visible, {args.cores} used; "
+              f"Python {platform.python_version()}; {versions(['pymc', 'nutpie', 'numba'])}; "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
               "The machine was shared with other work (load-average column: 1-minute load before → after each run)."]
     return "\n".join(lines) + "\n"
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
-def _versions() -> str:
-    from benchmeasure.files import package_versions
-
-    v = package_versions(["pymc", "nutpie", "numba"])
-    return ", ".join(f"{k} {v[k]}" for k in ("pymc", "nutpie", "numba"))
 
 
 def parse_args(argv):

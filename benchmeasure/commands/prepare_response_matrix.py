@@ -139,22 +139,18 @@ def parse_args(argv):
              "model,item_id,trial,correct CSV needs nothing beyond Python)")
     if args.items_as_rows and args.harness != "wide":
         fail("--items-as-rows needs --from wide (it describes a wide table's orientation)")
+    # options that describe harness logs only, in the order they are named when misused
+    used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
+                                     ("--scorer", args.scorer), ("--partial", args.partial),
+                                     ("--perturbation", args.perturbation), ("--grade", args.grade),
+                                     ("--model", args.model), ("--responses-out", args.responses_out))
+            if value is not None]
     if args.harness == "wide":
-        used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
-                                         ("--scorer", args.scorer), ("--partial", args.partial),
-                                         ("--perturbation", args.perturbation),
-                                         ("--grade", args.grade), ("--model", args.model),
-                                         ("--responses-out", args.responses_out)) if value is not None]
         if used:
             fail(f"{used[0]} applies to harness logs only, not to --from wide")
         if len(args.responses) != 1:
             fail(f"--from wide reads one table; {len(args.responses)} paths were given")
     elif args.harness is None:
-        used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
-                                         ("--scorer", args.scorer), ("--partial", args.partial),
-                                         ("--perturbation", args.perturbation),
-                                         ("--grade", args.grade), ("--model", args.model),
-                                         ("--responses-out", args.responses_out)) if value is not None]
         if used:
             fail(f"{used[0]} needs --from (it applies to harness logs only)")
         if len(args.responses) != 1:

@@ -368,6 +368,11 @@ def _fit_collapsed(matrix, g, settings, wall_start, *, sampler, chains, tune, dr
     diagnostics["summary_time_s"] = time.perf_counter() - summary_start
     diagnostics["quadrature"] = check
     diagnostics["route"] = "collapsed"
+    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
+
+
+def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start) -> FitResult:
+    """The :class:`FitResult` of a NUTS fit from the per-parameter summaries of b and θ (either route)."""
     diagnostics["wall_time_s"] = time.perf_counter() - wall_start
     return FitResult(
         models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="nuts",
@@ -403,13 +408,7 @@ def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws,
     diagnostics = summarize_diagnostics(idata, checked, sampling_time_s=sampling_time, stats=stats)
     diagnostics["compile_time_s"] = compile_time
     diagnostics["route"] = "joint"
-    diagnostics["wall_time_s"] = time.perf_counter() - wall_start
-    return FitResult(
-        models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="nuts",
-        b_mean=b_stats["mean"], b_sd=b_stats["sd"], r_hat=b_stats["r_hat"], ess_bulk=b_stats["ess_bulk"],
-        theta_mean=theta_stats["mean"], theta_sd=theta_stats["sd"], theta_r_hat=theta_stats["r_hat"],
-        theta_ess_bulk=theta_stats["ess_bulk"], diagnostics=diagnostics, settings=settings, posterior=idata,
-    )
+    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
 
 
 def posterior_mode(matrix: ResponseMatrix, guessing=0.0, *, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, dict]:
