@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import runpy
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
 from benchmeasure.anchors import select_anchors  # noqa: E402
 from benchmeasure.irt.anchored import ability_posterior, score_model  # noqa: E402

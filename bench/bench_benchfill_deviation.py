@@ -20,13 +20,14 @@ import argparse
 import csv
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
 from benchmeasure.sim.dataset import make_sim_benchmark  # noqa: E402
 from benchmeasure.sim.server import serve  # noqa: E402

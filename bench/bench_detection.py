@@ -11,15 +11,15 @@ permutations, it is slow) so the two can be compared.
 from __future__ import annotations
 
 import argparse
-import sys
+import runpy
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
-from benchmeasure.detection import stratified_test, tallies_from_outcomes
+from benchmeasure.detection import stratified_test, tallies_from_outcomes  # noqa: E402
 
 
 def shuffle_p_value(pre, post, permutations, seed):

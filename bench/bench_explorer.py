@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import runpy
 import statistics
 import subprocess
 import sys
@@ -30,9 +31,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from browser import launch, unavailable  # noqa: E402
+_browser = runpy.run_path(str(ROOT / "tests" / "browser.py"))  # the tests' Chromium launcher
+launch, unavailable = _browser["launch"], _browser["unavailable"]
 
 WORDS = ("triangle circle integer prime remainder probability expected value sequence polynomial root real "
          "number digits sum product area perimeter angle chord tangent radius chessboard rook coloring graph "

@@ -43,14 +43,16 @@ import argparse
 import json
 import os
 import platform
+import runpy
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from machine import cpu_name, versions  # noqa: E402  (bench/machine.py, beside this script)
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
+_machine = runpy.run_path(str(Path(__file__).with_name("machine.py")))  # CPU name and versions, shared by the benches
+cpu_name, versions = _machine["cpu_name"], _machine["versions"]
 
 CONFIGS = {
     "nutpie": dict(sampler="nutpie", parametrization="rotated", adaptation="diag", kernel="fused"),

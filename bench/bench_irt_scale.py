@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -44,8 +45,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from machine import cpu_name, versions  # noqa: E402  (bench/machine.py, beside this script)
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
+_machine = runpy.run_path(str(Path(__file__).with_name("machine.py")))  # CPU name and versions, shared by the benches
+cpu_name, versions = _machine["cpu_name"], _machine["versions"]
 
 SIZES = {"12x40000": (12, 40000, 1.1), "200x10000": (200, 10000, 1.0)}
 TARGET_S = {"12x40000": 300.0, "200x10000": 900.0}

@@ -165,6 +165,18 @@ def test_no_sys_path_edits_tree_walks_or_script_subprocesses():
     assert not found, "\n".join(found)
 
 
+def test_entry_points_edit_sys_path_only_through_the_bootstrap():
+    """Wrappers and benchmarks reach the package through scripts/_bootstrap.py, the one sys.path edit."""
+    files = [p for folder in ("scripts", "propose", "verifier", "bench") for p in (ROOT / folder).rglob("*.py")
+             if p != ROOT / "scripts" / "_bootstrap.py" and not p.resolve().is_relative_to(PACKAGE)]
+    assert len(files) > 30
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in files
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+             and node.value.id == "sys"]
+    assert not found, "sys.path edited outside scripts/_bootstrap.py:\n" + "\n".join(found)
+
+
 def test_the_contract_catches_what_it_forbids(tmp_path):
     """The checkers themselves: an analyses module importing the verifier, a parents[2] lookup, a script run."""
     bad = PACKAGE / "compare.py"
