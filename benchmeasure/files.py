@@ -241,7 +241,8 @@ def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=No
 
 #: Output field names that were renamed (old → current; CHANGELOG.md). Files written before the rename keep
 #: the old spelling; readers pass what they read through :func:`current_names`.
-RENAMED_FIELDS = {"max_rhat": "max_r_hat", "top5_sum": "top5_gap_sum"}
+RENAMED_FIELDS = {"max_rhat": "max_r_hat", "top5_sum": "top5_gap_sum",  # robustness.json, summaries
+                  "z_L": "left", "z_R": "right"}  # BenchFill journals, records CSVs and summaries
 
 
 def current_names(obj):

@@ -27,9 +27,7 @@ from typing import ClassVar
 
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.errors import fail
-
-# Field names of journals written before the names were fixed once (CHANGELOG.md): old → new.
-RENAMED = {"z_L": "left", "z_R": "right"}
+from benchmeasure.files import RENAMED_FIELDS
 
 _KINDS = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "list": (list,), "dict": (dict,)}
 
@@ -69,7 +67,7 @@ class Record:
     def from_dict(cls, data: dict, where: str = "record"):
         if not isinstance(data, dict):
             fail(f"{where}: expected a JSON object, got {type(data).__name__}")
-        data = {RENAMED.get(k, k): v for k, v in data.items()}
+        data = {RENAMED_FIELDS.get(k, k): v for k, v in data.items()}  # journals written before the rename
         hints = typing.get_type_hints(cls)
         values = {}
         for spec in fields(cls):

@@ -271,7 +271,7 @@ def filled_view(run: FilledRun, chars: int) -> dict:
         "metrics": {label: _metric_view(d) for label, d in metrics.items()},
         "top3_reduction": f"{run.top3_reduction():.2f}",
         "target_deviation": None if run.target_deviation() is None else f"{run.target_deviation():.4f}",
-        "targets": [{"step": t.step, "left": _fixed(t.z_left, Z_DECIMALS), "right": _fixed(t.z_right, Z_DECIMALS),
+        "targets": [{"step": t.step, "left": _fixed(t.left, Z_DECIMALS), "right": _fixed(t.right, Z_DECIMALS),
                      "target": _fixed(t.target, Z_DECIMALS), "text": fmt(t.target)} for t in run.targets],
         "items": [{"id": i.label, "item_id": i.item_id, "step": i.step, "z": _fixed(min(1.0, max(0.0, i.z)), 4),
                    "z_text": f"{i.z:.4f}", "target": _fixed(i.target, Z_DECIMALS), "target_text": f"{i.target:.4f}",

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmeasure.benchfill.gaps import SeedSet, load_seed_set
-from benchmeasure.benchfill.records import RENAMED, Annotation
+from benchmeasure.benchfill.records import Annotation
 from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
 from benchmeasure.benchfill.summary import reduction
 from benchmeasure.csv_table import finite_float, read_table
 from benchmeasure.errors import fail, file_errors
-from benchmeasure.files import sha256_file
+from benchmeasure.files import RENAMED_FIELDS, sha256_file
 from benchmeasure.metrics import diagnose
 
 RUN_SUMMARY, RUN_RECORDS = "summary.json", "new_item_records.csv"
@@ -51,7 +51,7 @@ class NewItem:
         The child's ID (``benchfill-g1-r2-p0-c3``); ``label`` is the mass-fill ``fill_id`` when there is one.
     step : int
         The gap's rank (BenchFill run) or the mass-fill step.
-    z_left, z_right, target : float
+    left, right, target : float
         The targeted gap and its midpoint z* (paper, Section 4).
     z, b_mean : float
         The item's calibrated difficulty, normalized on the original scale and raw.
@@ -66,8 +66,8 @@ class NewItem:
     item_id: str
     label: str
     step: int
-    z_left: float
-    z_right: float
+    left: float
+    right: float
     target: float
     z: float
     b_mean: float
@@ -83,11 +83,11 @@ class NewItem:
 
 @dataclass(frozen=True)
 class Target:
-    """One targeted gap [z_left, z_right] with target z* (``step`` = gap rank or mass-fill step)."""
+    """One targeted gap [left, right] with target z* (``step`` = gap rank or mass-fill step)."""
 
     step: int
-    z_left: float
-    z_right: float
+    left: float
+    right: float
     target: float
 
 
@@ -175,7 +175,7 @@ def read_records(path: Path, id_column: str) -> list:
     gap_ends = ("left", "right")  # z_L, z_R in folders written before the rename (CHANGELOG.md)
     table = read_table(path, required=tuple(c for c in dict.fromkeys(needed) if c not in gap_ends),
                        nonblank=("gap", "item_id"))
-    table.header = [RENAMED.get(c, c) for c in table.header]
+    table.header = [RENAMED_FIELDS.get(c, c) for c in table.header]
     missing = [c for c in gap_ends if c not in table.header]
     if missing:
         fail(f"{path}: no column {missing[0]!r} (columns: {', '.join(table.header)})")
@@ -248,7 +248,7 @@ def _targets(summary: dict, path: Path, mass: bool) -> list:
         step = _field(entry, where, "step" if mass else "gap")
         if isinstance(step, bool) or not isinstance(step, int):
             fail(f"{where}: {step!r} is not an integer")
-        entry = {RENAMED.get(k, k): v for k, v in entry.items()}  # z_L, z_R in folders written before the rename
+        entry = {RENAMED_FIELDS.get(k, k): v for k, v in entry.items()}  # z_L, z_R in folders written before the rename
         targets.append(Target(step, *(_number(_field(entry, where, key), f"{where} {key}")
                                       for key in ("left", "right", "target"))))
     return targets
