@@ -6,8 +6,9 @@ Three pages are built through the real command line and loaded from their file U
 
 * ``difficulties``: the released layout (``item_id,b_mean``, IDs 0 … N−1) without ``test.jsonl``;
 * ``string IDs``: fit_irt.py-style files whose item IDs are strings (``item,b_mean``);
-* ``questions``: the released layout with a ``test.jsonl`` per benchmark (question text kept to
-  the default 120 characters).
+* ``questions``: the released layout with a ``test.jsonl`` per benchmark, default settings: question
+  text up to 120 characters, cut shorter where the page would pass the 5 MB budget (``--max-mb``);
+* ``all text``: the same with ``--max-mb 0``, every question kept to 120 characters (the alternative).
 
 For each: the file size; the time until the page has drawn its table and first chart
 (``performance.now()`` at the page's ready mark, measured from navigation start, so HTML
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import runpy
 import statistics
 import subprocess
@@ -61,13 +63,18 @@ def write_suite(root: Path, benchmarks: int, items: int, layout: str, seed: int 
     return root
 
 
-def build(folder: Path, output: Path) -> float:
+def build(folder: Path, output: Path, *extra: str) -> tuple[float, int | None]:
+    """Build the page; return the seconds taken and the question characters it kept (None: no text)."""
     started = time.perf_counter()
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "explore_benchmarks.py"), str(folder),
-                           "--output", str(output), "--quiet"], capture_output=True, text=True)
+                           "--output", str(output), "--quiet", *extra], capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(done.stderr)
-    return time.perf_counter() - started
+    data = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>',
+                     output.read_text(encoding="utf-8"), re.S)
+    page = json.loads(data.group(1))
+    chars = page["provenance"]["settings"]["question_chars"] if page["benchmarks"][0]["questions"] else None
+    return time.perf_counter() - started, chars
 
 
 def measure(browser, path: Path, repeats: int) -> dict:
@@ -107,20 +114,24 @@ def main() -> int:
     results = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         browser = launch(playwright)
-        for layout in ("difficulties", "string IDs", "questions"):
-            folder = write_suite(Path(tmp) / layout.replace(" ", "_"), args.benchmarks, args.items, layout)
+        for layout, extra in (("difficulties", ()), ("string IDs", ()), ("questions", ()),
+                              ("all text", ("--max-mb", "0"))):
+            suite = "questions" if layout == "all text" else layout
+            folder = Path(tmp) / suite.replace(" ", "_")
+            if not folder.exists():
+                write_suite(folder, args.benchmarks, args.items, suite)
             page = Path(tmp) / f"{layout.replace(' ', '_')}.html"
-            built = build(folder, page)
+            built, chars = build(folder, page, *extra)
             timing = measure(browser, page, args.repeats)
-            results.append((layout, page.stat().st_size / 1e6, built, timing))
+            results.append((layout, page.stat().st_size / 1e6, built, timing, chars))
         browser.close()
     print(f"explorer page, {args.benchmarks} benchmarks x {args.items:,} items, headless Chromium "
           f"({args.repeats} loads each)")
-    print(f"{'page':<14} {'size MB':>8} {'target':>7} {'render s':>9} {'(median)':>9} {'target':>7} "
-          f"{'switch s':>9} {'build s':>8}")
-    for layout, size, built, t in results:
-        print(f"{layout:<14} {size:8.2f} {'<' + str(SIZE_MB):>7} {t['best']:9.3f} {t['median']:9.3f} "
-              f"{'<' + str(RENDER_S):>7} {t['switch']:9.3f} {built:8.1f}")
+    print(f"{'page':<14} {'text chars':>10} {'size MB':>8} {'target':>7} {'render s':>9} {'(median)':>9} "
+          f"{'target':>7} {'switch s':>9} {'build s':>8}")
+    for layout, size, built, t, chars in results:
+        print(f"{layout:<14} {'-' if chars is None else chars:>10} {size:8.2f} {'<' + str(SIZE_MB):>7} "
+              f"{t['best']:9.3f} {t['median']:9.3f} {'<' + str(RENDER_S):>7} {t['switch']:9.3f} {built:8.1f}")
     return 0
 
 

@@ -305,6 +305,49 @@ def test_records_reader_fuzz_bytes(tmp_path, raw):
         pass
 
 
+def test_question_text_is_cut_to_keep_the_page_within_its_size_budget(tmp_path):
+    rng = random.Random(3)
+    bench = tmp_path / "benchmarks"
+    for name in ("Long", "Longer"):
+        folder = make_benchmark(bench, name, [rng.gauss(0, 1) for _ in range(400)], test_ids=None)
+        (folder / "test.jsonl").write_text("".join(
+            json.dumps({"item_id": i, "question": f"Q{i} " + "word " * 60}) + "\n" for i in range(400)))
+    full = explore(bench, "--output", tmp_path / "full.html", "--max-mb", "0")
+    assert full.returncode == 0, full.stderr
+    full_size = (tmp_path / "full.html").stat().st_size
+    assert page_data(tmp_path / "full.html")["benchmarks"][0]["questions"][5].startswith("Q5 word")
+    assert "cut to" not in full.stdout
+
+    budget = (full_size - 60_000) / 1e6  # a budget the full text does not fit in
+    cut = explore(bench, "--output", tmp_path / "cut.html", "--max-mb", f"{budget:.6f}")
+    assert cut.returncode == 0, cut.stderr
+    size = (tmp_path / "cut.html").stat().st_size
+    data = page_data(tmp_path / "cut.html")
+    chars = data["provenance"]["settings"]["question_chars"]
+    assert size <= budget * 1e6 and 0 < chars < 120
+    assert data["provenance"]["settings"]["question_chars_asked"] == 120
+    assert f"note: question text cut to {chars} characters per item (asked: 120)" in cut.stdout
+    text = " ".join(("Q5 " + "word " * 60).split())
+    assert data["benchmarks"][0]["questions"][5] == text[:chars].rstrip() + "…"
+    # the longest text that fits: one character more does not
+    more = explore(bench, "--output", tmp_path / "more.html", "--max-mb", "0", "--question-chars", chars + 1)
+    assert more.returncode == 0 and (tmp_path / "more.html").stat().st_size > budget * 1e6
+
+    # too small a budget for 20 characters: the text is left out, not cut to a few letters
+    bare = tmp_path / "bare.html"
+    assert explore(bench, "--output", bare, "--question-chars", 0).returncode == 0
+    squeezed = explore(bench, "--output", tmp_path / "squeezed.html", "--max-mb",
+                       f"{(bare.stat().st_size + 9_000) / 1e6}")  # 800 items x 20 characters need ~20 kB
+    assert squeezed.returncode == 0, squeezed.stderr
+    assert page_data(tmp_path / "squeezed.html")["benchmarks"][0]["questions"] is None
+    assert "note: question text left out: even 20 characters per item would take the page over" in squeezed.stdout
+
+    tiny = explore(bench, "--output", tmp_path / "tiny.html", "--max-mb", "0.001")
+    assert tiny.returncode == 0, tiny.stderr
+    assert page_data(tmp_path / "tiny.html")["benchmarks"][0]["questions"] is None
+    assert "over --max-mb 0.001 even without question text" in tiny.stdout
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=st.binary(max_size=200), chars=st.integers(1, 50))
 def test_question_reader_fuzz(tmp_path, raw, chars):
@@ -348,3 +391,20 @@ def test_posterior_spec(spec):
     name, path = parse_posterior(spec)
     assert (name is None and str(path) == str(Path(spec))) or f"{name}={path}" == spec or \
         spec.startswith(f"{name}=")
+
+
+@settings(max_examples=300, deadline=None)
+@given(budget=st.integers(0, 6000), chars=st.integers(0, 150), least=st.integers(1, 30),
+       per_char=st.integers(1, 60))
+def test_the_size_budget_keeps_the_longest_text_that_fits(budget, chars, least, per_char):
+    from benchmeasure.explorer import page
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(page, "render", lambda n: "x" * (1000 + per_char * n))  # a page that grows with its text
+        html, kept = page.render_within(chars, budget, chars, lambda data, n: n, least=least)
+    assert len(html) == 1000 + per_char * kept
+    fits = [n for n in range(min(least, chars), chars + 1) if 1000 + per_char * n <= budget]
+    if budget == 0 or 1000 + per_char * chars <= budget:
+        assert kept == chars
+    else:
+        assert kept == (max(fits) if fits else 0)

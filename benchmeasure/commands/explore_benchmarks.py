@@ -16,16 +16,19 @@ from benchmeasure.explorer.collect import (
     attach_filled,
     attach_posteriors,
     check_names,
+    has_questions,
     load_entries,
     page_data,
+    recut_questions,
 )
-from benchmeasure.explorer.page import render
+from benchmeasure.explorer.page import render_within
 from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions
-from benchmeasure.options import OPEN_PROBABILITY, integer
+from benchmeasure.options import OPEN_PROBABILITY, integer, number
 from benchmeasure.summary import DEFAULT_DOMAINS, read_domains
 
 log = logging.getLogger("benchmeasure.explorer")
-LARGE_PAGE = 5_000_000  # bytes: bench/bench_explorer.py keeps 25 benchmarks x 10,000 items (no text) under it
+MAX_MB = 5.0  # default page budget: bench/bench_explorer.py shows 25 benchmarks x 10,000 items fit in it
+LEAST_CHARS = 20  # shorter question text says too little to be worth its bytes: then none is kept
 
 EXAMPLES = f"""\
 examples:
@@ -53,7 +56,10 @@ inputs:
 the page: numbers are those of diagnose_benchmark.py (paper Table 1, three decimals); highlighted
 cells reach DDM >= 0.10, Max Gap >= 0.10, Top-5 Gap Sum >= 0.30. The page needs no server and no
 network: open it from disk. Question text is cut to --question-chars characters (a 10,000-item
-benchmark adds about that many kilobytes per character kept). Question fields tried in order:
+benchmark adds about that many kilobytes per character kept); when the page would pass --max-mb
+(default {MAX_MB:g} MB), every question is cut shorter, to the longest length that fits (left out
+when not even {LEAST_CHARS} characters fit), and a note says so (--max-mb 0 keeps --question-chars
+whatever the size). Question fields tried in order:
 {", ".join(QUESTION_FIELDS)}.
 """
 
@@ -80,6 +86,9 @@ def parse_args(argv):
                              f"{', '.join(QUESTION_FIELDS)} present)")
     parser.add_argument("--question-chars", type=integer(0, 1_000_000), default=120, metavar="N",
                         help="characters of question text kept per item (default: 120; 0 leaves text out)")
+    parser.add_argument("--max-mb", type=number(0.0, 1e6), default=MAX_MB, metavar="MB",
+                        help=f"page size budget: question text is cut shorter to stay under it (default {MAX_MB:g}; "
+                             "0 = no budget)")
     parser.add_argument("--probability", type=OPEN_PROBABILITY, metavar="P",
                         help="mass of the posterior intervals and band (default: 0.94, as posterior_metrics.py)")
     parser.add_argument("--title", default="Benchmark explorer", help="the page's title")
@@ -135,12 +144,16 @@ def main(argv=None) -> int:
         "command": command_line(), "written": datetime.datetime.now().isoformat(timespec="seconds"),
         "benchmeasure": __version__,
         "settings": {"column": args.column, "question_field": args.question_field,
-                     "question_chars": args.question_chars, "probability": args.probability, "top_k": 5,
+                     "question_chars": args.question_chars, "question_chars_asked": args.question_chars,
+                     "max_mb": args.max_mb, "probability": args.probability, "top_k": 5,
                      "normalization": "per-benchmark min-max to [0, 1]"},
         "inputs_sha256": inputs, "package_versions": versions,
         "skipped_folders": [str(folder) for folder in skipped],
     }
-    html = render(page_data(entries, {**domains}, args.title, provenance))
+    data = page_data(entries, {**domains}, args.title, provenance)
+    budget = round(args.max_mb * 1e6)
+    html, chars = render_within(data, budget, args.question_chars if has_questions(data) else 0, recut_questions,
+                                least=min(LEAST_CHARS, args.question_chars))
     with atomic_write(output) as handle:
         handle.write(html)
     for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
@@ -148,7 +161,14 @@ def main(argv=None) -> int:
     size = len(html.encode("utf-8"))
     print(f"wrote {output} ({len(entries)} benchmark{'s' if len(entries) != 1 else ''}, {size / 1e6:.2f} MB); "
           f"open it in a browser, no server needed")
-    if size > LARGE_PAGE and args.question_chars:
-        print(f"note: question text makes most of this page; --question-chars {max(args.question_chars // 3, 1)} "
-              f"or 0 makes it smaller (it is {args.question_chars} characters per item now)")
+    if has_questions(data) and 0 < chars < args.question_chars:
+        print(f"note: question text cut to {chars} characters per item (asked: {args.question_chars}) to keep the "
+              f"page under {args.max_mb:g} MB; --max-mb 0 keeps all {args.question_chars}")
+    elif has_questions(data) and chars == 0 and args.question_chars:
+        print(f"note: question text left out: even {min(LEAST_CHARS, args.question_chars)} characters per item "
+              f"would take the page over {args.max_mb:g} MB; a larger --max-mb (0 = no budget) keeps it")
+    if budget and size > budget:
+        print(f"note: the page is {size / 1e6:.2f} MB, over --max-mb {args.max_mb:g}"
+              + (" even without question text" if has_questions(data) else "") +
+              "; it still works, but loads slowly")
     return 0

@@ -97,7 +97,7 @@ def read_questions(path: Path, question_field: str | None, chars: int) -> dict:
     for line, record in read_jsonl_objects(path, ("item_id",)):
         text = " ".join(_question_text(record, question_field, f"{path} line {line}").split())
         key = record["item_id"]
-        questions[str(key)] = text if len(text) <= chars else text[:chars].rstrip() + "…"
+        questions[str(key)] = _snippet(text, chars)
     return questions
 
 
@@ -259,8 +259,34 @@ def _entry_from_run(run: FilledRun, taken: set, chars: int) -> Entry:
 
 
 def _snippet(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text`` (whitespace runs made one space), "…" where it was cut.
+
+    Cutting a snippet again to fewer characters gives the snippet of the full text at that length."""
     text = " ".join(str(text).split())
     return text if len(text) <= chars else text[:chars].rstrip() + "…"
+
+
+def has_questions(data: dict) -> bool:
+    """Whether the page data (:func:`page_data`) holds any question text."""
+    return any(view["questions"] or any(i["question"] for i in (view["filled"] or {}).get("items", ()))
+               for view in data["benchmarks"])
+
+
+def recut_questions(data: dict, chars: int) -> dict:
+    """A copy of the page data (:func:`page_data`) with every question text cut to ``chars`` characters
+    (fewer than it was built with; 0 leaves the text out), and the setting recorded in its provenance."""
+    views = []
+    for view in data["benchmarks"]:
+        view = dict(view)
+        if view["questions"]:
+            view["questions"] = [_snippet(q, chars) for q in view["questions"]] if chars else None
+        if view["filled"]:
+            view["filled"] = {**view["filled"], "items": [{**i, "question": _snippet(i["question"], chars)
+                                                           if chars else ""} for i in view["filled"]["items"]]}
+        views.append(view)
+    provenance = dict(data["provenance"])
+    provenance["settings"] = {**provenance["settings"], "question_chars": chars}
+    return {**data, "benchmarks": views, "provenance": provenance}
 
 
 def filled_view(run: FilledRun, chars: int) -> dict:

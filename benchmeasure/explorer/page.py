@@ -38,6 +38,27 @@ def template() -> str:
     return resources.files("benchmeasure.explorer").joinpath("template.html").read_text(encoding="utf-8")
 
 
+def render_within(data: dict, max_bytes: int, chars: int, recut, least: int = 1) -> tuple[str, int]:
+    """The page for ``data`` and the question length it keeps: ``chars`` when the page fits in ``max_bytes``
+    (0 = no limit), else the longest question text (``recut(data, n)``, ``least`` <= n < ``chars``) that fits,
+    found by bisection; 0 (no text) when no such length fits."""
+    page = render(data)
+    if not max_bytes or len(page.encode("utf-8")) <= max_bytes or not chars:
+        return page, chars
+    best = (render(recut(data, 0)), 0)
+    low, high = max(least, 1), chars - 1  # the answer is the largest n in [low, high] that fits, or 0
+    while low <= high and len(best[0].encode("utf-8")) <= max_bytes:
+        middle = low if best[1] == 0 else (low + high + 1) // 2  # the shortest first: often none fits
+        candidate = render(recut(data, middle))
+        if len(candidate.encode("utf-8")) > max_bytes:
+            if best[1] == 0:
+                break
+            high = middle - 1
+        else:
+            best, low = (candidate, middle), middle + 1
+    return best
+
+
 def render(data: dict) -> str:
     """The complete page for ``data`` (:func:`benchmeasure.explorer.collect.page_data`)."""
     page = template()
