@@ -256,6 +256,15 @@ def test_filled_runs_before_after(tmp_path, filled_runs):
     assert alone.returncode == 0, alone.stderr
     (row,) = page_data(out)["benchmarks"]
     assert row["name"] == "math_sim" and row["ddm"] == bench["ddm"] and row["questions"][0].startswith("Simulated")
+    # a size budget cuts the new items' question text as well as the benchmark's
+    full = out.stat().st_size
+    cut = explore("--filled", run, "--output", out, "--max-mb", f"{(full - 2000) / 1e6}", "--question-chars", 60)
+    assert cut.returncode == 0 and out.stat().st_size <= full - 2000, cut.stderr
+    (row,) = page_data(out)["benchmarks"]
+    chars = page_data(out)["provenance"]["settings"]["question_chars"]
+    assert 20 <= chars < 60 and "question text cut to" in cut.stdout
+    assert all(len(i["question"]) <= chars + 1 for f in row["filled"] for i in f["items"])
+    assert all(len(q) <= chars + 1 for q in row["questions"])
 
 
 def test_changed_calibration_is_refused(tmp_path, filled_runs):

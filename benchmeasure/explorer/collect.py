@@ -268,7 +268,7 @@ def _snippet(text: str, chars: int) -> str:
 
 def has_questions(data: dict) -> bool:
     """Whether the page data (:func:`page_data`) holds any question text."""
-    return any(view["questions"] or any(i["question"] for i in (view["filled"] or {}).get("items", ()))
+    return any(view["questions"] or any(i["question"] for run in view["filled"] or () for i in run["items"])
                for view in data["benchmarks"])
 
 
@@ -281,8 +281,8 @@ def recut_questions(data: dict, chars: int) -> dict:
         if view["questions"]:
             view["questions"] = [_snippet(q, chars) for q in view["questions"]] if chars else None
         if view["filled"]:
-            view["filled"] = {**view["filled"], "items": [{**i, "question": _snippet(i["question"], chars)
-                                                           if chars else ""} for i in view["filled"]["items"]]}
+            view["filled"] = [{**run, "items": [{**i, "question": _snippet(i["question"], chars) if chars else ""}
+                                                for i in run["items"]]} for run in view["filled"]]
         views.append(view)
     provenance = dict(data["provenance"])
     provenance["settings"] = {**provenance["settings"], "question_chars": chars}
