@@ -344,3 +344,38 @@ def test_mass_fill_marker_reader_fuzz(tmp_path_factory, limits):
         for name in ("max_items", "max_calls", "max_rounds"):
             value = getattr(read, name)
             assert value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+# A full disk during init: the n-th fsync fails with ENOSPC (patched in the child, as a tiny tmpfs would)
+FULL_DISK = """
+import errno, os, runpy, sys
+real, calls = os.fsync, [0]
+def fsync(fd):
+    calls[0] += 1
+    if calls[0] == int(os.environ["FAIL_AT"]):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return real(fd)
+os.fsync = fsync
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+MASS_FILL = ROOT / "propose" / "mass_fill" / "mass_fill.py"
+
+
+@pytest.mark.parametrize("script, fail_at", [(CLI[1], 1), (CLI[1], 2), (MASS_FILL, 1), (MASS_FILL, 2), (MASS_FILL, 3)])
+def test_init_on_a_full_disk_leaves_no_run_folder_and_the_old_latest(tmp_path, script, fail_at):
+    # BenchFill writes config.json then LATEST; mass fill writes config.json, mass_fill.json, then LATEST
+    config, results = truth_config(tmp_path), tmp_path / "results"
+    first = init_cli(config, results, "--name", "first")
+    assert first.returncode == 0, first.stderr
+    latest = results / "math_sim" / "LATEST"
+    before = latest.read_bytes()
+    budget = ["--max-items", "2"] if script == MASS_FILL else []
+    done = subprocess.run([sys.executable, "-c", FULL_DISK, str(script), "init", "--config", str(config),
+                           "--results", str(results), "--name", "second", *budget],
+                          capture_output=True, text=True, env={**os.environ, "FAIL_AT": str(fail_at)})
+    assert_rejected(done, "No space left on device")
+    assert sorted(p.name for p in (results / "math_sim").iterdir()) == ["LATEST", "first"]
+    assert latest.read_bytes() == before

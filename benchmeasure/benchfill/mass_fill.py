@@ -117,8 +117,13 @@ def read_limits(folder: Path) -> Limits:
     return limits
 
 
+def limits_record(limits: Limits) -> dict:
+    """The mass-fill marker's content (``mass_fill.json``)."""
+    return {"limits": asdict(limits)}
+
+
 def write_limits(folder: Path, limits: Limits) -> None:
-    write_json(folder / MASS_MARKER, {"limits": asdict(limits)}, sort_keys=True)
+    write_json(folder / MASS_MARKER, limits_record(limits), sort_keys=True)
 
 
 # -- ids of the filled benchmark -------------------------------------------------------------------
@@ -323,9 +328,7 @@ def init_mass(config_path, results_root, name: str | None, limits: Limits) -> Pa
     origin_order(load_seed_set(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                 bench_cfg.question_field, bench_cfg.answer_field))
     name = name or datetime.datetime.now().strftime("mass-%Y%m%d-%H%M%S")
-    folder = init_run(config_path, results_root, name)
-    write_limits(folder, limits)
-    return folder
+    return init_run(config_path, results_root, name, extra={MASS_MARKER: limits_record(limits)})
 
 
 async def _mass(run: RunFolder, limits: Limits) -> dict:

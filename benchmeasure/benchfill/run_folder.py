@@ -18,7 +18,7 @@ from pathlib import Path
 from benchmeasure.benchfill.config import RunConfig, check_name, config_from_dict
 from benchmeasure.benchfill.eventlog import EVENTS, read_events
 from benchmeasure.errors import fail
-from benchmeasure.files import sha256_file
+from benchmeasure.files import atomic_write, sha256_file
 
 CONFIG = "config.json"
 MASS_MARKER = "mass_fill.json"  # present in mass-fill folders, which 'benchfill.py run' refuses
@@ -101,7 +101,8 @@ class RunFolder:
 
 def write_latest(folder: Path) -> None:
     """Remember ``folder`` as its benchmark's newest run (``run_experiment.sh run`` without a RUN uses it)."""
-    (folder.parent / LATEST).write_text(f"{folder}\n", encoding="utf-8")
+    with atomic_write(folder.parent / LATEST) as handle:  # a failed write leaves the previous LATEST whole
+        handle.write(f"{folder}\n")
 
 
 def latest(results_root, benchmark: str) -> Path:

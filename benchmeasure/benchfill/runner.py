@@ -48,8 +48,11 @@ __all__ = ["CONFIG", "MASS_MARKER", "RECORD_COLUMNS", "init_run", "open_loop", "
 log = logging.getLogger(__name__)
 
 
-def init_run(config_path, results_root, run_name: str | None = None) -> Path:
-    """Create a run folder with the resolved config; refuses an existing folder or a name outside ``results_root``."""
+def init_run(config_path, results_root, run_name: str | None = None, extra: dict | None = None) -> Path:
+    """Create a run folder with the resolved config; refuses an existing folder or a name outside ``results_root``.
+
+    ``extra`` (file name → JSON object) is written into the folder too, before it becomes the benchmark's
+    LATEST run (mass fill's marker); the folder appears with all of its files or not at all."""
     config = load_config(config_path)
     default = datetime.datetime.now().strftime("run-%Y%m%d-%H%M%S")
     name = default if run_name is None else check_name(run_name, "run name")
@@ -79,8 +82,20 @@ def init_run(config_path, results_root, run_name: str | None = None) -> Path:
               "panel": {"path": str(panel_path), "sha256": sha256_file(panel_path)},
               "created": datetime.datetime.now().isoformat(timespec="seconds"),
               "versions": package_versions(["numpy", "scipy", "openai"])}
-    write_json(folder / CONFIG, record, sort_keys=True)
-    write_latest(folder)
+    # all or nothing: a failed write (a full disk) leaves no run folder, and LATEST as it was (written atomically)
+    created = [p for p in (folder.parent, folder) if not p.exists()]
+    files = {CONFIG: record, **(extra or {})}
+    try:
+        for name, content in files.items():
+            write_json(folder / name, content, sort_keys=True)
+        write_latest(folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            for name in files:
+                (folder / name).unlink(missing_ok=True)
+            for path in reversed(created):
+                path.rmdir()
+        raise
     return folder
 
 
