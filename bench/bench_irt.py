@@ -26,6 +26,8 @@ Configurations (``--configs``):
   nutpie-direct   nutpie + fused kernel without the rotation (θ and b sampled directly)
   nutpie-lowrank  nutpie + fused kernel + rotation + nutpie's low-rank mass-matrix adaptation
   nutpie-plain    nutpie on the rotated model with the likelihood as PyTensor elementwise operations
+  numpyro         numpyro's NUTS (JAX, CPU here) on the joint rotated model, likelihood as PyTensor operations
+                  compiled to JAX (``--sampler numpyro``; needs ``pip install -r requirements_numpyro.txt``)
 
 ``--gradient`` also times one log-density + gradient evaluation (fused Op vs the same
 expression as PyTensor elementwise operations, both compiled by Numba).
@@ -63,6 +65,9 @@ CONFIGS = {
     "nutpie-direct": dict(sampler="nutpie", parametrization="direct", adaptation="diag", kernel="fused"),
     "nutpie-lowrank": dict(sampler="nutpie", parametrization="rotated", adaptation="low_rank", kernel="fused"),
     "nutpie-plain": dict(sampler="nutpie", parametrization="rotated", adaptation="diag", kernel="pytensor"),
+    # numpyro's NUTS (JAX) on the joint model, likelihood as PyTensor operations compiled to JAX (the fused
+    # kernel has no JAX version); needs requirements_numpyro.txt (fit_1pl picks that kernel itself)
+    "numpyro": dict(sampler="numpyro", parametrization="rotated", adaptation=None, kernel="fused"),
 }
 DEFAULT_CONFIGS = ["nutpie", "pymc", "pymc-literal"]
 N_MODELS, N_TRIALS = 12, 8
@@ -262,7 +267,7 @@ def table(records, args, gradient) -> str:
                          f"{g['pytensor'] / g['fused']:.1f}× |")
     lines += ["", f"Machine: {platform.processor() or platform.machine()}, {cpu_name()}, "
               f"{os.cpu_count()} CPUs visible, {args.cores} used; Python {platform.python_version()}; "
-              f"{versions(['pymc', 'pytensor', 'nutpie', 'numba'])}; {time.strftime('%Y-%m-%d')}."]
+              f"{versions(['pymc', 'pytensor', 'nutpie', 'numba', 'numpyro', 'jax'])}; {time.strftime('%Y-%m-%d')}."]
     return "\n".join(lines) + "\n"
 
 

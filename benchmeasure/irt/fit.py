@@ -190,7 +190,8 @@ def check_numpyro_available() -> None:
         import numpyro  # noqa: F401
     except ImportError as exc:
         fail(f"--sampler numpyro needs the optional packages jax and numpyro, which are not installed here "
-             f"({exc.name} is missing); install them with '.venv-irt/bin/python -m pip install numpyro jax' "
+             f"({exc.name} is missing); install them with 'bash scripts/setup_env.sh numpyro' "
+             f"(requirements_numpyro.txt) "
              f"or use --sampler nutpie (default) or --sampler pymc")
 
 
