@@ -264,6 +264,36 @@ def test_kill_9_during_the_ability_fit_leaves_no_fit_running(tmp_path):
     assert not alive(fit), "the ability fit outlived the killed run"
 
 
+INTERMEDIATE = """
+import os, subprocess, sys, time
+child = subprocess.Popen(sys.argv[1:], env={**os.environ, "BENCHMEASURE_PARENT_PID": str(os.getpid())},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_fit_ends_with_its_parent_without_the_linux_death_signal(tmp_path):
+    # The portable guard (benchmeasure.lifetime.exit_with_parent): the fit is started without the parent-death
+    # signal, as on macOS, by a parent that names itself in BENCHMEASURE_PARENT_PID and is then killed (-9).
+    config = truth_config(tmp_path)
+    matrix = config.parent / "response_matrix.csv"
+    fit = [sys.executable, "-m", "benchmeasure", "fit", str(matrix), "--n-trials", "32", "--output-dir",
+           str(tmp_path / "fit"), "--tune", "1000", "--draws", "1000000", "--quiet"]
+    parent = subprocess.Popen([sys.executable, "-c", INTERMEDIATE, *fit], stdout=subprocess.PIPE, text=True,
+                              cwd=ROOT)
+    child = int(parent.stdout.readline())
+    time.sleep(1.0)
+    assert alive(child), "the fit should run while its parent does"
+    parent.kill()
+    parent.wait()
+    deadline = time.time() + 30
+    while alive(child) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not alive(child), "the fit outlived its killed parent"
+    assert not (tmp_path / "fit" / "ability.csv").exists()
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie awaiting its reaper counts as gone)."""
     try:

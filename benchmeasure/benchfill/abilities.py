@@ -7,8 +7,8 @@ environment (``.venv-irt``, Python >= 3.12), while the BenchFill loop may run in
 environment (``.venv-benchfill``, Python 3.11). So the fit runs as ``python -m benchmeasure fit``
 with the IRT interpreter — ``$BENCHMEASURE_IRT_PYTHON`` if set, else the checkout's ``.venv-irt/bin/python``
 — and its ``ability.csv`` (``model,theta_mean,…``) is read back. The fit dies with the process that
-started it (Linux: the parent-death signal; elsewhere it is killed when that process is
-interrupted), so a ``kill -9`` of ``run`` during the first-use fit leaves no fit running.
+started it (:mod:`benchmeasure.lifetime`: Linux's parent-death signal, and on every system the fit's own
+check of its parent each second), so a ``kill -9`` of ``run`` during the first-use fit leaves no fit running.
 
 The cache is keyed by the matrix file's SHA-256, its trial count and guessing, in
 ``<cache>/<key>/`` (``ability.csv``, ``difficulty.csv``, ``diagnostics.json`` as ``fit_irt.py``
@@ -17,12 +17,10 @@ writes them); a second run on the same matrix reads the cache and starts no fit.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,23 +28,11 @@ from pathlib import Path
 from benchmeasure.ability_file import read_ability_table
 from benchmeasure.errors import fail
 from benchmeasure.files import sha256_file
+from benchmeasure.lifetime import PARENT_PID_ENV, die_with_parent
 from benchmeasure.matrix import read_matrix
 from benchmeasure.resources import import_root, project_path
 
 log = logging.getLogger(__name__)
-
-
-def _die_with_parent(parent: int):
-    """``preexec_fn`` of the fit: ask the kernel to SIGKILL it when its parent dies (Linux ``PR_SET_PDEATHSIG``)."""
-    def arm() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-        except (OSError, AttributeError):  # not Linux: the parent's interrupt handler kills it instead
-            return
-        if os.getppid() != parent:  # the parent died before the signal was armed
-            os._exit(1)
-    return arm
 
 
 def irt_python() -> str:
@@ -103,7 +89,8 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
     # the package in use, importable by the IRT interpreter whether or not it is installed there
     path = os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p)
     fit = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env={**os.environ, "PYTHONPATH": path}, preexec_fn=_die_with_parent(os.getpid()))
+                           env={**os.environ, "PYTHONPATH": path, PARENT_PID_ENV: str(os.getpid())},
+                           preexec_fn=die_with_parent(os.getpid()))
     try:
         _, stderr = fit.communicate()
     except BaseException:  # interrupted (Ctrl-C, a cancelled run): the fit goes with us

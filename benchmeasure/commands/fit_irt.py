@@ -22,6 +22,7 @@ from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import plan_outputs
 from benchmeasure.guessing import read_guessing_csv
 from benchmeasure.irt.fit import POSTERIOR_NAME
+from benchmeasure.lifetime import exit_with_parent
 from benchmeasure.matrix import read_matrix
 from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 
@@ -146,6 +147,7 @@ def read_fixed_difficulties(args, matrix):
 
 def main(argv=None) -> int:
     wall_start = time.perf_counter()
+    exit_with_parent()  # started by BenchFill's ability fit: end with it (benchmeasure.lifetime)
     args = parse_args(argv)
     matrix, guessing = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
