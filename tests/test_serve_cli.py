@@ -85,6 +85,11 @@ def test_url_from_log_needs_the_log_and_a_silent_server_times_out(tmp_path):
                          "import time; time.sleep(60)")
     assert started.returncode == 0, started.stderr
     try:
+        never = run_script("serve.py", "wait", "--name", "ghost", "--pid-file", tmp_path / "none.pid", "--url",
+                           "http://127.0.0.1:9/")
+        assert never.returncode == 1 and never.stdout == ""
+        assert never.stderr.strip() == f"error: ghost was not started (no {tmp_path / 'none.pid'}); start it with " \
+            "'serve start' first"
         no_log = run_script("serve.py", "wait", *common, "--url-from-log", "listening on ")
         assert no_log.returncode == 2 and "--url-from-log needs --log" in no_log.stderr
         late = run_script("serve.py", "wait", *common, "--log", log, "--url-from-log", "listening on ",

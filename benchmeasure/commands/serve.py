@@ -80,6 +80,10 @@ def main(argv=None) -> int:
         print(process.pid)
         return 0
     if not args.pid_file.is_file():
+        if args.action == "wait":  # nothing to wait for: the caller must not go on as if it answered
+            print(f"error: {args.name} was not started (no {args.pid_file}); start it with 'serve start' first",
+                  file=sys.stderr)
+            return 1
         say(f"not started by this script (no {args.pid_file})")
         return 0
     pid = int(args.pid_file.read_text(encoding="utf-8").split()[0])
