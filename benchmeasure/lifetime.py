@@ -38,7 +38,8 @@ def die_with_parent(parent: int):
     return arm
 
 
-def _exists(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (``kill -0``)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -59,7 +60,7 @@ def exit_with_parent(environ=os.environ, poll: float = POLL_S) -> threading.Thre
     parent = int(text)
 
     def watch() -> None:
-        while _exists(parent):
+        while alive(parent):
             threading.Event().wait(poll)
         os._exit(1)
 

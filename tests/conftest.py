@@ -152,3 +152,19 @@ def filled_runs(tmp_path_factory):
     finally:
         server.shutdown()
     return data / "calibration.csv", run, mass
+
+
+# A full disk: the n-th fsync of the child fails with ENOSPC (patched in the child, as a tiny tmpfs would).
+# Run as [sys.executable, "-c", FULL_DISK, SCRIPT, ARGS...] with FAIL_AT=n in the environment.
+FULL_DISK = """
+import errno, os, runpy, sys
+real, calls = os.fsync, [0]
+def fsync(fd):
+    calls[0] += 1
+    if calls[0] == int(os.environ["FAIL_AT"]):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return real(fd)
+os.fsync = fsync
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""

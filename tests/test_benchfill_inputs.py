@@ -23,7 +23,7 @@ from benchmeasure.benchfill.run_folder import RunFolder
 from benchmeasure.errors import InputError
 from benchmeasure.sim.dataset import make_sim_benchmark
 from conftest import BENCHFILL_CLI as CLI
-from conftest import ROOT, assert_rejected, sim_run
+from conftest import FULL_DISK, ROOT, assert_rejected, sim_run
 
 
 def run_cli(folder, env, **kw):
@@ -376,19 +376,6 @@ def test_mass_fill_marker_reader_fuzz(tmp_path_factory, limits):
             assert value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
-# A full disk during init: the n-th fsync fails with ENOSPC (patched in the child, as a tiny tmpfs would)
-FULL_DISK = """
-import errno, os, runpy, sys
-real, calls = os.fsync, [0]
-def fsync(fd):
-    calls[0] += 1
-    if calls[0] == int(os.environ["FAIL_AT"]):
-        raise OSError(errno.ENOSPC, "No space left on device")
-    return real(fd)
-os.fsync = fsync
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
 
 
 MASS_FILL = ROOT / "propose" / "mass_fill" / "mass_fill.py"

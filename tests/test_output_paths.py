@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, assert_rejected, run_script
+from conftest import FULL_DISK, ROOT, assert_rejected, run_script
 
 RESPONSES = "model,item_id,trial,correct\n" + "".join(
     f"m{j},q{i},{t},{(i + j + t) % 2}\n" for j in range(3) for i in range(4) for t in range(2))
@@ -142,19 +142,6 @@ def test_a_refit_removes_the_posterior_of_an_earlier_fit(files):
                                                                   "difficulty.csv"]
 
 
-# A full disk: the n-th write of the run fails with ENOSPC (patched in the child, as a tiny tmpfs would)
-FULL_DISK = """
-import errno, os, runpy, sys
-real, calls = os.fsync, [0]
-def fsync(fd):
-    calls[0] += 1
-    if calls[0] == int(os.environ["FAIL_AT"]):
-        raise OSError(errno.ENOSPC, "No space left on device")
-    return real(fd)
-os.fsync = fsync
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
 
 
 @pytest.mark.parametrize("fail_at", [1, 2])

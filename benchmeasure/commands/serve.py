@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser
+from benchmeasure.lifetime import alive
 from benchmeasure.options import SECONDS, integer, number
 from benchmeasure.serving.process import (
     ServerExited,
     ServerTimeout,
-    alive,
     start_detached,
     stop_group,
     tail,

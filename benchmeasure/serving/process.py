@@ -18,6 +18,8 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchmeasure.lifetime import alive
+
 
 class ServerExited(RuntimeError):
     """The server process ended before it answered."""
@@ -25,17 +27,6 @@ class ServerExited(RuntimeError):
 
 class ServerTimeout(RuntimeError):
     """The server did not answer within the time limit."""
-
-
-def alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (``kill -0``)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def start_detached(argv: Sequence[str], log_path: Path, env: dict | None = None) -> subprocess.Popen:
