@@ -1,5 +1,6 @@
 """Start, wait for and stop a model server process: one implementation for the shell scripts
-(``scripts/setup_server.sh`` through ``benchmeasure serve``) and for Python (:mod:`.cpu_server`).
+(``scripts/setup_server.sh`` and ``run_experiment.sh sim``, through ``benchmeasure serve``) and for
+Python (:mod:`.cpu_server`).
 
 A server runs in its own session (process group), so stopping it reaches the API server and every
 worker it forked: SIGTERM to the group, then SIGKILL after a grace period. Readiness is the
