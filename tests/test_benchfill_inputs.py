@@ -3,10 +3,12 @@ that would escape the results folder, inputs changed since init, configs anywher
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -283,15 +285,20 @@ def test_the_fit_ends_with_its_parent_without_the_linux_death_signal(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", INTERMEDIATE, *fit], stdout=subprocess.PIPE, text=True,
                               cwd=ROOT)
     child = int(parent.stdout.readline())
-    time.sleep(1.0)
-    assert alive(child), "the fit should run while its parent does"
-    parent.kill()
-    parent.wait()
-    deadline = time.time() + 30
-    while alive(child) and time.time() < deadline:
-        time.sleep(0.1)
-    assert not alive(child), "the fit outlived its killed parent"
-    assert not (tmp_path / "fit" / "ability.csv").exists()
+    try:
+        time.sleep(1.0)
+        assert alive(child), "the fit should run while its parent does"
+        parent.kill()
+        parent.wait()
+        deadline = time.time() + 30
+        while alive(child) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not alive(child), "the fit outlived its killed parent"
+        assert not (tmp_path / "fit" / "ability.csv").exists()
+    finally:  # a failed check must not leave a million-draw fit running
+        parent.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
 
 
 def alive(pid: int) -> bool:
