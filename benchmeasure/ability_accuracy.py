@@ -10,12 +10,11 @@ uncertain each θ is.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass
 
 from .compare import spearman
-from .csv_table import read_table
+from .csv_table import finite_float, read_table
 from .errors import fail
 from .matrix import ResponseMatrix
 
@@ -40,17 +39,8 @@ def read_abilities(path: str | os.PathLike) -> dict:
         model = row[table.index("model")].strip()
         if model in abilities:
             fail(f"{table.where(r, 'model')}: model {model!r} appears twice")
-        pair = []
-        for column in ("theta_mean", "theta_sd"):
-            text = row[table.index(column)].strip()
-            try:
-                value = float(text)
-            except ValueError:
-                fail(f"{table.where(r, column)}: {text[:40]!r} is not a number")
-            if not math.isfinite(value):
-                fail(f"{table.where(r, column)}: {text!r} is not a finite number")
-            pair.append(value)
-        abilities[model] = tuple(pair)
+        abilities[model] = tuple(finite_float(row[table.index(column)], f"{table.where(r, column)}:")
+                                 for column in ("theta_mean", "theta_sd"))
     if not abilities:
         fail(f"{path}: no models")
     return abilities
