@@ -171,7 +171,7 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
                  "embeddings_sha256": _sha256((staging / "embeddings.npy").read_bytes()) if vectors is not None
                  else None, "sources": sources, "difficulty": difficulty_source, "settings": settings,
                  "command": command_line(),
-                 "package_versions": package_versions(["numpy", "bm25s", *dense.PACKAGES])}
+                 "package_versions": package_versions(["numpy", "bm25s", "PyStemmer", *dense.PACKAGES])}
         old = manifest["benchmarks"].get(name)
         benchmarks = {**manifest["benchmarks"], name: entry}
         target = folder / entry["folder"]
@@ -183,14 +183,16 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
         for e in benchmarks.values():
             texts += [json.loads(line)["text"] for line in
                       (folder / e["folder"] / "items.jsonl").read_text(encoding="utf-8").splitlines()]
-        lexical_hash = _sha256("".join(e["items_sha256"] for e in benchmarks.values()).encode())[:16]
+        lexical_hash = _sha256("".join([lexical.TOKENIZER, *(e["items_sha256"] for e in benchmarks.values())])
+                               .encode())[:16]
         lexical_folder = f"lexical-{lexical_hash}"
         if not (folder / lexical_folder).exists():
             lexical.build(texts, staging / "lexical")
             shutil.move(str(staging / "lexical"), str(folder / lexical_folder))
         previous_lexical = (manifest.get("lexical") or {}).get("folder")
         manifest = {**manifest, "benchmarks": benchmarks,
-                    "lexical": {"folder": lexical_folder, "items": len(texts), "k1": lexical.K1, "b": lexical.B}}
+                    "lexical": {"folder": lexical_folder, "items": len(texts), "k1": lexical.K1, "b": lexical.B,
+                                "tokenizer": lexical.TOKENIZER}}
         with atomic_write(folder / MANIFEST) as handle:
             json.dump(manifest, handle, indent=2, ensure_ascii=False, allow_nan=False)
             handle.write("\n")

@@ -1,6 +1,7 @@
 """Lexical retrieval: Okapi BM25 over the item texts (``bm25s``, sparse score matrix kept on disk).
 
-Texts are split into lowercase word tokens (letters and digits), English stop words removed (bm25s's list).
+Texts are split into lowercase word tokens (letters and digits), English stop words removed (bm25s's list), and
+each word cut to its Snowball English stem (PyStemmer), so "diagnosing" meets "diagnosis".
 BM25 parameters are the usual k1 = 1.5, b = 0.75 (Lucene's variant). A query whose words are all absent from
 the index scores every item 0: the lexical ranking then carries no information and is left out of fusion.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -18,18 +20,29 @@ from benchmeasure.errors import fail
 log = logging.getLogger(__name__)
 
 K1, B = 1.5, 0.75
+TOKENIZER = "words, lowercase, bm25s English stop words, Snowball English stems (PyStemmer)"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+@lru_cache(maxsize=1)
 def _stopwords() -> frozenset:
     from bm25s.stopwords import STOPWORDS_EN
     return frozenset(STOPWORDS_EN)
 
 
+@lru_cache(maxsize=1)
+def _stemmer():
+    try:
+        import Stemmer
+    except ImportError:
+        fail("the lexical index needs the package PyStemmer (pip install -r requirements-dev.txt)")
+    return Stemmer.Stemmer("english")
+
+
 def tokenize(text: str, stopwords: frozenset | None = None) -> list[str]:
-    """Lowercase word tokens of ``text`` without English stop words."""
+    """Stemmed lowercase word tokens of ``text`` without English stop words."""
     stop = _stopwords() if stopwords is None else stopwords
-    return [w for w in _WORD.findall(text.lower()) if w not in stop]
+    return _stemmer().stemWords([w for w in _WORD.findall(text.lower()) if w not in stop])
 
 
 def _bm25s():
