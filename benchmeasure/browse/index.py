@@ -26,6 +26,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -73,12 +74,19 @@ class Index:
     benchmarks: list[str]     # one per item, in index order
     item_ids: list[str]
     b: np.ndarray             # float64, NaN where no difficulty was fitted
-    vectors: np.ndarray | None  # float32 items × 384 (stored as float16), None for a lexical-only index
+    stored_vectors: list | None  # per benchmark, float16 as stored (memory-mapped); None: lexical-only index
     retriever: object
 
     @property
     def dense(self) -> bool:
-        return self.vectors is not None
+        return self.stored_vectors is not None
+
+    @cached_property
+    def vectors(self) -> np.ndarray | None:
+        """float32 items × 384, converted on first use (a lexical query never pays for it)."""
+        if self.stored_vectors is None:
+            return None
+        return np.concatenate([np.asarray(v, dtype=np.float32) for v in self.stored_vectors])
 
     def has_difficulty(self, name: str) -> bool:
         return self.manifest["benchmarks"][name]["with_difficulty"] > 0
@@ -94,7 +102,7 @@ def load_index(folder: str | Path) -> Index:
             item_ids = json.loads((where / "ids.json").read_text(encoding="utf-8"))
             b = np.load(where / "b.npy", allow_pickle=False)
             if manifest["dense"] is not None:
-                vectors.append(np.load(where / "embeddings.npy", allow_pickle=False))
+                vectors.append(np.load(where / "embeddings.npy", mmap_mode="r", allow_pickle=False))
         except (OSError, ValueError) as exc:
             fail(f"{where}: cannot read benchmark {name!r} of the index ({exc}); rebuild the index")
         if len(item_ids) != entry["items"] or len(b) != entry["items"] or (vectors and len(vectors[-1]) != len(b)):
@@ -106,7 +114,7 @@ def load_index(folder: str | Path) -> Index:
     if not ids:
         fail(f"{folder}: the index holds no items")
     return Index(folder, manifest, names, ids, np.concatenate(bs),
-                 np.concatenate(vectors).astype(np.float32) if manifest["dense"] is not None else None,
+                 vectors if manifest["dense"] is not None else None,
                  lexical.load(folder / manifest["lexical"]["folder"]))
 
 
@@ -183,8 +191,8 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
         for e in benchmarks.values():
             texts += [json.loads(line)["text"] for line in
                       (folder / e["folder"] / "items.jsonl").read_text(encoding="utf-8").splitlines()]
-        lexical_hash = _sha256("".join([lexical.TOKENIZER, *(e["items_sha256"] for e in benchmarks.values())])
-                               .encode())[:16]
+        keys = [lexical.TOKENIZER, lexical.FORMAT, *(e["items_sha256"] for e in benchmarks.values())]
+        lexical_hash = _sha256("".join(keys).encode())[:16]
         lexical_folder = f"lexical-{lexical_hash}"
         if not (folder / lexical_folder).exists():
             lexical.build(texts, staging / "lexical")
