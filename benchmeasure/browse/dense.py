@@ -63,6 +63,7 @@ class Encoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads()
         options.log_severity_level = 3
+        options.enable_cpu_mem_arena = False  # batches differ in length: an arena would keep the largest
         self.session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
 

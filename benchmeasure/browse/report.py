@@ -6,7 +6,10 @@ For 1–4 facet queries, each retrieved slice (the top k items) is described thr
   Jaccard) — facets that no benchmark covers show up as slices drawn from unrelated items;
 * **difficulty coverage**: its items' fitted difficulties on each benchmark's own b scale, min-max normalised
   over the *whole* benchmark (so z = 0 is the benchmark's easiest item and 1 its hardest); the slice's ECDF
-  deciles, DDM and Max Gap (:mod:`benchmeasure.metrics`) beside the whole benchmark's, and the z range it spans;
+  deciles, DDM and Max Gap (:mod:`benchmeasure.metrics`) and the z range it spans. Both figures grow as a set
+  shrinks, so the reference is a random slice of the same size from the same benchmark: the report gives the
+  mean DDM and Max Gap of such slices (``n_boot`` draws without replacement, seeded) and the share of them that
+  cover the axis worse than the use case's slice does (a share near 0 says the use case's items bunch up);
 * **rank stability**: with the benchmark's graded answers, each model's accuracy on the slice against its
   accuracy on the whole benchmark; Kendall's tau-b between the two rankings with a percentile bootstrap interval
   over the slice's items (seeded), and the models whose rank moves most. The interval describes the tau that
@@ -130,19 +133,30 @@ def ranking(answers, benchmark_items: list[str], slice_items: list[str], n_boot:
     return record
 
 
-def difficulty(all_b: np.ndarray, slice_b: np.ndarray) -> dict:
+def difficulty(all_b: np.ndarray, slice_b: np.ndarray, n_boot: int, seed: int) -> dict:
     """The slice's difficulty coverage on its benchmark's scale (z: min-max over the whole benchmark)."""
     low, high = float(all_b.min()), float(all_b.max())
+    all_z = _z(all_b, low, high)
     record = {"items_with_difficulty": len(slice_b), "benchmark_items": len(all_b),
               "b_min_benchmark": low, "b_max_benchmark": high,
-              "benchmark": {"ddm": ddm(_z(all_b, low, high)), "max_gap": max_gap(_z(all_b, low, high))}}
+              "benchmark": {"ddm": ddm(all_z), "max_gap": max_gap(all_z)}}
     if len(slice_b) == 0:
         return {**record, "note": "no item of the slice has a fitted difficulty"}
     z = _z(slice_b, low, high)
     widest = largest_gaps(z, 1)[0]
-    return {**record, "ddm": ddm(z), "max_gap": max_gap(z), "widest_gap": [widest.left, widest.right],
+    rng = np.random.default_rng(seed)
+    pool = np.asarray(all_z)
+    draws = [pool[rng.choice(len(pool), size=len(z), replace=False)].tolist() for _ in range(n_boot)]
+    random_ddm = np.array([ddm(d) for d in draws])
+    random_gap = np.array([max_gap(d) for d in draws])
+    slice_ddm, slice_gap = ddm(z), max_gap(z)
+    return {**record, "ddm": slice_ddm, "max_gap": slice_gap, "widest_gap": [widest.left, widest.right],
             "z_range": [min(z), max(z)], "z_deciles": [float(np.quantile(z, q)) for q in DECILES],
-            "b_deciles": [float(np.quantile(slice_b, q)) for q in DECILES]}
+            "b_deciles": [float(np.quantile(slice_b, q)) for q in DECILES],
+            "random_slice": {"items": len(z), "draws": n_boot, "ddm_mean": float(random_ddm.mean()),
+                             "max_gap_mean": float(random_gap.mean()),
+                             "share_with_higher_ddm": float((random_ddm > slice_ddm).mean()),
+                             "share_with_higher_max_gap": float((random_gap > slice_gap).mean())}}
 
 
 def _z(b: np.ndarray, low: float, high: float) -> list[float]:
@@ -184,7 +198,8 @@ def use_case_report(index, queries: list[str], slices: list, responses: list[tup
             all_b = index.b[rows]
             slice_ids = [h.item_id for h in hits if h.benchmark == name]
             part = {"difficulty": difficulty(all_b[np.isfinite(all_b)],
-                                             np.array([h.b for h in hits if h.benchmark == name and h.b is not None]))}
+                                             np.array([h.b for h in hits if h.benchmark == name and h.b is not None]),
+                                             n_boot, seed)}
             if name in answers:
                 ids = [index.item_ids[r] for r in np.flatnonzero(rows)]
                 part["ranking"] = ranking(answers[name], ids, slice_ids, n_boot, seed)
