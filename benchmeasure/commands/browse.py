@@ -15,7 +15,7 @@ from benchmeasure.browse.index import MANIFEST, add_benchmark, check_name, load_
 from benchmeasure.browse.items import read_items
 from benchmeasure.difficulty_file import read_item_difficulties
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import plan_outputs, result_json, sha256_file, write_json
+from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
 from benchmeasure.options import SEED, TOP_K, integer, number
 from benchmeasure.progress import show_progress
 
@@ -163,6 +163,9 @@ def _report(args) -> int:
     record["settings"] = {"k": args.k, "mode": args.mode or ("fused" if index.dense else "lexical"),
                           "benchmarks": args.benchmark, "min_difficulty": args.min_difficulty,
                           "max_difficulty": args.max_difficulty, "n_boot": args.n_boot, "seed": args.seed}
+    record["index"] = {"folder": args.index, "manifest_sha256": sha256_file(Path(args.index) / MANIFEST)}
+    record["command"] = command_line()
+    record["package_versions"] = package_versions(["numpy", "scipy", *dense.PACKAGES])
     if args.output:
         write_json(args.output, record)
         print(f"wrote {args.output}")
