@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+from browser import launch, unavailable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -164,6 +166,32 @@ def test_report_json(built, tmp_path):
     ranking = part["ranking"]
     assert ranking["models"] == 4 and len(ranking["movers"]) == 3
     assert ranking["kendall_tau"] is None or -1 <= ranking["kendall_tau"] <= 1
+    # the explorer page shows the report as a "use cases" section (and refuses a file that is not a report)
+    page = tmp_path / "explorer.html"
+    shown = run_script("explore_benchmarks.py", built["tmp"] / "cooking_difficulty.csv", "--use-cases", out,
+                       "--output", page)
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', html,
+                                re.S).group(1))
+    (card,) = data["use_cases"]
+    assert card["queries"] == ["cooking food in the kitchen", "frying and boiling"]
+    assert [r["query"] for r in card["rows"]] == card["queries"] and card["rows"][0]["items"] == "4"
+    if unavailable() is None:  # and a real browser draws it without an error
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            chromium = launch(playwright)
+            view = chromium.new_page()
+            problems = []
+            view.on("pageerror", lambda e: problems.append(str(e)))
+            view.goto(page.as_uri())
+            view.wait_for_selector("html[data-ready='1']")
+            cells = view.locator("[data-role=use-case] tbody tr").first.locator("td").all_inner_texts()
+            chromium.close()
+        assert cells[:3] == ["cooking food in the kitchen", "cooking", "4"] and problems == []
+    assert_rejected(run_script("explore_benchmarks.py", built["tmp"] / "cooking_difficulty.csv", "--use-cases",
+                               answers, "--output", tmp_path / "no.html"), "use-case report")
     # a slice that reaches a benchmark with no fitted difficulty is refused, nothing written
     bad = tmp_path / "bad.json"
     assert_rejected(browse("report", built["out"], "a contract with a landlord", "--k", "3", "--benchmark", "law",
