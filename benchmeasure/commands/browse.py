@@ -48,8 +48,8 @@ def parse_args(argv):
     parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    SUB = {"epilog": EXAMPLES, "formatter_class": argparse.RawDescriptionHelpFormatter}  # noqa: N806
-    p = sub.add_parser("index", **SUB, help="add a benchmark's item texts to an index folder")
+    sub_help = {"epilog": EXAMPLES, "formatter_class": argparse.RawDescriptionHelpFormatter}
+    p = sub.add_parser("index", **sub_help, help="add a benchmark's item texts to an index folder")
     p.add_argument("files", nargs="+", metavar="FILE.jsonl", help="JSON Lines files, one item per line")
     p.add_argument("--benchmark", required=True, metavar="NAME", help="the benchmark's name in the index")
     p.add_argument("--id-field", required=True, metavar="F", help="field holding the item ID")
@@ -61,12 +61,12 @@ def parse_args(argv):
     p.add_argument("--lexical-only", action="store_true", help="no embeddings: BM25 only (no encoder needed)")
     p.add_argument("--replace", action="store_true", help="index a benchmark already in the index again")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p = sub.add_parser("query", **SUB, help="the items that test a use case, best first")
+    p = sub.add_parser("query", **sub_help, help="the items that test a use case, best first")
     p.add_argument("index", metavar="INDEX")
     p.add_argument("query", metavar="TEXT", help="the use case, in words")
     _retrieval_options(p)
     p.add_argument("--json", action="store_true", help="print a JSON list of {benchmark, item_id, score}")
-    p = sub.add_parser("report", **SUB, help="validity evidence for 1-4 facet queries (JSON)")
+    p = sub.add_parser("report", **sub_help, help="validity evidence for 1-4 facet queries (JSON)")
     p.add_argument("index", metavar="INDEX")
     p.add_argument("queries", nargs="+", metavar="TEXT", help="1 to 4 facet queries")
     _retrieval_options(p, default_k=50)
