@@ -166,6 +166,9 @@ def test_report_json(built, tmp_path):
     ranking = part["ranking"]
     assert ranking["models"] == 4 and len(ranking["movers"]) == 3
     assert ranking["kendall_tau"] is None or -1 <= ranking["kendall_tau"] <= 1
+    theta = ranking["abilities"]
+    assert theta["models"] == 4 and theta["n_trials"] == 1
+    assert theta["kendall_tau"] is None or -1 <= theta["tau_interval"][0] <= theta["tau_interval"][1] <= 1
     # the explorer page shows the report as a "use cases" section (and refuses a file that is not a report)
     page = tmp_path / "explorer.html"
     shown = run_script("explore_benchmarks.py", built["tmp"] / "cooking_difficulty.csv", "--use-cases", out,

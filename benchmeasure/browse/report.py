@@ -10,7 +10,9 @@ For 1–4 facet queries, each retrieved slice (the top k items) is described thr
   shrinks, so the reference is a random slice of the same size from the same benchmark: the report gives the
   mean DDM and Max Gap of such slices (``n_boot`` draws without replacement, seeded) and the share of them that
   cover the axis worse than the use case's slice does (a share near 0 says the use case's items bunch up);
-* **rank stability**: with the benchmark's graded answers, each model's accuracy on the slice against its
+* **rank stability**: with the benchmark's graded answers, the abilities the slice implies against those the
+  whole benchmark implies (difficulties held at their fitted values; tau with an interval from the slice's
+  ability posteriors, :func:`ability_tau`), and each model's accuracy on the slice against its
   accuracy on the whole benchmark; Kendall's tau-b between the two rankings with a percentile bootstrap interval
   over the slice's items (seeded), and the models whose rank moves most. The interval describes the tau that
   another slice of the same size from the same items would give: resampling adds noise to the slice accuracies,
@@ -51,8 +53,8 @@ def parse_responses_option(values: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def read_long_responses(path: str) -> dict[str, dict[str, float]]:
-    """``{model: {item: mean correct}}`` from a ``model,item_id,correct[,trial]`` CSV (0/1 answers)."""
+def read_long_responses(path: str) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{model: {item: (correct, answers)}}`` from a ``model,item_id,correct[,trial]`` CSV (0/1 answers)."""
     table = read_table(path, required=("model", "item_id", "correct"),
                        expected="model,item_id,correct (one graded answer per row; trial optional)")
     sums: dict = defaultdict(lambda: defaultdict(lambda: [0, 0]))
@@ -67,7 +69,7 @@ def read_long_responses(path: str) -> dict[str, dict[str, float]]:
         cell[1] += 1
     if len(sums) < 2:
         fail(f"{path}: a ranking needs at least 2 models, found {len(sums)}")
-    return {m: {i: c / n for i, (c, n) in items.items()} for m, items in sums.items()}
+    return {m: {i: (c, n) for i, (c, n) in items.items()} for m, items in sums.items()}
 
 
 def _ranks(scores: dict[str, float]) -> dict[str, float]:
@@ -92,7 +94,7 @@ def _tau(x: np.ndarray, y: np.ndarray) -> float:
 def _accuracy(answers: dict[str, dict[str, float]], items: list[str]) -> dict[str, float]:
     out = {}
     for model, cells in answers.items():
-        values = [cells[i] for i in items if i in cells]
+        values = [cells[i][0] / cells[i][1] for i in items if i in cells]
         if values:
             out[model] = sum(values) / len(values)
     return out
@@ -131,6 +133,49 @@ def ranking(answers, benchmark_items: list[str], slice_items: list[str], n_boot:
         record["tau_interval"] = [float(np.quantile(draws, tail)), float(np.quantile(draws, 1 - tail))]
         record["tau_boot_median"] = float(np.median(draws))
     return record
+
+
+def ability_tau(answers, b: dict[str, float], benchmark_items: list[str], slice_items: list[str], n_draws: int,
+                seed: int) -> dict:
+    """Kendall tau between the abilities the whole benchmark and the slice imply, difficulties held fixed.
+
+    Each model's θ posterior (1PL, no guessing, the standard-normal prior of ``score_models``; quadrature in
+    :mod:`benchmeasure.irt.anchored`) is computed once from its answers to every item of the benchmark with a
+    fitted b and once from its answers to the slice's. tau compares the posterior means; its interval comes from
+    ``n_draws`` joint draws of the slice abilities (each model's θ drawn from its slice posterior, seeded).
+    """
+    from benchmeasure.irt.anchored import ability_posterior
+
+    trials = {n for cells in answers.values() for _, n in cells.values()}
+    if len(trials) != 1:
+        return {"note": "cells hold different numbers of answers; the ability posterior needs one K"}
+    (k,) = trials
+    full_ids = [i for i in benchmark_items if i in b]
+    part_ids = [i for i in slice_items if i in b]
+    rng = np.random.default_rng(seed)
+    models, full_mean, part_mean, part_draws = [], [], [], []
+    for model in sorted(answers):
+        cells = answers[model]
+        here = [i for i in part_ids if i in cells]
+        everywhere = [i for i in full_ids if i in cells]
+        if not here or not everywhere:
+            continue
+        full = ability_posterior([cells[i][0] for i in everywhere], [b[i] for i in everywhere], k)
+        part = ability_posterior([cells[i][0] for i in here], [b[i] for i in here], k)
+        models.append(model)
+        full_mean.append(full.mean)
+        part_mean.append(part.mean)
+        part_draws.append(part.quantile(rng.uniform(size=n_draws)))
+    if len(models) < 2:
+        return {"note": "fewer than 2 models answered the slice"}
+    full_mean = np.array(full_mean)
+    draws = np.array(part_draws)  # models × draws
+    taus = [t for t in (_tau(full_mean, draws[:, d]) for d in range(n_draws)) if math.isfinite(t)]
+    tau = _tau(full_mean, np.array(part_mean))
+    tail = (1 - LEVEL) / 2
+    return {"models": len(models), "n_trials": k, "kendall_tau": tau if math.isfinite(tau) else None,
+            "tau_interval": [float(np.quantile(taus, tail)), float(np.quantile(taus, 1 - tail))] if taus else None,
+            "level": LEVEL, "draws": n_draws}
 
 
 def difficulty(all_b: np.ndarray, slice_b: np.ndarray, n_boot: int, seed: int) -> dict:
@@ -203,6 +248,8 @@ def use_case_report(index, queries: list[str], slices: list, responses: list[tup
             if name in answers:
                 ids = [index.item_ids[r] for r in np.flatnonzero(rows)]
                 part["ranking"] = ranking(answers[name], ids, slice_ids, n_boot, seed)
+                fitted = {index.item_ids[r]: float(index.b[r]) for r in np.flatnonzero(rows) if np.isfinite(index.b[r])}
+                part["ranking"]["abilities"] = ability_tau(answers[name], fitted, ids, slice_ids, n_boot, seed)
             entry["per_benchmark"][name] = part
         record["slices"].append(entry)
     return record

@@ -28,12 +28,17 @@ def _facet_rows(report: dict, where: str) -> list[dict]:
                    "ddm": f"{_num(d.get('ddm'))} (random {_num(random.get('ddm_mean'))})",
                    "max_gap": f"{_num(d.get('max_gap'))} (random {_num(random.get('max_gap_mean'))})",
                    "z_range": "–" if "z_range" not in d else f"{d['z_range'][0]:.2f}–{d['z_range'][1]:.2f}",
-                   "tau": "–", "movers": ""}
+                   "tau": "–", "tau_theta": "–", "movers": ""}
             ranking = part.get("ranking")
             if ranking and ranking.get("kendall_tau") is not None:
                 interval = ranking.get("tau_interval")
                 row["tau"] = _num(ranking["kendall_tau"], 2) + (
                     f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+                theta = ranking.get("abilities") or {}
+                if theta.get("kendall_tau") is not None:
+                    interval = theta.get("tau_interval")
+                    row["tau_theta"] = _num(theta["kendall_tau"], 2) + (
+                        f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
                 row["movers"] = "; ".join(f"{m['model']} {m['rank_benchmark']:g} → {m['rank_slice']:g}"
                                           for m in ranking.get("movers", []))
             rows.append(row)
