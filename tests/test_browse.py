@@ -17,9 +17,9 @@ from browser import launch, unavailable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmeasure.base.errors import InputError
 from benchmeasure.browse.fusion import RRF_K, rrf
 from benchmeasure.browse.items import read_items
-from benchmeasure.errors import InputError
 from conftest import ROOT, assert_rejected, run_script
 
 COOKING = ["How long should bread dough rise before baking it in the oven?",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 log = logging.getLogger(__name__)
 

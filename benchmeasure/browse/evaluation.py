@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 
 @dataclass(frozen=True)

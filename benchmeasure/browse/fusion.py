@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchmeasure.base.errors import fail
 from benchmeasure.browse import dense, lexical
-from benchmeasure.errors import fail
 
 RRF_K = 60
 DEPTH = 1000

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import atomic_write, command_line, package_versions
 from benchmeasure.browse import dense, lexical
-from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, command_line, package_versions
 
 log = logging.getLogger(__name__)
 

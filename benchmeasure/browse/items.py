@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from benchmeasure.errors import fail
-from benchmeasure.files import read_jsonl_objects
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import read_jsonl_objects
 
 
 @dataclass(frozen=True)

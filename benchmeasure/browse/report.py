@@ -6,7 +6,7 @@ For 1–4 facet queries, each retrieved slice (the top k items) is described thr
   Jaccard) — facets that no benchmark covers show up as slices drawn from unrelated items;
 * **difficulty coverage**: its items' fitted difficulties on each benchmark's own b scale, min-max normalised
   over the *whole* benchmark (so z = 0 is the benchmark's easiest item and 1 its hardest); the slice's ECDF
-  deciles, DDM and Max Gap (:mod:`benchmeasure.metrics`) and the z range it spans. Both figures grow as a set
+  deciles, DDM and Max Gap (:mod:`benchmeasure.core.metrics`) and the z range it spans. Both figures grow as a set
   shrinks, so the reference is a random slice of the same size from the same benchmark: the report gives the
   mean DDM and Max Gap of such slices (``n_boot`` draws without replacement, seeded) and the share of them that
   cover the axis worse than the use case's slice does (a share near 0 says the use case's items bunch up);
@@ -29,10 +29,10 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from benchmeasure.csv_table import read_table
-from benchmeasure.errors import fail
-from benchmeasure.files import sha256_file
-from benchmeasure.metrics import ddm, largest_gaps, max_gap
+from benchmeasure.base.csv_table import read_table
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import sha256_file
+from benchmeasure.core.metrics import ddm, largest_gaps, max_gap
 
 LEVEL = 0.95
 DECILES = [i / 10 for i in range(11)]

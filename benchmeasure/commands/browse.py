@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
+from benchmeasure.base.options import SEED, TOP_K, integer, number
+from benchmeasure.base.progress import show_progress
 from benchmeasure.browse import dense, fusion
 from benchmeasure.browse.index import MANIFEST, add_benchmark, check_name, load_index, read_stored_items
 from benchmeasure.browse.items import read_items
-from benchmeasure.difficulty_file import read_item_difficulties
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
-from benchmeasure.options import SEED, TOP_K, integer, number
-from benchmeasure.progress import show_progress
+from benchmeasure.core.difficulty_file import read_item_difficulties
 
 EXAMPLES = """examples (the bundled MMLU-Pro sample, data/browse_eval/):
   benchmeasure browse index data/browse_eval/items.jsonl --benchmark mmlu_pro \\

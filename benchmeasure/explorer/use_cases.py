@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 
 def _num(value, digits: int = 3) -> str:
