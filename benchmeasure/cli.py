@@ -60,6 +60,8 @@ COMMANDS: dict[str, Command] = {
                       "permutation test of a model's improvement (Table 12)"),
     "rank-flip": Command("rank_flip_bound", "scripts/rank_flip_bound.py", "analyses",
                          "Theorem 2.1 bound on comparison distortion"),
+    "browse": Command("browse", "scripts/browse.py", "analyses",
+                      "find the items that test a use case; their difficulty coverage and rank stability"),
     "explore": Command("explore_benchmarks", "scripts/explore_benchmarks.py", "analyses",
                        "one self-contained HTML page to explore benchmarks (project page)"),
     "reproduce": Command("reproduce_tables", "scripts/reproduce_tables.py", "analyses",

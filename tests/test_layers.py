@@ -30,11 +30,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "core": {"base", "grading"},
     "irt": {"base", "core"},
     "analyses": {"base", "core", "irt"},
+    "browse": {"base", "core", "irt", "analyses"},
     "verifier": {"base", "core", "grading"},
     "benchfill": {"base", "core", "grading", "irt", "analyses", "verifier"},
-    "explorer": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},  # reads run folders
+    "explorer": {"base", "core", "grading", "irt", "analyses", "browse", "verifier", "benchfill"},  # reads run folders
     "serving": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},
-    "commands": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "explorer", "serving"},
+    "commands": {"base", "core", "grading", "irt", "analyses", "browse", "verifier", "benchfill", "explorer",
+                 "serving"},
     "cli": {"base"},  # the command table imports its commands by name only (importlib), so --help is instant
 }
 

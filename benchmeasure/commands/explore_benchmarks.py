@@ -11,7 +11,7 @@ from pathlib import Path
 from benchmeasure import __version__
 from benchmeasure.analyses.summary import DEFAULT_DOMAINS, read_domains
 from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import atomic_write, check_output_path, command_line, package_versions
+from benchmeasure.base.files import atomic_write, check_output_path, command_line, package_versions, sha256_file
 from benchmeasure.base.options import OPEN_PROBABILITY, integer, number
 from benchmeasure.core.benchmarks import skipped_warning
 from benchmeasure.explorer.collect import (
@@ -77,6 +77,8 @@ def parse_args(argv):
                         help="finished BenchFill run folders or mass-fill outputs")
     parser.add_argument("--posterior", nargs="+", action="extend", default=[], metavar="[NAME=]PATH",
                         help="saved posteriors of the benchmarks' fits")
+    parser.add_argument("--use-cases", nargs="+", action="extend", default=[], metavar="REPORT_JSON",
+                        help="add a 'use cases' section from benchmeasure browse report files")
     parser.add_argument("--output", required=True, metavar="HTML", help="the page to write (e.g. explorer.html)")
     parser.add_argument("--column", default="b_mean", help="difficulty column of the files (default: b_mean)")
     parser.add_argument("--domains", metavar="CSV",
@@ -127,7 +129,8 @@ def main(argv=None) -> int:
         args.probability = PROBABILITY if args.probability is None else args.probability
         if not 0 < args.probability < 1:
             fail(f"--probability must lie in (0, 1), got {args.probability}")
-    output = check_output_path(args.output, [*args.paths, *args.filled, args.domains, *(args.posterior or [])])
+    output = check_output_path(args.output, [*args.paths, *args.filled, args.domains, *(args.posterior or []),
+                                             *args.use_cases])
     _check_output(output, [*args.paths, *args.filled])
     _progress(args.quiet)
     domains_path = Path(args.domains) if args.domains else DEFAULT_DOMAINS
@@ -150,7 +153,13 @@ def main(argv=None) -> int:
         "inputs_sha256": inputs, "package_versions": versions,
         "skipped_folders": [str(folder) for folder in skipped],
     }
+    if args.use_cases:
+        from benchmeasure.explorer.use_cases import read_use_cases
+
+        inputs.update({path: sha256_file(path) for path in args.use_cases})
     data = page_data(entries, {**domains}, args.title, provenance)
+    if args.use_cases:
+        data["use_cases"] = [read_use_cases(path) for path in args.use_cases]
     budget = round(args.max_mb * 1e6)
     html, chars = render_within(data, budget, args.question_chars if has_questions(data) else 0, recut_questions,
                                 least=min(LEAST_CHARS, args.question_chars))

