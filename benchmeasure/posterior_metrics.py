@@ -59,7 +59,14 @@ def metric_draws(b_draws, top_k: int = 5) -> dict:
     if np.any(high <= low):
         fail(f"draw {int(np.flatnonzero(high[:, 0] <= low[:, 0])[0])}: all difficulties equal; "
              "min-max normalization is undefined")
-    z = np.sort((b - low) / (high - low), axis=1)
+    with np.errstate(over="ignore"):
+        span = high - low
+    # a range past the largest float (-1e308 … 1e308): the same map on halves, which cannot overflow
+    wide = ~np.isfinite(span[:, 0])
+    z = np.empty_like(b)
+    z[~wide] = (b[~wide] - low[~wide]) / span[~wide]
+    z[wide] = (b[wide] / 2 - low[wide] / 2) / (high[wide] / 2 - low[wide] / 2)
+    z = np.sort(np.clip(z, 0.0, 1.0), axis=1)
     n = z.shape[1]
     grid = (np.arange(n) + 0.5) / n
     ddm = np.abs(z - grid).mean(axis=1)
@@ -120,7 +127,14 @@ def ecdf_band(b_draws, grid, probability: float = PROBABILITY) -> tuple:
     low, high = b.min(axis=1, keepdims=True), b.max(axis=1, keepdims=True)
     if np.any(high <= low):
         fail("a posterior draw has all difficulties equal; min-max normalization is undefined")
-    z = np.sort((b - low) / (high - low), axis=1)
+    with np.errstate(over="ignore"):
+        span = high - low
+    # a range past the largest float (-1e308 … 1e308): the same map on halves, which cannot overflow
+    wide = ~np.isfinite(span[:, 0])
+    z = np.empty_like(b)
+    z[~wide] = (b[~wide] - low[~wide]) / span[~wide]
+    z[wide] = (b[wide] / 2 - low[wide] / 2) / (high[wide] / 2 - low[wide] / 2)
+    z = np.sort(np.clip(z, 0.0, 1.0), axis=1)
     x = np.asarray(grid, dtype=float)
     values = np.stack([np.searchsorted(row, x, side="right") for row in z]) / z.shape[1]
     tail = (1 - probability) / 2
@@ -199,6 +213,8 @@ def _read_npz(path: str, variable: str) -> tuple[list, np.ndarray]:
             if variable not in archive.files:
                 fail(f"{path}: no array {variable!r} (arrays: {', '.join(archive.files)})")
             raw = archive[variable]
+            if not isinstance(raw, np.ndarray):
+                fail(f"{path}: member {variable!r} is not a NumPy array (save the draws with numpy.savez)")
             if raw.dtype.kind not in "iuf":
                 fail(f"{path}: array {variable!r} holds {raw.dtype} values, expected numbers")
             b = np.asarray(raw, dtype=float)
@@ -214,7 +230,7 @@ def _read_npz(path: str, variable: str) -> tuple[list, np.ndarray]:
                 items = [str(i) for i in range(b.shape[1])]
     except InputError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, AttributeError, zipfile.BadZipFile) as exc:
         fail(f"{path}: cannot read as .npz ({' '.join(str(exc).split())[:200]})")
     if len(items) != b.shape[1]:
         fail(f"{path}: {len(items)} item IDs for {b.shape[1]} items")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from benchmeasure.benchfill import runner
 from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.files import check_output_folder
 from benchmeasure.llm_client import LLMCallError
 from benchmeasure.options import SEED, integer
 from benchmeasure.progress import show_progress
@@ -79,6 +80,7 @@ def main(argv=None) -> int:
 
         if args.items < 10:
             fail(f"--items must be at least 10, got {args.items}")
+        check_output_folder(args.folder)
         config = make_sim_benchmark(args.folder, args.seed, n_items=args.items, truth=args.truth)
         if not args.truth:
             folder = Path(args.folder)

@@ -47,7 +47,8 @@ def main(argv=None) -> int:
         fail(f"--top-k must be at least 1, got {args.top_k}")
     items, draws = read_posterior_b(args.posterior, args.variable)
     intervals = posterior_intervals(draws, args.top_k, args.probability)
-    point = diagnose(list(draws.mean(axis=0)), top_k=args.top_k, where=args.posterior).as_dict()
+    point = diagnose((draws / draws.shape[0]).sum(axis=0).tolist(),  # a mean that cannot overflow
+                     top_k=args.top_k, where=args.posterior).as_dict()
     record = {
         "items": len(items), "draws": int(draws.shape[0]), "top_k": args.top_k,
         "interval": f"central {args.probability:g} (equal-tailed quantiles)",
