@@ -23,7 +23,7 @@ from benchmeasure.explorer.collect import (
 )
 from benchmeasure.explorer.page import render_within
 from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions
-from benchmeasure.options import OPEN_PROBABILITY, integer, number
+from benchmeasure.options import OPEN_PROBABILITY, add_alias, integer, number
 from benchmeasure.summary import DEFAULT_DOMAINS, read_domains
 
 log = logging.getLogger("benchmeasure.explorer")
@@ -89,8 +89,9 @@ def parse_args(argv):
     parser.add_argument("--max-mb", type=number(0.0, 1e6), default=MAX_MB, metavar="MB",
                         help=f"page size budget: question text is cut shorter to stay under it (default {MAX_MB:g}; "
                              "0 = no budget)")
-    parser.add_argument("--probability", type=OPEN_PROBABILITY, metavar="P",
-                        help="mass of the posterior intervals and band (default: 0.94, as posterior_metrics.py)")
+    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, metavar="P",
+                               help="mass of the posterior intervals and band (default: 0.94, as posterior-metrics)")
+    add_alias(parser, "--probability", mass)  # the old name, for a release
     parser.add_argument("--title", default="Benchmark explorer", help="the page's title")
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
     return parser.parse_args(argv)
@@ -121,12 +122,12 @@ def main(argv=None) -> int:
              "(see --help)")
     if args.question_chars < 0:
         fail(f"--question-chars must be 0 or more, got {args.question_chars}")
-    if args.posterior or args.probability is not None:  # NumPy only where a posterior is read
+    if args.posterior or args.hdi_prob is not None:  # NumPy only where a posterior is read
         from benchmeasure.posterior_metrics import PROBABILITY
 
-        args.probability = PROBABILITY if args.probability is None else args.probability
-        if not 0 < args.probability < 1:
-            fail(f"--probability must lie in (0, 1), got {args.probability}")
+        args.hdi_prob = PROBABILITY if args.hdi_prob is None else args.hdi_prob
+        if not 0 < args.hdi_prob < 1:
+            fail(f"--hdi-prob must lie in (0, 1), got {args.hdi_prob}")
     output = check_output_path(args.output, [*args.paths, *args.filled, args.domains, *(args.posterior or [])])
     _check_output(output, [*args.paths, *args.filled])
     _progress(args.quiet)
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
     inputs.update(attach_filled(entries, args.filled, args.question_field, args.question_chars))
     check_names(entries)
     if args.posterior:
-        inputs.update(attach_posteriors(entries, args.posterior, args.probability))
+        inputs.update(attach_posteriors(entries, args.posterior, args.hdi_prob))
     _check_output(output, [*inputs, *(str(Path(e.source).parent / "test.jsonl") for e in entries)])
     versions = package_versions(["numpy", "xarray"] if args.posterior else [])
     provenance = {
@@ -145,7 +146,7 @@ def main(argv=None) -> int:
         "benchmeasure": __version__,
         "settings": {"column": args.column, "question_field": args.question_field,
                      "question_chars": args.question_chars, "question_chars_asked": args.question_chars,
-                     "max_mb": args.max_mb, "probability": args.probability, "top_k": 5,
+                     "max_mb": args.max_mb, "probability": args.hdi_prob, "top_k": 5,
                      "normalization": "per-benchmark min-max to [0, 1]"},
         "inputs_sha256": inputs, "package_versions": versions,
         "skipped_folders": [str(folder) for folder in skipped],

@@ -11,7 +11,7 @@ from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import command_line, package_versions, plan_outputs, sha256_file, write_json
 from benchmeasure.label_validity import LEVEL, N_BOOT, label_validity, read_labels
 from benchmeasure.matrix import read_matrix
-from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY, SEED, integer
+from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY, SEED, add_alias, integer
 
 EXAMPLES = """\
 example (the bundled ChemBench data, after the demo's fit):
@@ -48,8 +48,9 @@ def parse_args(argv):
     parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
     parser.add_argument("--n-boot", type=integer(100, 1_000_000), default=N_BOOT, metavar="B",
                         help=f"bootstrap resamples (default {N_BOOT})")
-    parser.add_argument("--level", type=OPEN_PROBABILITY, default=LEVEL, metavar="P",
-                        help=f"interval mass (default {LEVEL})")
+    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=LEVEL, metavar="P",
+                               help=f"interval mass of the bootstrap intervals (default {LEVEL})")
+    add_alias(parser, "--level", mass)  # the old name, for a release
     parser.add_argument("--seed", type=SEED, default=0, help="bootstrap seed (default 0)")
     table = parser.add_argument_group("ability beside accuracy (optional)")
     table.add_argument("--abilities", metavar="ABILITY_CSV", help="fit_irt.py's ability.csv")
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
     plan_outputs(files=[args.output], inputs=inputs)
     difficulty = read_difficulty_column(args.difficulty, args.column)
     labels = read_labels(args.labels)
-    result = label_validity(difficulty, labels, args.easier, args.harder, args.n_boot, args.seed, args.level,
+    result = label_validity(difficulty, labels, args.easier, args.harder, args.n_boot, args.seed, args.hdi_prob,
                             labels_path=args.labels)
     record = {"labels": result.as_dict()}
     rows = rho = None
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
         record["spearman_theta_accuracy"] = rho
     record.update({
         "settings": {"easier": args.easier, "harder": args.harder, "column": args.column, "n_boot": args.n_boot,
-                     "level": args.level, "seed": args.seed, "n_trials": args.n_trials},
+                     "level": args.hdi_prob, "seed": args.seed, "n_trials": args.n_trials},
         "inputs": [{"path": path, "sha256": sha256_file(path)} for path in inputs if path is not None],
         "command": command_line(), "package_versions": package_versions(["numpy"]),
     })

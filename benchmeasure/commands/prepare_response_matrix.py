@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.extras import missing_package
 from benchmeasure.files import (
     all_or_nothing,
     atomic_write,
@@ -131,12 +132,10 @@ def parse_args(argv):
         try:
             import numpy  # noqa: F401
         except ModuleNotFoundError:
-            fail(f"--from wide needs the Python package 'numpy', which {sys.executable} lacks: run it with "
-                 ".venv-irt/bin/python, or pip install numpy")
+            fail(missing_package("--from wide", "numpy"))
     elif args.harness is not None and NEEDS is not None:
-        fail(f"--from {args.harness} needs the Python package {NEEDS!r}, which {sys.executable} lacks: run "
-             "it with .venv-irt/bin/python, or pip install -r requirements_irt.txt (a plain "
-             "model,item_id,trial,correct CSV needs nothing beyond Python)")
+        fail(missing_package(f"--from {args.harness}", NEEDS) + " (a plain model,item_id,trial,correct CSV "
+             "needs nothing beyond Python)")
     if args.items_as_rows and args.harness != "wide":
         fail("--items-as-rows needs --from wide (it describes a wide table's orientation)")
     # options that describe harness logs only, in the order they are named when misused
@@ -207,8 +206,8 @@ def read_plain(path: str, n_trials: int):
             import pandas  # noqa: F401
             import pyarrow  # noqa: F401
         except ModuleNotFoundError:
-            print(f"note: {path} is large; installing numpy, pandas and pyarrow (pip install -r "
-                  "requirements_irt.txt) reads it many times faster", file=sys.stderr)
+            print(f"note: {path} is large; installing numpy, pandas and pyarrow (pip install "
+                  "'benchmeasure[irt]') reads it many times faster", file=sys.stderr)
         else:
             from benchmeasure.responses import read_responses_csv
 

@@ -41,7 +41,8 @@ def parse_args(argv):
     parser.add_argument("--k", type=integer(1, 10_000_000), required=True, help="number of anchor items")
     parser.add_argument("--strategy", choices=["stratified", "information", "random"], default="stratified",
                         help="how to choose (default stratified)")
-    parser.add_argument("--seed", type=SEED, required=True, metavar="S", help="random seed (same seed, same anchors)")
+    parser.add_argument("--seed", type=SEED, default=0, metavar="S",
+                        help="random seed (default 0; the same seed gives the same anchors)")
     parser.add_argument("--output", required=True, metavar="CSV", help="where to write the anchors (and CSV.json)")
     parser.add_argument("--abilities", default=None, metavar="ABILITY_CSV",
                         help="information: design for these models' abilities (theta_mean) instead of N(0, 1)")
