@@ -139,8 +139,8 @@ def _dispatch(argv: list[str], prog: str | None) -> int:
         if exc.name and exc.name.split(".")[0] == "benchmeasure":
             raise
         if "-h" not in args and "--help" not in args:
-            default = "benchfill" if COMMANDS[name].group in ("benchfill", "serving") else "irt"
-            fail(missing_package(prog or f"benchmeasure {name}", exc.name or "?", default))
+            feature = "benchfill" if COMMANDS[name].group in ("benchfill", "serving") else None
+            fail(missing_package(prog or f"benchmeasure {name}", exc.name or "?", feature))
         module = _import_for_help(module_name)
     name_next_parser(prog or f"benchmeasure {name}")
     return module.main(args)

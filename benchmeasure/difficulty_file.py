@@ -139,3 +139,32 @@ def warn_unconverged(path: str, table, ids: list) -> None:
         logger.warning("%s: the fit fails its own convergence checks (%s); its metrics are not to be trusted: "
                        "refit with more draws (benchmeasure fit … --tune 2000 --draws 2000)", path,
                        "; ".join(problems))
+
+
+GENERIC_STEMS = {"response_matrix", "matrix", "responses", "counts", "difficulty", "m"}
+
+
+def default_benchmark_name(path: str | os.PathLike) -> str:
+    """A benchmark's name from its data file: the file's stem (``chembench.csv`` → chembench), or the folder
+    holding it when the stem is a generic one (``aime24/response_matrix.csv`` → aime24)."""
+    path = os.path.abspath(os.fspath(path))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    folder = os.path.basename(os.path.dirname(path))
+    return folder if (stem in GENERIC_STEMS and folder) else stem
+
+
+def benchmark_name(path: str | os.PathLike, given: str | None = None) -> str:
+    """The name a report shows for the difficulty file ``path``: ``given`` (a ``--name``), else the name the fit
+    recorded (``benchmark`` in ``diagnostics.json`` beside the file, from ``benchmeasure fit --name``), else
+    :func:`default_benchmark_name` of the file (its folder, as in ``data/benchmarks/<name>/difficulty.csv``)."""
+    if given:
+        return given
+    record_path = os.path.join(os.path.dirname(os.fspath(path)) or ".", "diagnostics.json")
+    try:
+        with open(record_path, encoding="utf-8") as handle:
+            recorded = json.load(handle).get("benchmark")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        recorded = None
+    if isinstance(recorded, str) and recorded.strip():
+        return recorded.strip()
+    return default_benchmark_name(path)

@@ -29,21 +29,26 @@ EXTRA_OF = {
 SETUP_ENV = {"irt": "irt", "harness": "harness", "benchfill": "benchfill", "numpyro": "numpyro", "dev": "dev"}
 
 
-def extra_for(package: str, default: str = "irt") -> str:
-    """The extra that installs ``package`` (an import name such as ``numpy`` or ``inspect_ai.log``)."""
-    return EXTRA_OF.get(package.split(".")[0], default)
+def extra_for(package: str, feature: str | None = None) -> str:
+    """The extra that installs ``package`` (an import name such as ``numpy`` or ``inspect_ai.log``).
+
+    ``feature`` is the extra of the command that needs it (``benchfill`` for the BenchFill commands): it is named
+    instead of ``irt`` when the package is one of the IRT stack, since every feature's extra includes that stack.
+    """
+    extra = EXTRA_OF.get(package.split(".")[0], feature or "irt")
+    return feature if feature and extra == "irt" else extra
 
 
-def install_hint(package: str, default: str = "irt") -> str:
+def install_hint(package: str, feature: str | None = None) -> str:
     """``pip install 'benchmeasure[EXTRA]'``, plus the checkout's set-up script where it has one."""
-    extra = extra_for(package, default)
+    extra = extra_for(package, feature)
     hint = f"pip install 'benchmeasure[{extra}]'"
     if extra in SETUP_ENV:
         hint += f" (in a checkout: bash scripts/setup_env.sh {SETUP_ENV[extra]})"
     return hint
 
 
-def missing_package(what: str, package: str, default: str = "irt") -> str:
+def missing_package(what: str, package: str, feature: str | None = None) -> str:
     """One-line message: ``what`` needs ``package``, which this interpreter lacks, and how to install it."""
     return (f"{what} needs the Python package {package.split('.')[0]!r}, which {sys.executable} lacks: "
-            f"{install_hint(package, default)}")
+            f"{install_hint(package, feature)}")

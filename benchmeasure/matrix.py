@@ -121,8 +121,13 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
     path = os.fspath(path)
     table = read_table(path, expected="a header 'model,<item>,…'")
     header = table.header
+    if {"item_id", "trial", "correct"} <= set(header):
+        fail(f"{path}: graded responses (model,item_id,trial,correct), not a count matrix; make the matrix first: "
+             f"benchmeasure prepare {path} --n-trials {n_trials} --output response_matrix.csv")
     if header[0] != "model":
-        fail(f"{path}: first header column must be 'model', found {header[0]!r}")
+        fail(f"{path}: first header column must be 'model', found {header[0]!r}"
+             + ("; a wide table (one row per model or item) becomes a matrix with benchmeasure prepare --from wide"
+                if not header[0].strip() else ""))
     items = header[1:]
     models, data = [], []
     for r, row in enumerate(table.rows):

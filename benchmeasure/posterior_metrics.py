@@ -164,10 +164,17 @@ def input_sha256(path: str | os.PathLike) -> str:
 def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list, np.ndarray]:
     """Item IDs and difficulty draws, shape (D, N), from a zarr/NetCDF posterior, an .npz or a CSV of draws."""
     path = os.fspath(path).rstrip("/")
+    if os.path.isdir(path) and not path.endswith(".zarr") and os.path.isdir(os.path.join(path, "posterior.zarr")):
+        path = os.path.join(path, "posterior.zarr")  # a fit folder saved with --save-posterior
     if path.endswith(".zarr") and os.path.isdir(path):
         return _read_datatree(path, variable, "zarr")
     if not os.path.isfile(path):
-        fail(f"{path}: no such file")
+        fit_folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+        if os.path.isfile(os.path.join(fit_folder, "difficulty.csv")):
+            fail(f"{path}: no posterior draws: the fit in {fit_folder} was saved without them; refit with "
+                 "benchmeasure fit … --save-posterior (it writes posterior.zarr)")
+        fail(f"{path}: is a folder; give posterior.zarr, an .nc, an .npz or a CSV of draws" if os.path.isdir(path)
+             else f"{path}: no such file")
     if path.endswith((".nc", ".netcdf", ".h5")):
         return _read_datatree(path, variable, None)
     if path.endswith(".npz"):

@@ -80,6 +80,9 @@ def parse_args(argv):
                         help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
                              "every other item and every model is fitted, so new items land on that scale "
                              "(joint route; docs/anchored.md)")
+    parser.add_argument("--name", metavar="NAME",
+                        help="the benchmark's name, recorded in diagnostics.json and shown by diagnose, plot and "
+                             "explore (default: the matrix file's name, or its folder's for response_matrix.csv)")
     parser.add_argument("--save-posterior", action="store_true",
                         help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
     parser.add_argument("--quiet", action="store_true",
@@ -175,6 +178,9 @@ def main(argv=None) -> int:
     diagnostics = fit_record(result, matrix, matrix_path=args.matrix, guessing=guessing,
                              guessing_csv=args.guessing_csv, fixed_difficulties=args.fixed_difficulties,
                              save_posterior=args.save_posterior, wall_time=time.perf_counter() - wall_start)
+    from benchmeasure.difficulty_file import default_benchmark_name
+
+    diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
     write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.difficulty_file import read_difficulty_column
+from benchmeasure.difficulty_file import benchmark_name, read_difficulty_column
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import plan_outputs
 from benchmeasure.metrics import check_unit_interval, normalize_min_max
@@ -50,7 +50,7 @@ def load(path: str, column: str, normalized: bool) -> list:
 
 
 def name_of(path: str) -> str:
-    return Path(path).resolve().parent.name or Path(path).stem
+    return benchmark_name(path)
 
 
 def main(argv=None) -> int:

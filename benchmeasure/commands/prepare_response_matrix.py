@@ -198,8 +198,28 @@ def input_files(paths: list) -> list:
     return found
 
 
+def not_long_format(path: str) -> None:
+    """Fail naming the next step when ``path``'s header is not ``model,item_id,trial,correct`` but a wide table's
+    (a blank first cell, or a row of IDs) or a count matrix's (``model,<item>,…``)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return  # the reader below reports it
+    names = [cell.strip() for cell in header]
+    if not names or {"item_id", "trial", "correct"} <= set(names):
+        return
+    if names[0] == "model" and len(names) > 1:
+        fail(f"{path}: a count matrix already (header 'model,{names[1]},…'), not graded responses; give it to "
+             "benchmeasure fit directly, or read it as a table of counts with --from wide")
+    if len(names) > 2:
+        fail(f"{path}: header {','.join(names[:3])},… is not model,item_id,trial,correct; a table with one row per "
+             "model and one column per item is read with --from wide (add --items-as-rows when the rows are items)")
+
+
 def read_plain(path: str, n_trials: int):
     """A plain responses CSV: the standard library, or PyArrow for a very large file when it is installed."""
+    not_long_format(path)
     if os.path.isfile(path) and os.path.getsize(path) > FAST_BYTES:
         try:
             import numpy  # noqa: F401

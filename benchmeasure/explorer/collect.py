@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmeasure.benchmarks import DIFFICULTY, TEST, find_benchmarks, load_benchmark
-from benchmeasure.difficulty_file import read_difficulty_column
+from benchmeasure.difficulty_file import benchmark_name, read_difficulty_column
 from benchmeasure.errors import fail
 from benchmeasure.explorer.filled import FilledRun, read_filled
 from benchmeasure.files import read_jsonl_objects, sha256_file
@@ -119,7 +119,7 @@ def load_entries(paths: list, column: str, question_field: str | None, chars: in
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            name = path.stem if shared[path.resolve().parent] > 1 else (path.resolve().parent.name or path.stem)
+            name = path.stem if shared[path.resolve().parent] > 1 else benchmark_name(path.resolve())
             pool = path.parent / TEST
             if path.name == DIFFICULTY and column == "b_mean":
                 loaded = load_benchmark(path.parent)  # checks the released layout against test.jsonl
