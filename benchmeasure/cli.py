@@ -17,11 +17,12 @@ import importlib.abc
 import importlib.machinery
 import logging
 import sys
+import threading
 import types
 from typing import NamedTuple
 
 from benchmeasure import __version__
-from benchmeasure.errors import fail, name_next_parser, run_cli
+from benchmeasure.errors import InputError, fail, name_next_parser, run_cli
 from benchmeasure.extras import missing_package
 
 
@@ -143,7 +144,16 @@ def _dispatch(argv: list[str], prog: str | None) -> int:
             fail(missing_package(prog or f"benchmeasure {name}", exc.name or "?", feature))
         module = _import_for_help(module_name)
     name_next_parser(prog or f"benchmeasure {name}")
-    return module.main(args)
+    handler = setup_logging()
+    handler.hold_warnings()
+    try:
+        code = module.main(args)
+    except InputError:
+        handler.drop_held()  # the error line is all a refused input prints
+        raise
+    finally:
+        handler.show_held()
+    return code
 
 
 class _Absent:
@@ -237,10 +247,53 @@ def setup_logging() -> logging.Handler:
     return handler
 
 
+HOLD_S = 20.0  # how long a command's warnings may wait for the command's outcome
+
+
 class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is at the time of the record (tests and callers may swap it)."""
+    """Writes to whatever ``sys.stderr`` is at the time of the record (tests and callers may swap it).
+
+    While a subcommand runs, its warnings are held back: a command that then refuses its input prints its one
+    ``error:`` line alone (a warning about the input it refused would only add noise, and the rule is one line);
+    they are written when the command ends, or after :data:`HOLD_S` seconds of a long run, whichever is first.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: list | None = None
+        self._timer: threading.Timer | None = None
+        self._held_lock = threading.Lock()
+
+    def hold_warnings(self) -> None:
+        with self._held_lock:
+            self._held = []
+            self._timer = threading.Timer(HOLD_S, self.show_held)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _take_held(self) -> list:
+        with self._held_lock:
+            held, self._held = self._held or [], None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        return held
+
+    def show_held(self) -> None:
+        for record in self._take_held():
+            self._write(record)
+
+    def drop_held(self) -> None:
+        self._take_held()
 
     def emit(self, record: logging.LogRecord) -> None:
+        with self._held_lock:
+            if self._held is not None:
+                self._held.append(record)
+                return
+        self._write(record)
+
+    def _write(self, record: logging.LogRecord) -> None:
         self.stream = sys.stderr
         super().emit(record)
 

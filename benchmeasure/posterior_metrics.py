@@ -101,7 +101,7 @@ def summarize_draws(values, probability: float = PROBABILITY) -> Interval:
 def posterior_intervals(b_draws, top_k: int = 5, probability: float = PROBABILITY) -> dict:
     """``{metric: Interval}`` for the metrics of :func:`metric_draws`."""
     if not 0 < probability < 1:
-        fail(f"--hdi-prob must lie in (0, 1), got {probability}")
+        fail(f"the interval probability (--hdi-prob) must lie in (0, 1), got {probability}")
     return {name: summarize_draws(v, probability) for name, v in metric_draws(b_draws, top_k).items()}
 
 

@@ -125,18 +125,31 @@ def test_errors_name_the_next_step(tmp_path):
                                tmp_path / "res"), "BENCHMARK=math_sim")
 
 
-@pytest.mark.parametrize(("script", "old", "new", "value"), [
-    ("posterior_metrics.py", "--probability", "--hdi-prob", "0.9"),
-    ("label_validity.py", "--level", "--hdi-prob", "0.9"),
-    ("make_example.py", "--trials", "--n-trials", "3"),
-    ("explore_benchmarks.py", "--probability", "--hdi-prob", "0.9"),
+@pytest.mark.parametrize(("script", "old", "new"), [
+    ("posterior_metrics.py", "--probability", "--hdi-prob"),
+    ("label_validity.py", "--level", "--hdi-prob"),
+    ("make_example.py", "--trials", "--n-trials"),
+    ("explore_benchmarks.py", "--probability", "--hdi-prob"),
+    ("prepare_cpu_model.py", "--out", "--output-dir"),
 ])
-def test_old_flag_names_are_hidden_deprecated_aliases(script, old, new, value):
+def test_old_flag_names_are_hidden_from_help(script, old, new):
     helped = run_script(script, "--help")
-    assert new in helped.stdout and f"{old} " not in helped.stdout
-    # the alias parses (and warns) before the command's other checks reject the missing inputs
-    done = run_script(script, old, value)
-    assert f"warning: {old} is deprecated" in done.stderr and f"use {new}" in done.stderr
+    assert new in helped.stdout and f"{old} " not in helped.stdout and f"{old}\n" not in helped.stdout
+
+
+def test_an_old_flag_name_works_and_warns(tmp_path):
+    out = tmp_path / "example"
+    done = run_script("make_example.py", "--output-dir", out, "--models", "2", "--items", "3", "--trials", "2")
+    assert done.returncode == 0, done.stderr
+    assert "warning: --trials is deprecated" in done.stderr and "use --n-trials" in done.stderr
+    assert (out / "responses.csv").read_text(encoding="utf-8").splitlines()[2].split(",")[2] == "1"  # trial 1 of 2
+    assert '"trials": 2' in (out / "settings.json").read_text(encoding="utf-8")
+
+
+def test_a_refused_input_prints_its_error_line_alone(tmp_path):
+    # the deprecation warning came before the refusal: the one error line is all that is shown
+    assert_rejected(run_script("make_example.py", "--output-dir", tmp_path / "e", "--trials", "2", "--models", "1"),
+                    "--models")
 
 
 def test_old_flag_value_reaches_the_command(tmp_path):

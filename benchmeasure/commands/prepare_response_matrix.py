@@ -207,8 +207,8 @@ def not_long_format(path: str) -> None:
     except (OSError, UnicodeDecodeError, csv.Error):
         return  # the reader below reports it
     names = [cell.strip() for cell in header]
-    if not names or {"item_id", "trial", "correct"} <= set(names):
-        return
+    if not names or {"item_id", "trial", "correct"} & set(names):
+        return  # the long format, perhaps with a column missing: the reader names it
     if names[0] == "model" and len(names) > 1:
         fail(f"{path}: a count matrix already (header 'model,{names[1]},…'), not graded responses; give it to "
              "benchmeasure fit directly, or read it as a table of counts with --from wide")
