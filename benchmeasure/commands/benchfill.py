@@ -18,12 +18,12 @@ from benchmeasure.options import SEED, integer
 from benchmeasure.progress import show_progress
 
 EXAMPLES = """examples:
-  python propose/benchfill.py init --config propose/configs/aime24.toml --name first
-  python propose/benchfill.py init --config ~/my_bench.toml --results /data/benchfill   # a config anywhere
-  python propose/benchfill.py run propose/results/aime24/first
-  python propose/benchfill.py where --benchmark aime24    # the newest run folder of aime24
-  python propose/benchfill.py status propose/results/aime24/first
-  python propose/benchfill.py sim-data --folder /tmp/simbench --seed 1
+  benchmeasure benchfill init --config propose/configs/aime24.toml --name first
+  benchmeasure benchfill init --config ~/my_bench.toml --results /data/benchfill   # a config anywhere
+  benchmeasure benchfill run propose/results/aime24/first
+  benchmeasure benchfill where --benchmark aime24    # the newest run folder of aime24
+  benchmeasure benchfill status propose/results/aime24/first
+  benchmeasure benchfill sim-data --folder /tmp/simbench --seed 1
 """
 
 

@@ -15,10 +15,10 @@ from benchmeasure.options import TOP_K
 
 EXAMPLES = """\
 examples:
-  python3 scripts/diagnose_benchmark.py my_benchmark/difficulty.csv
-  python3 scripts/diagnose_benchmark.py my_benchmark/difficulty.csv --column difficulty --json
-  python3 scripts/diagnose_benchmark.py normalized.csv --column z --normalized
-  python3 scripts/diagnose_benchmark.py data/benchmarks/*/difficulty.csv      # one row per file
+  benchmeasure diagnose my_benchmark/difficulty.csv
+  benchmeasure diagnose my_benchmark/difficulty.csv --column difficulty --json
+  benchmeasure diagnose normalized.csv --column z --normalized
+  benchmeasure diagnose data/benchmarks/*/difficulty.csv      # one row per file
 
 definitions (paper, Table 1):
   z = (b - min b) / (max b - min b), sorted z(1) <= ... <= z(n)

@@ -32,11 +32,11 @@ LEAST_CHARS = 20  # shorter question text says too little to be worth its bytes:
 
 EXAMPLES = f"""\
 examples:
-  python3 scripts/explore_benchmarks.py data/benchmarks --output explorer.html
-  python3 scripts/explore_benchmarks.py my_benchmark/difficulty.csv other/difficulty.csv --output explorer.html
-  .venv-irt/bin/python scripts/explore_benchmarks.py my_benchmark --posterior my_benchmark/posterior.zarr \\
+  benchmeasure explore data/benchmarks --output explorer.html
+  benchmeasure explore my_benchmark/difficulty.csv other/difficulty.csv --output explorer.html
+  benchmeasure explore my_benchmark --posterior my_benchmark/posterior.zarr \\
       --output explorer.html
-  python3 scripts/explore_benchmarks.py data/benchmarks --filled propose/results/aime24/run-1 --output explorer.html
+  benchmeasure explore data/benchmarks --filled propose/results/aime24/run-1 --output explorer.html
 
 inputs:
   DIFFICULTY_CSV_OR_BENCHMARK_DIR  a difficulty file (b_mean column; fit_irt.py's difficulty.csv or the
@@ -48,12 +48,12 @@ inputs:
         output (mass_fill_summary.json, mass_fill_records.csv): before/after ECDFs with the new items,
         their targets and parents. It joins the benchmark whose difficulty file is the run's
         calibration table (same SHA-256), or adds that table as a benchmark of its own.
-  --posterior [NAME=]PATH  posterior.zarr, .nc, .npz or a CSV of draws (or a fit_irt.py --save-posterior
+  --posterior [NAME=]PATH  posterior.zarr, .nc, .npz or a CSV of draws (or a benchmeasure fit --save-posterior
         folder) of a benchmark's fit: 94% intervals of the metrics in the table and a band of ECDF
         draws. Without NAME= it belongs to the benchmark whose difficulty file is in the same folder.
         Needs NumPy (and xarray for zarr/NetCDF): run with .venv-irt/bin/python.
 
-the page: numbers are those of diagnose_benchmark.py (paper Table 1, three decimals); highlighted
+the page: numbers are those of benchmeasure diagnose (paper Table 1, three decimals); highlighted
 cells reach DDM >= 0.10, Max Gap >= 0.10, Top-5 Gap Sum >= 0.30. The page needs no server and no
 network: open it from disk. Question text is cut to --question-chars characters (a 10,000-item
 benchmark adds about that many kilobytes per character kept); when the page would pass --max-mb

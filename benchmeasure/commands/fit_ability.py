@@ -15,8 +15,8 @@ from benchmeasure.options import GUESSING, N_TRIALS, SEED
 from benchmeasure.progress import show_progress
 
 EXAMPLES = """examples:
-  python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32
-  python verifier/fit_ability.py matrix.csv --n-trials 4 --guessing 0.25 --cache /tmp/abilities
+  benchmeasure fit-ability data/matrix/aime24_response_matrix.csv --n-trials 32
+  benchmeasure fit-ability matrix.csv --n-trials 4 --guessing 0.25 --cache /tmp/abilities
 """
 
 

@@ -28,10 +28,10 @@ from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABI
 
 EXAMPLES = """\
 examples:
-  fit_irt.py my_benchmark/response_matrix.csv --n-trials 2 --output-dir my_benchmark
-  fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing 0.25          # four-choice items
-  fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing-csv guessing.csv
-  fit_irt.py matrix.csv --n-trials 8 --output-dir out --method map            # marginal posterior mode, in seconds
+  benchmeasure fit my_benchmark/response_matrix.csv --n-trials 2 --output-dir my_benchmark
+  benchmeasure fit matrix.csv --n-trials 8 --output-dir out --guessing 0.25          # four-choice items
+  benchmeasure fit matrix.csv --n-trials 8 --output-dir out --guessing-csv guessing.csv
+  benchmeasure fit matrix.csv --n-trials 8 --output-dir out --method map   # marginal posterior mode, in seconds
 
 model (paper, Appendix C.3):
   P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)

@@ -15,7 +15,7 @@ from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY, SEED, add_alias, in
 
 EXAMPLES = """\
 example (the bundled ChemBench data, after the demo's fit):
-  python3 scripts/label_validity.py demo_output/chembench/difficulty.csv \\
+  benchmeasure label-validity demo_output/chembench/difficulty.csv \\
       --labels data/chembench/difficulty_dict.json --easier easy --harder hard \\
       --abilities demo_output/chembench/ability.csv \\
       --matrix demo_output/chembench/response_matrix.csv --n-trials 1 \\

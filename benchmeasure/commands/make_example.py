@@ -7,6 +7,7 @@ that leave three deliberately wide gaps. Seeded, so the files are reproducible b
 
 from __future__ import annotations
 
+import argparse
 import csv
 import sys
 from pathlib import Path
@@ -19,9 +20,16 @@ from benchmeasure.options import N_TRIALS, SEED, add_alias, integer
 from benchmeasure.resources import project_path
 from benchmeasure.simulate import gapped_difficulties, simulate_trials
 
+EXAMPLES = """\
+examples:
+  benchmeasure make-example --output-dir my_example                 # the bundled example (seed 2026), elsewhere
+  benchmeasure make-example --output-dir small --models 8 --items 30 --n-trials 4 --seed 1
+"""
+
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output-dir", default=str(project_path("data/example_simulated")))
     parser.add_argument("--models", type=integer(2, 100_000), default=12)
     parser.add_argument("--items", type=integer(2, 1_000_000), default=60)

@@ -14,9 +14,9 @@ from benchmeasure.plots import figure_paths, plot_before_after, plot_benchmarks
 
 EXAMPLES = """\
 examples:
-  python scripts/plot_difficulty.py data/benchmarks/AIME24/difficulty.csv --output fig3.png
-  python scripts/plot_difficulty.py data/benchmarks/*/difficulty.csv --output fig6.png --columns 4
-  python scripts/plot_difficulty.py aime24/difficulty.csv --after aime24_filled/difficulty.csv --output fig5.png
+  benchmeasure plot data/benchmarks/AIME24/difficulty.csv --output fig3.png
+  benchmeasure plot data/benchmarks/*/difficulty.csv --output fig6.png --columns 4
+  benchmeasure plot aime24/difficulty.csv --after aime24_filled/difficulty.csv --output fig5.png
 
 Each figure is written as PNG and PDF: a final .png or .pdf of --output is replaced by each
 (fig.v2.png gives fig.v2.png and fig.v2.pdf), any other name gets both appended. Difficulties are min-max

@@ -12,12 +12,12 @@ from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_
 
 EXAMPLES = """\
 examples:
-  python scripts/fit_irt.py m.csv --n-trials 8 --output-dir my_benchmark --save-posterior
-  python scripts/posterior_metrics.py my_benchmark/posterior.zarr
-  python scripts/posterior_metrics.py draws.csv --top-k 3 --hdi-prob 0.9 --json
-  python scripts/posterior_metrics.py my_benchmark/posterior.zarr --output my_benchmark/metric_intervals.json
+  benchmeasure fit m.csv --n-trials 8 --output-dir my_benchmark --save-posterior
+  benchmeasure posterior-metrics my_benchmark/posterior.zarr
+  benchmeasure posterior-metrics draws.csv --top-k 3 --hdi-prob 0.9 --json
+  benchmeasure posterior-metrics my_benchmark/posterior.zarr --output my_benchmark/metric_intervals.json
 
-input: an ArviZ/xarray posterior (zarr store as fit_irt.py --save-posterior writes it, or
+input: an ArviZ/xarray posterior (zarr store as benchmeasure fit --save-posterior writes it, or
 NetCDF; group 'posterior', variable b), an .npz with array b, or a CSV of draws (header =
 item IDs, one row per draw). Each draw is min-max normalized on its own and the
 metrics are computed per draw; the interval is the central (equal-tailed) one. The

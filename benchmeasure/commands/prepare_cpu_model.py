@@ -16,9 +16,9 @@ from benchmeasure.serving.cpu_model import CACHE_ENV, prepare_model
 
 EXAMPLES = f"""\
 examples:
-  .venv-benchfill/bin/python scripts/prepare_cpu_model.py              # ~/.cache/benchmeasure/smollm2-135m-hf
-  {CACHE_ENV}=/ci/cache/smollm2 .venv-benchfill/bin/python scripts/prepare_cpu_model.py
-  .venv-benchfill/bin/python scripts/prepare_cpu_model.py --output-dir /tmp/smollm2 --force
+  benchmeasure prepare-cpu-model              # ~/.cache/benchmeasure/smollm2-135m-hf
+  {CACHE_ENV}=/ci/cache/smollm2 benchmeasure prepare-cpu-model
+  benchmeasure prepare-cpu-model --output-dir /tmp/smollm2 --force
 
 The folder is rebuilt only when it is missing, incomplete, or made from another GGUF.
 """

@@ -58,30 +58,30 @@ output (models as rows, items as columns, number correct as values):
   model-b,0,1
 
 example:
-  python3 scripts/prepare_response_matrix.py responses.csv --n-trials 2 \\
+  benchmeasure prepare responses.csv --n-trials 2 \\
       --output my_benchmark/response_matrix.csv
 
 from evaluation-harness logs (item_id = the log's item ID: doc_id, sample id, instance id...; trial = repeat):
-  python3 scripts/prepare_response_matrix.py --from lm-eval out/model-a out/model-b \\
+  benchmeasure prepare --from lm-eval out/model-a out/model-b \\
       --metric exact_match --filter first --n-trials 1 --output matrix.csv
-  python3 scripts/prepare_response_matrix.py --from lmms-eval out/model-a out/model-b \\
+  benchmeasure prepare --from lmms-eval out/model-a out/model-b \\
       --grade math --n-trials 3 --output matrix.csv --responses-out responses.csv
-  python3 scripts/prepare_response_matrix.py --from lighteval out/details/openai/model-a \\
+  benchmeasure prepare --from lighteval out/details/openai/model-a \\
       out/details/openai/model-b --grade math --n-trials 3 --output matrix.csv
   (a log with K responses per document but one metric value needs --grade KIND: each
   response is graded against the logged target with the project's graders)
-  python3 scripts/prepare_response_matrix.py --from inspect logs/model-a.eval logs/model-b.eval \\
+  benchmeasure prepare --from inspect logs/model-a.eval logs/model-b.eval \\
       --n-trials 4 --output matrix.csv        (epochs = trials; --scorer, --partial as needed)
-  python3 scripts/prepare_response_matrix.py --from evalscope outputs/reviews/model-a \\
+  benchmeasure prepare --from evalscope outputs/reviews/model-a \\
       outputs/reviews/model-b --n-trials 4 --output matrix.csv        (--repeats = trials)
-  python3 scripts/prepare_response_matrix.py --from opencompass outputs/DATE/results/model-a \\
+  benchmeasure prepare --from opencompass outputs/DATE/results/model-a \\
       outputs/DATE/results/model-b --n-trials 4 --output matrix.csv   (replicas n = trials)
-  python3 scripts/prepare_response_matrix.py --from helm "runs/SUITE/RUN_A" "runs/SUITE/RUN_B" \\
+  benchmeasure prepare --from helm "runs/SUITE/RUN_A" "runs/SUITE/RUN_B" \\
       --metric exact_match --n-trials 3 --output matrix.csv          (train trials = trials)
   (formats and the exact fields read: docs/harness_logs.md)
 
 from a wide table of counts or 0/1 values (1.0 accepted; IDs from the header and the first column):
-  python3 scripts/prepare_response_matrix.py --from wide data/chembench/binary_matrix.csv \\
+  benchmeasure prepare --from wide data/chembench/binary_matrix.csv \\
       --items-as-rows --n-trials 1 --output chembench/response_matrix.csv
   (without --items-as-rows the table has one row per model, as the output does)
 

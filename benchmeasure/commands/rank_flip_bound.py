@@ -25,10 +25,10 @@ from benchmeasure.rank_flip import rank_flip_bound
 
 EXAMPLES = """\
 examples:
-  python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 --lipschitz 1
-  python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
+  benchmeasure rank-flip bench/response_matrix.csv bench/difficulty.csv --n-trials 8 --lipschitz 1
+  benchmeasure rank-flip bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
       --lipschitz 2 --models model-a model-b --json
-  python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
+  benchmeasure rank-flip bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
       --lipschitz 1 --output-dir results/rank_flip
 
 Theorem 2.1: if the accuracy difference of two models is L-Lipschitz in normalized

@@ -23,13 +23,13 @@ from benchmeasure.options import N_TRIALS, SEED, integer
 
 EXAMPLES = """\
 examples:
-  select_anchors.py my_benchmark/difficulty.csv --k 100 --strategy stratified --seed 1 --output anchors.csv
-  select_anchors.py difficulty.csv --k 50 --strategy information --abilities ability.csv --seed 1 --output a.csv
+  benchmeasure select-anchors my_benchmark/difficulty.csv --k 100 --strategy stratified --seed 1 --output anchors.csv
+  benchmeasure select-anchors difficulty.csv --k 50 --strategy information --abilities ability.csv --output a.csv
 
 output: anchors.csv with columns item,b_mean (a difficulty file of the k anchors, easiest first);
   anchors.csv.json records the strategy, seed, inputs and their SHA-256.
 then: have the new model answer the anchors, and
-  score_models.py answers.csv --difficulty my_benchmark/difficulty.csv --n-trials K --output scores.csv
+  benchmeasure score answers.csv --difficulty my_benchmark/difficulty.csv --n-trials K --output scores.csv
 """
 
 
