@@ -160,3 +160,20 @@ def test_old_flag_value_reaches_the_command(tmp_path):
     assert old.returncode == new.returncode == 0
     assert '"interval": "central 0.5' in old.stdout
     assert old.stdout.replace("--probability", "--hdi-prob") == new.stdout
+
+
+def test_plot_writes_an_svg_alone(tmp_path):
+    pytest.importorskip("matplotlib")
+    diff = tmp_path / "difficulty.csv"
+    diff.write_text("item,b_mean\n" + "".join(f"q{i},{(i * 0.37) % 2}\n" for i in range(12)), encoding="utf-8")
+    done = run_script("plot_difficulty.py", diff, "--output", tmp_path / "fig.svg")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["difficulty.csv", "fig.svg"]
+    assert (tmp_path / "fig.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
+
+
+def test_one_trial_is_singular(tmp_path):
+    responses = tmp_path / "r.csv"
+    responses.write_text("model,item_id,trial,correct\na,q1,0,1\na,q2,0,0\nb,q1,0,0\nb,q2,0,1\n", encoding="utf-8")
+    done = run_script("prepare_response_matrix.py", responses, "--n-trials", "1", "--output", tmp_path / "m.csv")
+    assert done.returncode == 0 and "1 trial each" in done.stderr, done.stderr

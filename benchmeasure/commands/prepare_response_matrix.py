@@ -277,7 +277,8 @@ def main(argv=None) -> int:
         write_json(f"{args.output}.json", provenance(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
-        print(f"wrote {args.output}: {n_models} models x {n_items} items, {args.n_trials} trials each "
+        trials = f"{args.n_trials} trial{'s' if args.n_trials != 1 else ''}"
+        print(f"wrote {args.output}: {n_models} models x {n_items} items, {trials} each "
               f"({time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return 0
 
