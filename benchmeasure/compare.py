@@ -80,5 +80,5 @@ def compare(estimate: DifficultyColumn, reference: DifficultyColumn, top_k: int 
     return Comparison(
         items=len(x), pearson=pearson(zx, zy), spearman=spearman(x, y),
         mean_abs_z_error=math.fsum(errors) / len(errors), max_abs_z_error=max(errors),
-        estimate=diagnose(x, top_k), reference=diagnose(y, top_k),
+        estimate=diagnose(x, top_k, where=estimate.path), reference=diagnose(y, top_k, where=reference.path),
     )

@@ -36,6 +36,18 @@ from .errors import InputError, fail
 PROBABILITY = 0.94
 
 
+def _sorted_unit(b, low, high):
+    """Each draw min-max normalized to [0, 1] and sorted; a range past the largest float (-1e308 … 1e308)
+    is mapped on halves, which cannot overflow."""
+    with np.errstate(over="ignore"):
+        span = high - low
+    wide = ~np.isfinite(span[:, 0])
+    z = np.empty_like(b)
+    z[~wide] = (b[~wide] - low[~wide]) / span[~wide]
+    z[wide] = (b[wide] / 2 - low[wide] / 2) / (high[wide] / 2 - low[wide] / 2)
+    return np.sort(np.clip(z, 0.0, 1.0), axis=1)
+
+
 def metric_draws(b_draws, top_k: int = 5) -> dict:
     """DDM, Max Gap and Top-k Gap Sum of each draw.
 
@@ -59,14 +71,7 @@ def metric_draws(b_draws, top_k: int = 5) -> dict:
     if np.any(high <= low):
         fail(f"draw {int(np.flatnonzero(high[:, 0] <= low[:, 0])[0])}: all difficulties equal; "
              "min-max normalization is undefined")
-    with np.errstate(over="ignore"):
-        span = high - low
-    # a range past the largest float (-1e308 … 1e308): the same map on halves, which cannot overflow
-    wide = ~np.isfinite(span[:, 0])
-    z = np.empty_like(b)
-    z[~wide] = (b[~wide] - low[~wide]) / span[~wide]
-    z[wide] = (b[wide] / 2 - low[wide] / 2) / (high[wide] / 2 - low[wide] / 2)
-    z = np.sort(np.clip(z, 0.0, 1.0), axis=1)
+    z = _sorted_unit(b, low, high)
     n = z.shape[1]
     grid = (np.arange(n) + 0.5) / n
     ddm = np.abs(z - grid).mean(axis=1)
@@ -127,14 +132,7 @@ def ecdf_band(b_draws, grid, probability: float = PROBABILITY) -> tuple:
     low, high = b.min(axis=1, keepdims=True), b.max(axis=1, keepdims=True)
     if np.any(high <= low):
         fail("a posterior draw has all difficulties equal; min-max normalization is undefined")
-    with np.errstate(over="ignore"):
-        span = high - low
-    # a range past the largest float (-1e308 … 1e308): the same map on halves, which cannot overflow
-    wide = ~np.isfinite(span[:, 0])
-    z = np.empty_like(b)
-    z[~wide] = (b[~wide] - low[~wide]) / span[~wide]
-    z[wide] = (b[wide] / 2 - low[wide] / 2) / (high[wide] / 2 - low[wide] / 2)
-    z = np.sort(np.clip(z, 0.0, 1.0), axis=1)
+    z = _sorted_unit(b, low, high)
     x = np.asarray(grid, dtype=float)
     values = np.stack([np.searchsorted(row, x, side="right") for row in z]) / z.shape[1]
     tail = (1 - probability) / 2
