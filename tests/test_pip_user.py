@@ -177,3 +177,15 @@ def test_one_trial_is_singular(tmp_path):
     responses.write_text("model,item_id,trial,correct\na,q1,0,1\na,q2,0,0\nb,q1,0,0\nb,q2,0,1\n", encoding="utf-8")
     done = run_script("prepare_response_matrix.py", responses, "--n-trials", "1", "--output", tmp_path / "m.csv")
     assert done.returncode == 0 and "1 trial each" in done.stderr, done.stderr
+
+
+def test_score_with_n_trials_above_the_data_says_what_was_meant(tmp_path):
+    # issue 22: 0/1 answers scored with --n-trials 8 gave theta -2.80 at exit 0 and no word
+    difficulty = tmp_path / "difficulty.csv"
+    difficulty.write_text("item,b_mean\n" + "".join(f"q{i},{-1.5 + 0.3 * i}\n" for i in range(10)), encoding="utf-8")
+    answers = tmp_path / "new.csv"
+    answers.write_text("model,q0,q1,q2,q3,q4,q5,q6,q7,q8,q9\nnew,1,1,1,1,1,1,1,0,0,0\n", encoding="utf-8")
+    done = run_script("score_models.py", answers, "--difficulty", difficulty, "--n-trials", "8",
+                      "--output", tmp_path / "scores.csv")
+    assert done.returncode == 0, done.stderr
+    assert "no count reaches --n-trials 8 (the largest is 1)" in done.stderr and "give --n-trials 1" in done.stderr
