@@ -8,6 +8,7 @@ read), so the table below is checked against the options users actually see in `
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import re
 
@@ -34,6 +35,7 @@ class _Captured(Exception):
     pass
 
 
+@functools.cache
 def parsers_of(name: str) -> list[argparse.ArgumentParser]:
     """The parser (and sub-parsers) that ``benchmeasure NAME`` builds."""
     module = importlib.import_module(f"benchmeasure.commands.{COMMANDS[name].module}")
