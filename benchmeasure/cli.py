@@ -22,8 +22,8 @@ import types
 from typing import NamedTuple
 
 from benchmeasure import __version__
-from benchmeasure.errors import InputError, fail, name_next_parser, run_cli
-from benchmeasure.extras import missing_package
+from benchmeasure.base.errors import InputError, fail, name_next_parser, run_cli
+from benchmeasure.base.extras import missing_package
 
 
 class Command(NamedTuple):
@@ -231,7 +231,7 @@ def setup_logging() -> logging.Handler:
 
     Library modules log with ``logging.getLogger(__name__)`` and never print. Records of WARNING and above
     under the ``benchmeasure`` logger reach this handler; a command that shows a library's progress lines
-    (INFO) turns them on with :func:`benchmeasure.progress.show_progress`, which prints them bare, as before.
+    (INFO) turns them on with :func:`benchmeasure.base.progress.show_progress`, which prints them bare, as before.
     Installed once per process, so calling a command twice from Python doubles nothing.
     """
     logger = logging.getLogger("benchmeasure")

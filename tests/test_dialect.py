@@ -14,8 +14,8 @@ import re
 
 import pytest
 
+from benchmeasure.base.options import DIALECT
 from benchmeasure.cli import COMMANDS
-from benchmeasure.options import DIALECT
 
 # idea → the one visible flag, and the spellings of the same idea that no command may show
 IDEAS = {

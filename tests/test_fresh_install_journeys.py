@@ -109,7 +109,7 @@ def test_benchfill_simulation_init_run_status(fresh):
     bm(fresh, "benchfill", "sim-data", "--folder", "sim", "--seed", "0", timeout=1200)
     bin_dir = fresh[0]
     bm(fresh, "serve", "start", "--name", "sim", "--pid-file", "sim/server.pid", "--log", "sim/server.log", "--",
-       bin_dir / "python", "-m", "benchmeasure.sim.server", "--world", "sim/world.json", "--port", "0", "--seed", "0")
+       bin_dir / "python", "-m", "benchmeasure.serving.sim.server", "--world", "sim/world.json", "--port", "0", "--seed", "0")
     try:
         url = bm(fresh, "serve", "wait", "--name", "sim", "--pid-file", "sim/server.pid", "--log", "sim/server.log",
                  "--url-from-log", "listening on ", "--timeout", "120", "--log-lines", "0").stdout.strip()

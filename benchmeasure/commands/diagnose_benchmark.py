@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.difficulty_file import benchmark_name, read_difficulty_column
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import result_json
-from benchmeasure.metrics import diagnose
-from benchmeasure.options import TOP_K
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import result_json
+from benchmeasure.base.options import TOP_K
+from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
+from benchmeasure.core.metrics import diagnose
 
 EXAMPLES = """\
 examples:

@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.options import add_alias
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.options import add_alias
 from benchmeasure.serving.cpu_model import CACHE_ENV, prepare_model
 
 EXAMPLES = f"""\
