@@ -11,13 +11,19 @@ writing), add a row to :data:`COMMANDS`, and add the wrapper ``scripts/<stem>.py
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import importlib.abc
+import importlib.machinery
 import logging
 import sys
+import threading
+import types
 from typing import NamedTuple
 
 from benchmeasure import __version__
-from benchmeasure.base.errors import fail, name_next_parser, run_cli
+from benchmeasure.base.errors import InputError, fail, name_next_parser, run_cli
+from benchmeasure.base.extras import missing_package
 
 
 class Command(NamedTuple):
@@ -126,17 +132,100 @@ def _dispatch(argv: list[str], prog: str | None) -> int:
         return 0
     name, args = argv[0], argv[1:]
     if name not in COMMANDS:
-        fail(f"benchmeasure: unknown subcommand {name!r}; choose one of: {', '.join(COMMANDS)} (see --help)")
+        close = difflib.get_close_matches(name, COMMANDS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        fail(f"benchmeasure: unknown subcommand {name!r}; {hint}choose one of: {', '.join(COMMANDS)} (see --help)")
+    module_name = f"benchmeasure.commands.{COMMANDS[name].module}"
     try:
-        module = importlib.import_module(f"benchmeasure.commands.{COMMANDS[name].module}")
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "benchmeasure":
             raise
-        fail(f"{prog or 'benchmeasure ' + name} needs the Python package {exc.name!r}, which {sys.executable} "
-             "lacks: run it with .venv-irt/bin/python (bash scripts/setup_env.sh irt), or pip install "
-             f"'benchmeasure[irt]'")
+        if "-h" not in args and "--help" not in args:
+            feature = "benchfill" if COMMANDS[name].group in ("benchfill", "serving") else None
+            fail(missing_package(prog or f"benchmeasure {name}", exc.name or "?", feature))
+        module = _import_for_help(module_name)
     name_next_parser(prog or f"benchmeasure {name}")
-    return module.main(args)
+    handler = setup_logging()
+    handler.hold_warnings()
+    try:
+        code = module.main(args)
+    except InputError:
+        handler.drop_held()  # the error line is all a refused input prints
+        raise
+    finally:
+        handler.show_held()
+    return code
+
+
+class _Absent:
+    """Stands for anything of a package that is not installed while a subcommand only prints its ``--help``:
+    the command's module can be imported and its parser built; nothing of the package is ever used."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> _Absent:
+        return _Absent()
+
+    def __call__(self, *args, **kwargs) -> _Absent:
+        return _Absent()
+
+    def __mro_entries__(self, bases) -> tuple:
+        return (_Absent,)
+
+    __getitem__ = __or__ = __ror__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __call__
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __call__
+
+
+class _AbsentModule(types.ModuleType):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__ = []  # a package: its submodules import too
+
+    def __getattr__(self, name: str) -> _Absent:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Absent()
+
+
+class _AbsentFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, missing: set) -> None:
+        self.missing = missing
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.missing:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec) -> types.ModuleType:
+        return _AbsentModule(spec.name)
+
+    def exec_module(self, module) -> None:
+        pass
+
+
+def _import_for_help(module_name: str):
+    """Import a command whose optional packages are missing, only to print its ``--help``.
+
+    Every ``--help`` works with the base install (``pip install benchmeasure``, no extra): the missing
+    packages are stood in for while the module is imported; its ``main`` prints the help and exits in argument
+    parsing, before any of them would be used. Running the command still says which extra to install.
+    """
+    missing: set = set()
+    sys.meta_path.append(_AbsentFinder(missing))
+    before = set(sys.modules)
+    for _ in range(50):
+        try:
+            return importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            top = (exc.name or "").split(".")[0]
+            if not top or top == "benchmeasure" or top in missing:
+                raise
+            missing.add(top)
+            for half_imported in set(sys.modules) - before:  # imported again, now with the stand-in
+                del sys.modules[half_imported]
+    raise ImportError(f"{module_name}: too many missing packages to build its --help")
 
 
 def setup_logging() -> logging.Handler:
@@ -160,10 +249,53 @@ def setup_logging() -> logging.Handler:
     return handler
 
 
+HOLD_S = 20.0  # how long a command's warnings may wait for the command's outcome
+
+
 class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is at the time of the record (tests and callers may swap it)."""
+    """Writes to whatever ``sys.stderr`` is at the time of the record (tests and callers may swap it).
+
+    While a subcommand runs, its warnings are held back: a command that then refuses its input prints its one
+    ``error:`` line alone (a warning about the input it refused would only add noise, and the rule is one line);
+    they are written when the command ends, or after :data:`HOLD_S` seconds of a long run, whichever is first.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: list | None = None
+        self._timer: threading.Timer | None = None
+        self._held_lock = threading.Lock()
+
+    def hold_warnings(self) -> None:
+        with self._held_lock:
+            self._held = []
+            self._timer = threading.Timer(HOLD_S, self.show_held)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _take_held(self) -> list:
+        with self._held_lock:
+            held, self._held = self._held or [], None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        return held
+
+    def show_held(self) -> None:
+        for record in self._take_held():
+            self._write(record)
+
+    def drop_held(self) -> None:
+        self._take_held()
 
     def emit(self, record: logging.LogRecord) -> None:
+        with self._held_lock:
+            if self._held is not None:
+                self._held.append(record)
+                return
+        self._write(record)
+
+    def _write(self, record: logging.LogRecord) -> None:
         self.stream = sys.stderr
         super().emit(record)
 

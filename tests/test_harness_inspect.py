@@ -208,7 +208,7 @@ def test_without_inspect_installed_one_line_names_the_install(tmp_path):
 
     result = subprocess.run([sys.executable, "-c", code, "--from", "inspect", str(NEW / "sim-strong"), "--n-trials",
                              "2", "--output", str(tmp_path / "m.csv")], capture_output=True, text=True, cwd=ROOT)
-    assert_rejected(result, "needs the inspect-ai package", "pip install -r requirements_harness.txt")
+    assert_rejected(result, "needs the inspect-ai package", "benchmeasure[harness]")
     assert not (tmp_path / "m.csv").exists()
 
 

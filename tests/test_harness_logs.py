@@ -196,8 +196,9 @@ CASES = {
     "folder with several logs": (
         lambda t: ["--from", "lmms-eval", FIX / "lmms-eval", "--grade", "math", "--n-trials", 3],
         ("holds 2 lmms-eval sample logs", "give one file per model")),
+    # (an lm-eval log names its metrics, and one named metric is used without --metric; lmms-eval names none)
     "neither --metric nor --grade": (
-        lambda t: ["--from", "lm-eval", lm_eval(MODELS[0]), "--filter", "first", "--n-trials", 1],
+        lambda t: ["--from", "lmms-eval", FIX / "lmms-eval" / "smollm2-greedy", "--n-trials", 1],
         ("give --metric NAME",)),
     "--metric without --from": (
         lambda t: [FIX / "tasks" / "tiny_arith.jsonl", "--metric", "exact_match", "--n-trials", 1],

@@ -67,3 +67,28 @@ def test_interval_from_the_environment(monkeypatch):
     for bad in ("zero", "-1", "0", ""):
         monkeypatch.setenv(INTERVAL_ENV, bad)
         assert log_interval() == DEFAULT_INTERVAL
+
+
+class _Chain:
+    def __init__(self, started, tuning, finished):
+        self.started, self.tuning, self.finished_draws, self.divergences = started, tuning, finished, 0
+
+
+def test_a_new_phase_is_written_to_a_log_at_once():
+    # issue 22: 10–30 s of compilation showed nothing in a log (the first line came after the interval)
+    stream = io.StringIO()
+    with Progress("1PL fit", stream=stream, interval=60) as progress:
+        progress.update("compiling", 0, 0)
+        assert stream.getvalue().startswith("1PL fit: compiling")
+
+
+def test_the_nuts_label_does_not_flip_back_to_warm_up():
+    stream = io.StringIO()
+    with Progress("1PL fit", chains=2, stream=stream, interval=60) as progress:
+        callback = progress.nutpie_callback(20)
+        callback([_Chain(True, True, 5), _Chain(False, False, 0)])      # chain 2 not started: warm-up
+        callback([_Chain(True, False, 15), _Chain(False, False, 0)])    # still warm-up: chain 2 has not begun
+        callback([_Chain(True, False, 20), _Chain(True, False, 12)])    # both past warm-up: draws
+        callback([_Chain(True, False, 20), _Chain(True, True, 12)])     # a late report of tuning: no flip back
+    phases = [line.split(":")[1].split(",")[0].strip() for line in stream.getvalue().splitlines()]
+    assert phases == ["NUTS warm-up", "NUTS draws", "done"], phases

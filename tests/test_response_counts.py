@@ -46,7 +46,7 @@ def test_a_harness_format_on_a_bare_python_says_what_to_install(tmp_path):
     result = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "scripts" / "prepare_response_matrix.py"),
                              "--from", "lm-eval", "logs", "--metric", "acc", "--n-trials", "1", "--output", "m.csv"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert_rejected(result, "--from lm-eval needs the Python package", "requirements_irt.txt")
+    assert_rejected(result, "--from lm-eval needs the Python package", "benchmeasure[irt]")
 
 
 @pytest.mark.parametrize("text, fragment", [

@@ -76,8 +76,9 @@ def compare(estimate: DifficultyColumn, reference: DifficultyColumn, top_k: int 
     y = [ref[item] for item in estimate.item_ids]
     zx, zy = normalize_min_max(x, estimate.path), normalize_min_max(y, reference.path)
     errors = [abs(a - b) for a, b in zip(zx, zy)]
+    # correlations are unchanged by each file's min–max map, and on [0, 1] no sum of squares over- or underflows
     return Comparison(
-        items=len(x), pearson=pearson(x, y), spearman=spearman(x, y),
+        items=len(x), pearson=pearson(zx, zy), spearman=spearman(x, y),
         mean_abs_z_error=math.fsum(errors) / len(errors), max_abs_z_error=max(errors),
-        estimate=diagnose(x, top_k), reference=diagnose(y, top_k),
+        estimate=diagnose(x, top_k, where=estimate.path), reference=diagnose(y, top_k, where=reference.path),
     )

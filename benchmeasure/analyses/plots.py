@@ -65,6 +65,8 @@ def figure_paths(output: str | Path) -> list[Path]:
     ``fig.png``).
     """
     text = str(output)
+    if Path(text).suffix.lower() == ".svg":  # a vector figure for the web: that file alone
+        return [Path(text)]
     if Path(text).suffix.lower() in (".png", ".pdf"):
         text = text[: -len(Path(text).suffix)]
     return [Path(text + ".png"), Path(text + ".pdf")]

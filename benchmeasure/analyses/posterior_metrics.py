@@ -36,6 +36,18 @@ from benchmeasure.base.errors import InputError, fail
 PROBABILITY = 0.94
 
 
+def _sorted_unit(b, low, high):
+    """Each draw min-max normalized to [0, 1] and sorted; a range past the largest float (-1e308 … 1e308)
+    is mapped on halves, which cannot overflow."""
+    with np.errstate(over="ignore"):
+        span = high - low
+    wide = ~np.isfinite(span[:, 0])
+    z = np.empty_like(b)
+    z[~wide] = (b[~wide] - low[~wide]) / span[~wide]
+    z[wide] = (b[wide] / 2 - low[wide] / 2) / (high[wide] / 2 - low[wide] / 2)
+    return np.sort(np.clip(z, 0.0, 1.0), axis=1)
+
+
 def metric_draws(b_draws, top_k: int = 5) -> dict:
     """DDM, Max Gap and Top-k Gap Sum of each draw.
 
@@ -59,7 +71,7 @@ def metric_draws(b_draws, top_k: int = 5) -> dict:
     if np.any(high <= low):
         fail(f"draw {int(np.flatnonzero(high[:, 0] <= low[:, 0])[0])}: all difficulties equal; "
              "min-max normalization is undefined")
-    z = np.sort((b - low) / (high - low), axis=1)
+    z = _sorted_unit(b, low, high)
     n = z.shape[1]
     grid = (np.arange(n) + 0.5) / n
     ddm = np.abs(z - grid).mean(axis=1)
@@ -94,7 +106,7 @@ def summarize_draws(values, probability: float = PROBABILITY) -> Interval:
 def posterior_intervals(b_draws, top_k: int = 5, probability: float = PROBABILITY) -> dict:
     """``{metric: Interval}`` for the metrics of :func:`metric_draws`."""
     if not 0 < probability < 1:
-        fail(f"--probability must lie in (0, 1), got {probability}")
+        fail(f"the interval probability (--hdi-prob) must lie in (0, 1), got {probability}")
     return {name: summarize_draws(v, probability) for name, v in metric_draws(b_draws, top_k).items()}
 
 
@@ -120,7 +132,7 @@ def ecdf_band(b_draws, grid, probability: float = PROBABILITY) -> tuple:
     low, high = b.min(axis=1, keepdims=True), b.max(axis=1, keepdims=True)
     if np.any(high <= low):
         fail("a posterior draw has all difficulties equal; min-max normalization is undefined")
-    z = np.sort((b - low) / (high - low), axis=1)
+    z = _sorted_unit(b, low, high)
     x = np.asarray(grid, dtype=float)
     values = np.stack([np.searchsorted(row, x, side="right") for row in z]) / z.shape[1]
     tail = (1 - probability) / 2
@@ -150,10 +162,17 @@ def input_sha256(path: str | os.PathLike) -> str:
 def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list, np.ndarray]:
     """Item IDs and difficulty draws, shape (D, N), from a zarr/NetCDF posterior, an .npz or a CSV of draws."""
     path = os.fspath(path).rstrip("/")
+    if os.path.isdir(path) and not path.endswith(".zarr") and os.path.isdir(os.path.join(path, "posterior.zarr")):
+        path = os.path.join(path, "posterior.zarr")  # a fit folder saved with --save-posterior
     if path.endswith(".zarr") and os.path.isdir(path):
         return _read_datatree(path, variable, "zarr")
     if not os.path.isfile(path):
-        fail(f"{path}: no such file")
+        fit_folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+        if os.path.isfile(os.path.join(fit_folder, "difficulty.csv")):
+            fail(f"{path}: no posterior draws: the fit in {fit_folder} was saved without them; refit with "
+                 "benchmeasure fit … --save-posterior (it writes posterior.zarr)")
+        fail(f"{path}: is a folder; give posterior.zarr, an .nc, an .npz or a CSV of draws" if os.path.isdir(path)
+             else f"{path}: no such file")
     if path.endswith((".nc", ".netcdf", ".h5")):
         return _read_datatree(path, variable, None)
     if path.endswith(".npz"):
@@ -199,6 +218,8 @@ def _read_npz(path: str, variable: str) -> tuple[list, np.ndarray]:
             if variable not in archive.files:
                 fail(f"{path}: no array {variable!r} (arrays: {', '.join(archive.files)})")
             raw = archive[variable]
+            if not isinstance(raw, np.ndarray):
+                fail(f"{path}: member {variable!r} is not a NumPy array (save the draws with numpy.savez)")
             if raw.dtype.kind not in "iuf":
                 fail(f"{path}: array {variable!r} holds {raw.dtype} values, expected numbers")
             b = np.asarray(raw, dtype=float)
@@ -214,7 +235,7 @@ def _read_npz(path: str, variable: str) -> tuple[list, np.ndarray]:
                 items = [str(i) for i in range(b.shape[1])]
     except InputError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, AttributeError, zipfile.BadZipFile) as exc:
         fail(f"{path}: cannot read as .npz ({' '.join(str(exc).split())[:200]})")
     if len(items) != b.shape[1]:
         fail(f"{path}: {len(items)} item IDs for {b.shape[1]} items")

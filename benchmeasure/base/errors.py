@@ -62,7 +62,24 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        fail(f"{self.prog}: {message} (see --help)")
+        fail(f"{self.prog}: {message}{self._did_you_mean(message)} (see --help)")
+
+    def _did_you_mean(self, message: str) -> str:
+        """``; did you mean 'X'?`` for a mistyped choice (``--from inspct``) or option (``--n-trails``)."""
+        import difflib
+        import re
+
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:
+            given, names = choice.group(1), re.findall(r"'([^']*)'", choice.group(2)) or choice.group(2).split(", ")
+        else:
+            unknown = re.search(r"unrecognized arguments: (\S+)", message)
+            if not unknown or not unknown.group(1).startswith("--"):
+                return ""
+            given = unknown.group(1).split("=")[0]
+            names = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        close = difflib.get_close_matches(given, names, n=1, cutoff=0.6)
+        return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> NoReturn:

@@ -48,6 +48,8 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
     thing that is not a regular file (``/dev/stdout``, a named pipe, a socket); the same file as any of
     ``inputs`` (writing it would destroy the input); a parent that is a file or cannot be written.
     """
+    if not os.fspath(path):
+        fail("an output path is empty (''); give the path of a file to write")
     target = Path(path)
     try:
         info = os.stat(target)  # follows symlinks: /dev/stdout is the device or pipe it names
@@ -82,6 +84,8 @@ def check_output_folder(path: str | os.PathLike, inputs: Iterable = (), files: I
     :func:`check_output_path` against ``inputs`` (so ``fit_irt.py out/difficulty.csv --output-dir out``
     is refused before the fit, not discovered after it).
     """
+    if not os.fspath(path):
+        fail("an output folder is empty (''); give a folder for the outputs ('.' for this one)")
     target = Path(path)
     real = Path(os.path.realpath(target))
     if real.exists() and not real.is_dir():

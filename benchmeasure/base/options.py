@@ -87,3 +87,50 @@ CHAINS = integer(2, 256)
 TUNE = integer(0, 10_000_000)
 #: Posterior draws per chain: R-hat and ESS need a few; at most ten million.
 DRAWS = integer(4, 10_000_000)
+
+
+# ------------------------------------------------------------------------------------------
+# one flag name per idea (docs/dialect.md); the old names stay for a release as hidden aliases
+
+#: The dialect: the one flag name of each idea that several commands share.
+DIALECT = {
+    "one output file": "--output",
+    "an output folder": "--output-dir",
+    "interval mass": "--hdi-prob",
+    "trials per model-item pair": "--n-trials",
+    "random seed": "--seed",
+}
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old flag name: stores into the new option's destination and warns once that the name is going."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        import logging
+
+        logging.getLogger("benchmeasure").warning("%s is deprecated and will be removed in a later release; use %s",
+                                                  option_string, self.new)
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"_alias_{self.dest}", True)
+
+
+def add_alias(container, old: str, new_action: argparse.Action) -> None:
+    """Accept ``old`` as a hidden, deprecated spelling of ``new_action`` (returned by ``add_argument``).
+
+    The alias takes the same type, choices and metavar, does not appear in ``--help``, and warns when used.
+    A required new option stays satisfied through the alias: declare it ``required=False`` and call
+    :func:`require` after parsing.
+    """
+    container.add_argument(old, dest=new_action.dest, type=new_action.type, choices=new_action.choices,
+                           metavar=new_action.metavar, nargs=new_action.nargs, default=argparse.SUPPRESS,
+                           help=argparse.SUPPRESS, action=_DeprecatedAlias, new=new_action.option_strings[0])
+
+
+def require(parser: argparse.ArgumentParser, args: argparse.Namespace, flag: str) -> None:
+    """The usage error argparse gives for a missing required option, for one that also has an alias."""
+    if getattr(args, flag.lstrip("-").replace("-", "_"), None) is None:
+        parser.error(f"the following arguments are required: {flag}")

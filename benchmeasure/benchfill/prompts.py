@@ -23,6 +23,16 @@ from benchmeasure.verifier.llm_client import MalformedReply
 
 DEFAULT_DIR = package_file("benchfill", "templates")  # propose/prompts/ in a checkout links here
 TEMPLATES = ("rewrite.txt", "rewrite_baseline.txt", "reference_line.txt")
+SHIPPED = "propose/prompts"  # a config's default prompts folder: the checkout's link to DEFAULT_DIR
+
+
+def prompt_folder(value: str, resolved: Path) -> Path:
+    """The prompts folder a config names (``resolved``: its path against the project folder), or the templates
+    shipped in the package when the config names the default ``propose/prompts`` and no such folder exists
+    (an installed package run outside a checkout)."""
+    if value.rstrip("/") == SHIPPED and not Path(resolved).is_dir():
+        return DEFAULT_DIR
+    return Path(resolved)
 
 
 class Prompts:

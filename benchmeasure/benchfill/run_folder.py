@@ -109,5 +109,10 @@ def latest(results_root, benchmark: str) -> Path:
     """The newest run folder of ``benchmark`` under ``results_root``; InputError when there is none."""
     path = Path(results_root) / check_name(benchmark, "benchmark name") / LATEST
     if not path.is_file():
-        fail(f"no run for {benchmark} yet under {results_root}; start one with 'bash run_experiment.sh init'")
+        others = sorted(p.parent.name for p in Path(results_root).glob(f"*/{LATEST}")) if Path(results_root).is_dir() \
+            else []
+        elsewhere = (f" (runs there are of {', '.join(others)}: BENCHMARK={others[0]} bash run_experiment.sh status, "
+                     f"or benchmeasure benchfill where --benchmark {others[0]})" if others else "")
+        fail(f"no run for {benchmark} yet under {results_root}{elsewhere}; start one with "
+             "'bash run_experiment.sh init'")
     return Path(path.read_text(encoding="utf-8").strip())

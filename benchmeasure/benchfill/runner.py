@@ -33,7 +33,7 @@ from benchmeasure.benchfill.config import check_name, load_config
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
 from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.loop import BASELINE, BENCHFILL, Loop
-from benchmeasure.benchfill.prompts import Prompts
+from benchmeasure.benchfill.prompts import Prompts, prompt_folder
 from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, Plan, Reannotation
 from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
 from benchmeasure.benchfill.summary import format_table, independent_deviation, table2
@@ -138,7 +138,8 @@ async def open_loop(run: RunFolder):
         holder = []  # the loop, once built: the validity check asks it what a candidate must not duplicate
         check = ValidityCheck(client, panel.rewriter, rollouts, lambda candidate: holder[0].existing(candidate),
                               int(config.validity.get("solve_n", 1)))
-        loop = Loop(config, benchmark, Prompts(config.path(config.search.prompts)), panel.rewriter,
+        prompts = Prompts(prompt_folder(config.search.prompts, config.path(config.search.prompts)))
+        loop = Loop(config, benchmark, prompts, panel.rewriter,
                     PanelVerifier(rollouts, check), client, journal, abilities, n_trials)
         holder.append(loop)
         yield benchmark, loop, client

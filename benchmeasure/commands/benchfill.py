@@ -11,18 +11,19 @@ import sys
 from pathlib import Path
 
 from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import check_output_folder
 from benchmeasure.base.options import SEED, integer
 from benchmeasure.base.progress import show_progress
 from benchmeasure.benchfill import runner
 from benchmeasure.verifier.llm_client import LLMCallError
 
 EXAMPLES = """examples:
-  python propose/benchfill.py init --config propose/configs/aime24.toml --name first
-  python propose/benchfill.py init --config ~/my_bench.toml --results /data/benchfill   # a config anywhere
-  python propose/benchfill.py run propose/results/aime24/first
-  python propose/benchfill.py where --benchmark aime24    # the newest run folder of aime24
-  python propose/benchfill.py status propose/results/aime24/first
-  python propose/benchfill.py sim-data --folder /tmp/simbench --seed 1
+  benchmeasure benchfill init --config propose/configs/aime24.toml --name first
+  benchmeasure benchfill init --config ~/my_bench.toml --results /data/benchfill   # a config anywhere
+  benchmeasure benchfill run propose/results/aime24/first
+  benchmeasure benchfill where --benchmark aime24    # the newest run folder of aime24
+  benchmeasure benchfill status propose/results/aime24/first
+  benchmeasure benchfill sim-data --folder /tmp/simbench --seed 1
 """
 
 
@@ -79,6 +80,7 @@ def main(argv=None) -> int:
 
         if args.items < 10:
             fail(f"--items must be at least 10, got {args.items}")
+        check_output_folder(args.folder)
         config = make_sim_benchmark(args.folder, args.seed, n_items=args.items, truth=args.truth)
         if not args.truth:
             folder = Path(args.folder)

@@ -30,8 +30,9 @@ from benchmeasure.core.guessing import add_guessing_options, guessing_from_optio
 
 EXAMPLES = """\
 examples:
-  calibrate_items.py new_items_matrix.csv --abilities my_benchmark/ability.csv --n-trials 4 --output new_difficulty.csv
-  calibrate_items.py new.csv --abilities ability.csv --n-trials 4 --guessing 0.25 \\
+  benchmeasure calibrate new_items_matrix.csv --abilities my_benchmark/ability.csv --n-trials 4 \\
+      --output new_difficulty.csv
+  benchmeasure calibrate new.csv --abilities ability.csv --n-trials 4 --guessing 0.25 \\
       --reference-difficulty my_benchmark/difficulty.csv --output new_difficulty.csv
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct) of the new
@@ -39,7 +40,7 @@ items; every model in it needs an ability in --abilities (models there but not h
 
 output columns: item, b_mean, b_sd, b_hdi_low, b_hdi_high (HDI of --hdi-prob), z
   z = (b_mean - min b) / (max b - min b) on --reference-difficulty's scale (empty without it);
-  the file is a difficulty file: score_models.py, diagnose_benchmark.py read it
+  the file is a difficulty file: benchmeasure score, benchmeasure diagnose read it
 """
 
 

@@ -22,9 +22,9 @@ from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
 examples:
-  python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32
-  python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32 --json
-  python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32 --output-dir results/checks
+  benchmeasure check my_benchmark/response_matrix.csv --n-trials 32
+  benchmeasure check my_benchmark/response_matrix.csv --n-trials 32 --json
+  benchmeasure check my_benchmark/response_matrix.csv --n-trials 32 --output-dir results/checks
 
 thresholds (paper Table 5): model/item information >= 0.3, model/item inversion rate <= 0.3.
 definitions: see benchmeasure/analyses/checks.py or docs/analyses.md.

@@ -16,7 +16,7 @@ from benchmeasure.core.difficulty_file import read_difficulty_column
 
 EXAMPLE = """\
 example (the bundled simulated benchmark):
-  python3 scripts/compare_difficulty.py demo_output/difficulty.csv \\
+  benchmeasure compare demo_output/difficulty.csv \\
       data/example_simulated/true_difficulty.csv --reference-column b_true
 
 Items are matched by ID (column item or item_id). Both files are min-max normalized before

@@ -25,7 +25,7 @@ from benchmeasure.verifier.panel import load_panel
 
 EXAMPLES = """\
 example:
-  .venv-benchfill/bin/python scripts/cpu_real_run.py --workdir /tmp/cpu_run
+  benchmeasure cpu-real-run --workdir /tmp/cpu_run
   python3 -c "import json; r = json.load(open('/tmp/cpu_run/report.json')); print(r['timings_s'])"
 """
 

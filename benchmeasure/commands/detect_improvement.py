@@ -11,9 +11,9 @@ from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
 examples:
-  python scripts/detect_improvement.py responses.csv
-  python scripts/detect_improvement.py responses.csv --permutations 100000 --seed 7 --json
-  python scripts/detect_improvement.py responses.csv --output detection.json
+  benchmeasure detect responses.csv
+  benchmeasure detect responses.csv --permutations 100000 --seed 7 --json
+  benchmeasure detect responses.csv --output detection.json
 
 input: CSV with columns model,item_id,trial,correct,condition (condition: pre or post);
 every item a model answered needs rollouts in both conditions. Each model is tested alone.

@@ -6,20 +6,19 @@ Standard library only (Python 3.9+): runs as ``python3 -I -S scripts/diagnose_be
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
-from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
 from benchmeasure.core.metrics import diagnose
 
 EXAMPLES = """\
 examples:
-  python3 scripts/diagnose_benchmark.py my_benchmark/difficulty.csv
-  python3 scripts/diagnose_benchmark.py my_benchmark/difficulty.csv --column difficulty --json
-  python3 scripts/diagnose_benchmark.py normalized.csv --column z --normalized
-  python3 scripts/diagnose_benchmark.py data/benchmarks/*/difficulty.csv      # one row per file
+  benchmeasure diagnose my_benchmark/difficulty.csv
+  benchmeasure diagnose my_benchmark/difficulty.csv --column difficulty --json
+  benchmeasure diagnose normalized.csv --column z --normalized
+  benchmeasure diagnose data/benchmarks/*/difficulty.csv      # one row per file
 
 definitions (paper, Table 1):
   z = (b - min b) / (max b - min b), sorted z(1) <= ... <= z(n)
@@ -42,23 +41,23 @@ def parse_args(argv):
     parser.add_argument("--top-k", type=TOP_K, default=5, metavar="K", help="how many gaps to sum (default: 5)")
     parser.add_argument("--normalized", action="store_true",
                         help="values are already on [0, 1]: keep that scale (a value outside it is an error)")
+    parser.add_argument("--name", action="append", metavar="NAME",
+                        help="the benchmark's name, once per file (default: the name its fit recorded, else the "
+                             "folder holding the file)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     return parser.parse_args(argv)
 
 
-def benchmark_name(path: str) -> str:
-    """The folder holding the file names the benchmark (data/benchmarks/AIME24/difficulty.csv → AIME24)."""
-    parent = Path(path).resolve().parent.name
-    return parent or Path(path).stem
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.name is not None and len(args.name) != len(args.files):
+        fail(f"--name given {len(args.name)} time(s) for {len(args.files)} file(s); give one name per file")
+    names = args.name or [None] * len(args.files)
     results = []
-    for path in args.files:
+    for path, name in zip(args.files, names):
         column = read_difficulty_column(path, args.column)
         diagnosis = diagnose(column.values, top_k=args.top_k, normalized=args.normalized, where=path)
-        record = {"benchmark": benchmark_name(path), "file": path, **diagnosis.as_dict()}
+        record = {"benchmark": benchmark_name(path, name), "file": path, **diagnosis.as_dict()}
         results.append(record)
     k = args.top_k
     if args.json:

@@ -12,7 +12,7 @@ from benchmeasure import __version__
 from benchmeasure.analyses.summary import DEFAULT_DOMAINS, read_domains
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import atomic_write, check_output_path, command_line, package_versions, sha256_file
-from benchmeasure.base.options import OPEN_PROBABILITY, integer, number
+from benchmeasure.base.options import OPEN_PROBABILITY, add_alias, integer, number
 from benchmeasure.core.benchmarks import skipped_warning
 from benchmeasure.explorer.collect import (
     QUESTION_FIELDS,
@@ -32,11 +32,11 @@ LEAST_CHARS = 20  # shorter question text says too little to be worth its bytes:
 
 EXAMPLES = f"""\
 examples:
-  python3 scripts/explore_benchmarks.py data/benchmarks --output explorer.html
-  python3 scripts/explore_benchmarks.py my_benchmark/difficulty.csv other/difficulty.csv --output explorer.html
-  .venv-irt/bin/python scripts/explore_benchmarks.py my_benchmark --posterior my_benchmark/posterior.zarr \\
+  benchmeasure explore data/benchmarks --output explorer.html
+  benchmeasure explore my_benchmark/difficulty.csv other/difficulty.csv --output explorer.html
+  benchmeasure explore my_benchmark --posterior my_benchmark/posterior.zarr \\
       --output explorer.html
-  python3 scripts/explore_benchmarks.py data/benchmarks --filled propose/results/aime24/run-1 --output explorer.html
+  benchmeasure explore data/benchmarks --filled propose/results/aime24/run-1 --output explorer.html
 
 inputs:
   DIFFICULTY_CSV_OR_BENCHMARK_DIR  a difficulty file (b_mean column; fit_irt.py's difficulty.csv or the
@@ -48,12 +48,12 @@ inputs:
         output (mass_fill_summary.json, mass_fill_records.csv): before/after ECDFs with the new items,
         their targets and parents. It joins the benchmark whose difficulty file is the run's
         calibration table (same SHA-256), or adds that table as a benchmark of its own.
-  --posterior [NAME=]PATH  posterior.zarr, .nc, .npz or a CSV of draws (or a fit_irt.py --save-posterior
+  --posterior [NAME=]PATH  posterior.zarr, .nc, .npz or a CSV of draws (or a benchmeasure fit --save-posterior
         folder) of a benchmark's fit: 94% intervals of the metrics in the table and a band of ECDF
         draws. Without NAME= it belongs to the benchmark whose difficulty file is in the same folder.
         Needs NumPy (and xarray for zarr/NetCDF): run with .venv-irt/bin/python.
 
-the page: numbers are those of diagnose_benchmark.py (paper Table 1, three decimals); highlighted
+the page: numbers are those of benchmeasure diagnose (paper Table 1, three decimals); highlighted
 cells reach DDM >= 0.10, Max Gap >= 0.10, Top-5 Gap Sum >= 0.30. The page needs no server and no
 network: open it from disk. Question text is cut to --question-chars characters (a 10,000-item
 benchmark adds about that many kilobytes per character kept); when the page would pass --max-mb
@@ -91,8 +91,9 @@ def parse_args(argv):
     parser.add_argument("--max-mb", type=number(0.0, 1e6), default=MAX_MB, metavar="MB",
                         help=f"page size budget: question text is cut shorter to stay under it (default {MAX_MB:g}; "
                              "0 = no budget)")
-    parser.add_argument("--probability", type=OPEN_PROBABILITY, metavar="P",
-                        help="mass of the posterior intervals and band (default: 0.94, as posterior_metrics.py)")
+    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, metavar="P",
+                               help="mass of the posterior intervals and band (default: 0.94, as posterior-metrics)")
+    add_alias(parser, "--probability", mass)  # the old name, for a release
     parser.add_argument("--title", default="Benchmark explorer", help="the page's title")
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
     return parser.parse_args(argv)
@@ -123,12 +124,12 @@ def main(argv=None) -> int:
              "(see --help)")
     if args.question_chars < 0:
         fail(f"--question-chars must be 0 or more, got {args.question_chars}")
-    if args.posterior or args.probability is not None:  # NumPy only where a posterior is read
+    if args.posterior or args.hdi_prob is not None:  # NumPy only where a posterior is read
         from benchmeasure.analyses.posterior_metrics import PROBABILITY
 
-        args.probability = PROBABILITY if args.probability is None else args.probability
-        if not 0 < args.probability < 1:
-            fail(f"--probability must lie in (0, 1), got {args.probability}")
+        args.hdi_prob = PROBABILITY if args.hdi_prob is None else args.hdi_prob
+        if not 0 < args.hdi_prob < 1:
+            fail(f"--hdi-prob must lie in (0, 1), got {args.hdi_prob}")
     output = check_output_path(args.output, [*args.paths, *args.filled, args.domains, *(args.posterior or []),
                                              *args.use_cases])
     _check_output(output, [*args.paths, *args.filled])
@@ -140,7 +141,7 @@ def main(argv=None) -> int:
     inputs.update(attach_filled(entries, args.filled, args.question_field, args.question_chars))
     check_names(entries)
     if args.posterior:
-        inputs.update(attach_posteriors(entries, args.posterior, args.probability))
+        inputs.update(attach_posteriors(entries, args.posterior, args.hdi_prob))
     _check_output(output, [*inputs, *(str(Path(e.source).parent / "test.jsonl") for e in entries)])
     versions = package_versions(["numpy", "xarray"] if args.posterior else [])
     provenance = {
@@ -148,7 +149,7 @@ def main(argv=None) -> int:
         "benchmeasure": __version__,
         "settings": {"column": args.column, "question_field": args.question_field,
                      "question_chars": args.question_chars, "question_chars_asked": args.question_chars,
-                     "max_mb": args.max_mb, "probability": args.probability, "top_k": 5,
+                     "max_mb": args.max_mb, "probability": args.hdi_prob, "top_k": 5,
                      "normalization": "per-benchmark min-max to [0, 1]"},
         "inputs_sha256": inputs, "package_versions": versions,
         "skipped_folders": [str(folder) for folder in skipped],

@@ -15,8 +15,8 @@ from benchmeasure.base.progress import show_progress
 from benchmeasure.benchfill.abilities import fit_abilities
 
 EXAMPLES = """examples:
-  python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32
-  python verifier/fit_ability.py matrix.csv --n-trials 4 --guessing 0.25 --cache /tmp/abilities
+  benchmeasure fit-ability data/matrix/aime24_response_matrix.csv --n-trials 32
+  benchmeasure fit-ability matrix.csv --n-trials 4 --guessing 0.25 --cache /tmp/abilities
 """
 
 

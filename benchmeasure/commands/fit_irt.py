@@ -28,10 +28,10 @@ from benchmeasure.irt.fit import POSTERIOR_NAME
 
 EXAMPLES = """\
 examples:
-  fit_irt.py my_benchmark/response_matrix.csv --n-trials 2 --output-dir my_benchmark
-  fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing 0.25          # four-choice items
-  fit_irt.py matrix.csv --n-trials 8 --output-dir out --guessing-csv guessing.csv
-  fit_irt.py matrix.csv --n-trials 8 --output-dir out --method map            # marginal posterior mode, in seconds
+  benchmeasure fit my_benchmark/response_matrix.csv --n-trials 2 --output-dir my_benchmark
+  benchmeasure fit matrix.csv --n-trials 8 --output-dir out --guessing 0.25          # four-choice items
+  benchmeasure fit matrix.csv --n-trials 8 --output-dir out --guessing-csv guessing.csv
+  benchmeasure fit matrix.csv --n-trials 8 --output-dir out --method map   # marginal posterior mode, in seconds
 
 model (paper, Appendix C.3):
   P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)
@@ -80,6 +80,9 @@ def parse_args(argv):
                         help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
                              "every other item and every model is fitted, so new items land on that scale "
                              "(joint route; docs/anchored.md)")
+    parser.add_argument("--name", metavar="NAME",
+                        help="the benchmark's name, recorded in diagnostics.json and shown by diagnose, plot and "
+                             "explore (default: the matrix file's name, or its folder's for response_matrix.csv)")
     parser.add_argument("--save-posterior", action="store_true",
                         help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
     parser.add_argument("--quiet", action="store_true",
@@ -175,6 +178,9 @@ def main(argv=None) -> int:
     diagnostics = fit_record(result, matrix, matrix_path=args.matrix, guessing=guessing,
                              guessing_csv=args.guessing_csv, fixed_difficulties=args.fixed_difficulties,
                              save_posterior=args.save_posterior, wall_time=time.perf_counter() - wall_start)
+    from benchmeasure.core.difficulty_file import default_benchmark_name
+
+    diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
     write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])

@@ -13,11 +13,11 @@ from benchmeasure.grading import KINDS, grade
 from benchmeasure.grading.extract import extract_math_answer
 
 EPILOG = r"""examples:
-  python verifier/grade.py --kind math --reference '\frac{1}{2}' --response 'so \boxed{0.5}'
-  python verifier/grade.py --kind choice --reference '(B)' --response 'The answer is (B).'
-  python verifier/grade.py --kind ifeval --response '"hi"' \
+  benchmeasure grade --kind math --reference '\frac{1}{2}' --response 'so \boxed{0.5}'
+  benchmeasure grade --kind choice --reference '(B)' --response 'The answer is (B).'
+  benchmeasure grade --kind ifeval --response '"hi"' \
       --instructions '[{"id": "startend:quotation"}]'
-  python verifier/grade.py --kind math --reference 12 --response-file reply.txt --explain
+  benchmeasure grade --kind math --reference 12 --response-file reply.txt --explain
 """
 
 

@@ -23,11 +23,11 @@ from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
 examples:
-  python scripts/irt_robustness.py AIME24/response_matrix.csv --n-trials 32 --output-dir results/robustness/AIME24
-  python scripts/irt_robustness.py m.csv --n-trials 8 --output-dir out --loo --bic --mirt 2 3
-  python scripts/irt_robustness.py m.csv --n-trials 8 --output-dir out --loo --workers 2 --draws 500 --tune 500
-  python scripts/fit_irt.py m.csv --n-trials 8 --output-dir fit --save-posterior
-  python scripts/irt_robustness.py m.csv --n-trials 8 --output-dir out --fit-dir fit --loo --bic
+  benchmeasure robustness AIME24/response_matrix.csv --n-trials 32 --output-dir results/robustness/AIME24
+  benchmeasure robustness m.csv --n-trials 8 --output-dir out --loo --bic --mirt 2 3
+  benchmeasure robustness m.csv --n-trials 8 --output-dir out --loo --workers 2 --draws 500 --tune 500
+  benchmeasure fit m.csv --n-trials 8 --output-dir fit --save-posterior
+  benchmeasure robustness m.csv --n-trials 8 --output-dir out --fit-dir fit --loo --bic
 
 writes OUTPUT_DIR/robustness.json (all figures, settings, input sha256, package versions),
 OUTPUT_DIR/robustness.md (the tables in the paper's layout) and, with --loo, loo.csv.
@@ -38,8 +38,8 @@ gives the 1PL draws of Table 8; the 1PL is refitted only for --bic when no poste
 --loo: Table 7 (M refits in parallel processes).
 --bic: Tables 8 and 9 (2PL fit; BIC from the binomial log-likelihood with log C(K, Y),
 maximum over posterior draws, n = M*N cells). --mirt D ...: Table 10.
---guessing-csv: per-item guessing (item_id,guessing), read and checked as fit_irt.py does.
-scripts/reproduce_tables.py reads results/robustness/<benchmark>/robustness.json.
+--guessing-csv: per-item guessing (item_id,guessing), read and checked as benchmeasure fit does.
+benchmeasure reproduce reads results/robustness/<benchmark>/robustness.json.
 """
 
 

@@ -9,13 +9,13 @@ from benchmeasure.analyses.ability_accuracy import ability_accuracy, as_dicts, r
 from benchmeasure.analyses.label_validity import LEVEL, N_BOOT, label_validity, read_labels
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, sha256_file, write_json
-from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, SEED, integer
+from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, SEED, add_alias, integer
 from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
 example (the bundled ChemBench data, after the demo's fit):
-  python3 scripts/label_validity.py demo_output/chembench/difficulty.csv \\
+  benchmeasure label-validity demo_output/chembench/difficulty.csv \\
       --labels data/chembench/difficulty_dict.json --easier easy --harder hard \\
       --abilities demo_output/chembench/ability.csv \\
       --matrix demo_output/chembench/response_matrix.csv --n-trials 1 \\
@@ -48,8 +48,9 @@ def parse_args(argv):
     parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
     parser.add_argument("--n-boot", type=integer(100, 1_000_000), default=N_BOOT, metavar="B",
                         help=f"bootstrap resamples (default {N_BOOT})")
-    parser.add_argument("--level", type=OPEN_PROBABILITY, default=LEVEL, metavar="P",
-                        help=f"interval mass (default {LEVEL})")
+    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=LEVEL, metavar="P",
+                               help=f"interval mass of the bootstrap intervals (default {LEVEL})")
+    add_alias(parser, "--level", mass)  # the old name, for a release
     parser.add_argument("--seed", type=SEED, default=0, help="bootstrap seed (default 0)")
     table = parser.add_argument_group("ability beside accuracy (optional)")
     table.add_argument("--abilities", metavar="ABILITY_CSV", help="fit_irt.py's ability.csv")
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
     plan_outputs(files=[args.output], inputs=inputs)
     difficulty = read_difficulty_column(args.difficulty, args.column)
     labels = read_labels(args.labels)
-    result = label_validity(difficulty, labels, args.easier, args.harder, args.n_boot, args.seed, args.level,
+    result = label_validity(difficulty, labels, args.easier, args.harder, args.n_boot, args.seed, args.hdi_prob,
                             labels_path=args.labels)
     record = {"labels": result.as_dict()}
     rows = rho = None
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
         record["spearman_theta_accuracy"] = rho
     record.update({
         "settings": {"easier": args.easier, "harder": args.harder, "column": args.column, "n_boot": args.n_boot,
-                     "level": args.level, "seed": args.seed, "n_trials": args.n_trials},
+                     "level": args.hdi_prob, "seed": args.seed, "n_trials": args.n_trials},
         "inputs": [{"path": path, "sha256": sha256_file(path)} for path in inputs if path is not None],
         "command": command_line(), "package_versions": package_versions(["numpy"]),
     })

@@ -15,11 +15,11 @@ from benchmeasure.base.options import integer, number
 
 EXAMPLES = """examples:
   # create a run folder: stop at Max Gap 0.05, or after 20 items or 5000 model calls, whichever comes first
-  python propose/mass_fill/mass_fill.py init --config propose/configs/aime26.toml --name mass1 \\
+  benchmeasure mass-fill init --config propose/configs/aime26.toml --name mass1 \\
       --target-max-gap 0.05 --max-items 20 --max-calls 5000
-  python propose/mass_fill/mass_fill.py run propose/results/aime26/mass1     # start, or resume after a kill
-  python propose/mass_fill/mass_fill.py run propose/results/aime26/mass1 --max-items 40   # raise a budget, go on
-  python propose/mass_fill/mass_fill.py status propose/results/aime26/mass1  # read-only progress
+  benchmeasure mass-fill run propose/results/aime26/mass1     # start, or resume after a kill
+  benchmeasure mass-fill run propose/results/aime26/mass1 --max-items 40   # raise a budget, go on
+  benchmeasure mass-fill status propose/results/aime26/mass1  # read-only progress
   BENCHMARK=aime26 bash run_experiment.sh mass-fill mass1 --max-items 20     # init if needed, then run
 
 At least one budget (--max-items, --max-calls, --max-rounds) is required; the search settings

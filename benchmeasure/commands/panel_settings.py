@@ -10,11 +10,11 @@ from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.verifier.panel import load_panel
 
 EPILOG = """examples:
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --list            # every model; hosted ones marked
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --list --served   # only models with a [serve] table
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --model QwQ-32B
-  python3 scripts/panel_settings.py verifier/panels/paper.toml --rewriter
-  eval "$(python3 scripts/panel_settings.py verifier/panels/paper.toml --model QwQ-32B)"
+  benchmeasure panel-settings verifier/panels/paper.toml --list            # every model; hosted ones marked
+  benchmeasure panel-settings verifier/panels/paper.toml --list --served   # only models with a [serve] table
+  benchmeasure panel-settings verifier/panels/paper.toml --model QwQ-32B
+  benchmeasure panel-settings verifier/panels/paper.toml --rewriter
+  eval "$(benchmeasure panel-settings verifier/panels/paper.toml --model QwQ-32B)"
 """
 
 

@@ -9,17 +9,18 @@ from benchmeasure.analyses.plots import figure_paths, plot_before_after, plot_be
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import plan_outputs
 from benchmeasure.base.options import TOP_K, integer
-from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
 from benchmeasure.core.metrics import check_unit_interval, normalize_min_max
 
 EXAMPLES = """\
 examples:
-  python scripts/plot_difficulty.py data/benchmarks/AIME24/difficulty.csv --output fig3.png
-  python scripts/plot_difficulty.py data/benchmarks/*/difficulty.csv --output fig6.png --columns 4
-  python scripts/plot_difficulty.py aime24/difficulty.csv --after aime24_filled/difficulty.csv --output fig5.png
+  benchmeasure plot data/benchmarks/AIME24/difficulty.csv --output fig3.png
+  benchmeasure plot data/benchmarks/*/difficulty.csv --output fig6.png --columns 4
+  benchmeasure plot aime24/difficulty.csv --after aime24_filled/difficulty.csv --output fig5.png
 
 Each figure is written as PNG and PDF: a final .png or .pdf of --output is replaced by each
-(fig.v2.png gives fig.v2.png and fig.v2.pdf), any other name gets both appended. Difficulties are min-max
+(fig.v2.png gives fig.v2.png and fig.v2.pdf), any other name gets both appended; a .svg name
+writes that SVG alone. Difficulties are min-max
 normalized per file unless --normalized. The panel title is the folder holding the file.
 """
 
@@ -30,7 +31,8 @@ def parse_args(argv):
         description="ECDF of normalized difficulties against the uniform reference, widest gaps shaded.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV")
-    parser.add_argument("--output", required=True, metavar="FIG", help="figure path (.png and .pdf are written)")
+    parser.add_argument("--output", required=True, metavar="FIG",
+                        help="figure path (.png and .pdf are written; .svg: that file alone)")
     parser.add_argument("--after", metavar="CSV",
                         help="difficulties after gap filling: draw before/after (Figure 5); one input file only")
     parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
@@ -50,14 +52,15 @@ def load(path: str, column: str, normalized: bool) -> list:
 
 
 def name_of(path: str) -> str:
-    return Path(path).resolve().parent.name or Path(path).stem
+    return benchmark_name(path)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     suffix = Path(args.output).suffix.lower()
-    if suffix in (".jpg", ".jpeg", ".svg", ".eps", ".ps", ".tif", ".tiff", ".gif", ".webp", ".bmp"):
-        fail(f"--output {args.output}: use a .png or .pdf name (both are written)")
+    if suffix in (".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".gif", ".webp", ".bmp"):
+        fail(f"--output {args.output}: use a .png or .pdf name (both are written, as the paper's figures) or .svg "
+             "(that file alone)")
     plan_outputs(files=figure_paths(args.output), inputs=[*args.files, args.after])
     if args.after:
         if len(args.files) != 1:

@@ -7,17 +7,17 @@ import argparse
 from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
-from benchmeasure.base.options import OPEN_PROBABILITY, TOP_K
+from benchmeasure.base.options import OPEN_PROBABILITY, TOP_K, add_alias
 from benchmeasure.core.metrics import diagnose
 
 EXAMPLES = """\
 examples:
-  python scripts/fit_irt.py m.csv --n-trials 8 --output-dir my_benchmark --save-posterior
-  python scripts/posterior_metrics.py my_benchmark/posterior.zarr
-  python scripts/posterior_metrics.py draws.csv --top-k 3 --probability 0.9 --json
-  python scripts/posterior_metrics.py my_benchmark/posterior.zarr --output my_benchmark/metric_intervals.json
+  benchmeasure fit m.csv --n-trials 8 --output-dir my_benchmark --save-posterior
+  benchmeasure posterior-metrics my_benchmark/posterior.zarr
+  benchmeasure posterior-metrics draws.csv --top-k 3 --hdi-prob 0.9 --json
+  benchmeasure posterior-metrics my_benchmark/posterior.zarr --output my_benchmark/metric_intervals.json
 
-input: an ArviZ/xarray posterior (zarr store as fit_irt.py --save-posterior writes it, or
+input: an ArviZ/xarray posterior (zarr store as benchmeasure fit --save-posterior writes it, or
 NetCDF; group 'posterior', variable b), an .npz with array b, or a CSV of draws (header =
 item IDs, one row per draw). Each draw is min-max normalized on its own and the
 metrics are computed per draw; the interval is the central (equal-tailed) one. The
@@ -33,8 +33,9 @@ def parse_args(argv):
     parser.add_argument("posterior", metavar="POSTERIOR", help="posterior.zarr, .nc, .npz or CSV of draws")
     parser.add_argument("--variable", default="b", help="difficulty variable in a NetCDF posterior (default: b)")
     parser.add_argument("--top-k", type=TOP_K, default=5, metavar="K")
-    parser.add_argument("--probability", type=OPEN_PROBABILITY, default=PROBABILITY,
-                        help="interval mass (default: 0.94)")
+    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=PROBABILITY, metavar="P",
+                               help="interval mass (default: 0.94)")
+    add_alias(parser, "--probability", mass)  # the old name, for a release
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--output", metavar="JSON", help="also write the JSON record here")
     return parser.parse_args(argv)
@@ -46,11 +47,12 @@ def main(argv=None) -> int:
     if args.top_k < 1:
         fail(f"--top-k must be at least 1, got {args.top_k}")
     items, draws = read_posterior_b(args.posterior, args.variable)
-    intervals = posterior_intervals(draws, args.top_k, args.probability)
-    point = diagnose(list(draws.mean(axis=0)), top_k=args.top_k, where=args.posterior).as_dict()
+    intervals = posterior_intervals(draws, args.top_k, args.hdi_prob)
+    point = diagnose((draws / draws.shape[0]).sum(axis=0).tolist(),  # a mean that cannot overflow
+                     top_k=args.top_k, where=args.posterior).as_dict()
     record = {
         "items": len(items), "draws": int(draws.shape[0]), "top_k": args.top_k,
-        "interval": f"central {args.probability:g} (equal-tailed quantiles)",
+        "interval": f"central {args.hdi_prob:g} (equal-tailed quantiles)",
         "metrics": {name: {**iv.as_dict(), "at_posterior_mean": point[name]} for name, iv in intervals.items()},
         "input": args.posterior, "input_sha256": input_sha256(args.posterior), "command": command_line(),
         "package_versions": package_versions(["numpy", "xarray"]),
@@ -60,7 +62,7 @@ def main(argv=None) -> int:
     if args.json:
         print(result_json(record))
         return 0
-    pct = f"{100 * args.probability:g}%"
+    pct = f"{100 * args.hdi_prob:g}%"
     print(f"{len(items)} items, {draws.shape[0]} posterior draws; central {pct} intervals")
     print(f"| Metric | At posterior mean | Posterior mean | Median | {pct} interval |")
     print("|---|---|---|---|---|")

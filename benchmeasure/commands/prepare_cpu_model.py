@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.options import add_alias
 from benchmeasure.serving.cpu_model import CACHE_ENV, prepare_model
 
 EXAMPLES = f"""\
 examples:
-  .venv-benchfill/bin/python scripts/prepare_cpu_model.py              # ~/.cache/benchmeasure/smollm2-135m-hf
-  {CACHE_ENV}=/ci/cache/smollm2 .venv-benchfill/bin/python scripts/prepare_cpu_model.py
-  .venv-benchfill/bin/python scripts/prepare_cpu_model.py --out /tmp/smollm2 --force
+  benchmeasure prepare-cpu-model              # ~/.cache/benchmeasure/smollm2-135m-hf
+  {CACHE_ENV}=/ci/cache/smollm2 benchmeasure prepare-cpu-model
+  benchmeasure prepare-cpu-model --output-dir /tmp/smollm2 --force
 
 The folder is rebuilt only when it is missing, incomplete, or made from another GGUF.
 """
@@ -30,15 +31,16 @@ def parse_args(argv):
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"model folder (default: ${CACHE_ENV} or ~/.cache/benchmeasure/smollm2-135m-hf)")
+    folder = parser.add_argument("--output-dir", type=Path, default=None,
+                                 help=f"model folder (default: ${CACHE_ENV} or ~/.cache/benchmeasure/smollm2-135m-hf)")
+    add_alias(parser, "--out", folder)  # the old name, for a release
     parser.add_argument("--force", action="store_true", help="rebuild even if a complete conversion is cached")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    folder, built = prepare_model(args.out, force=args.force)
+    folder, built = prepare_model(args.output_dir, force=args.force)
     print(("built " if built else "cached ") + str(folder), file=sys.stderr)
     print(folder)
     return 0

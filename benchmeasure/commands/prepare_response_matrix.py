@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.extras import missing_package
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -57,30 +58,30 @@ output (models as rows, items as columns, number correct as values):
   model-b,0,1
 
 example:
-  python3 scripts/prepare_response_matrix.py responses.csv --n-trials 2 \\
+  benchmeasure prepare responses.csv --n-trials 2 \\
       --output my_benchmark/response_matrix.csv
 
 from evaluation-harness logs (item_id = the log's item ID: doc_id, sample id, instance id...; trial = repeat):
-  python3 scripts/prepare_response_matrix.py --from lm-eval out/model-a out/model-b \\
+  benchmeasure prepare --from lm-eval out/model-a out/model-b \\
       --metric exact_match --filter first --n-trials 1 --output matrix.csv
-  python3 scripts/prepare_response_matrix.py --from lmms-eval out/model-a out/model-b \\
+  benchmeasure prepare --from lmms-eval out/model-a out/model-b \\
       --grade math --n-trials 3 --output matrix.csv --responses-out responses.csv
-  python3 scripts/prepare_response_matrix.py --from lighteval out/details/openai/model-a \\
+  benchmeasure prepare --from lighteval out/details/openai/model-a \\
       out/details/openai/model-b --grade math --n-trials 3 --output matrix.csv
   (a log with K responses per document but one metric value needs --grade KIND: each
   response is graded against the logged target with the project's graders)
-  python3 scripts/prepare_response_matrix.py --from inspect logs/model-a.eval logs/model-b.eval \\
+  benchmeasure prepare --from inspect logs/model-a.eval logs/model-b.eval \\
       --n-trials 4 --output matrix.csv        (epochs = trials; --scorer, --partial as needed)
-  python3 scripts/prepare_response_matrix.py --from evalscope outputs/reviews/model-a \\
+  benchmeasure prepare --from evalscope outputs/reviews/model-a \\
       outputs/reviews/model-b --n-trials 4 --output matrix.csv        (--repeats = trials)
-  python3 scripts/prepare_response_matrix.py --from opencompass outputs/DATE/results/model-a \\
+  benchmeasure prepare --from opencompass outputs/DATE/results/model-a \\
       outputs/DATE/results/model-b --n-trials 4 --output matrix.csv   (replicas n = trials)
-  python3 scripts/prepare_response_matrix.py --from helm "runs/SUITE/RUN_A" "runs/SUITE/RUN_B" \\
+  benchmeasure prepare --from helm "runs/SUITE/RUN_A" "runs/SUITE/RUN_B" \\
       --metric exact_match --n-trials 3 --output matrix.csv          (train trials = trials)
   (formats and the exact fields read: docs/harness_logs.md)
 
 from a wide table of counts or 0/1 values (1.0 accepted; IDs from the header and the first column):
-  python3 scripts/prepare_response_matrix.py --from wide data/chembench/binary_matrix.csv \\
+  benchmeasure prepare --from wide data/chembench/binary_matrix.csv \\
       --items-as-rows --n-trials 1 --output chembench/response_matrix.csv
   (without --items-as-rows the table has one row per model, as the output does)
 
@@ -131,12 +132,10 @@ def parse_args(argv):
         try:
             import numpy  # noqa: F401
         except ModuleNotFoundError:
-            fail(f"--from wide needs the Python package 'numpy', which {sys.executable} lacks: run it with "
-                 ".venv-irt/bin/python, or pip install numpy")
+            fail(missing_package("--from wide", "numpy"))
     elif args.harness is not None and NEEDS is not None:
-        fail(f"--from {args.harness} needs the Python package {NEEDS!r}, which {sys.executable} lacks: run "
-             "it with .venv-irt/bin/python, or pip install -r requirements_irt.txt (a plain "
-             "model,item_id,trial,correct CSV needs nothing beyond Python)")
+        fail(missing_package(f"--from {args.harness}", NEEDS) + " (a plain model,item_id,trial,correct CSV "
+             "needs nothing beyond Python)")
     if args.items_as_rows and args.harness != "wide":
         fail("--items-as-rows needs --from wide (it describes a wide table's orientation)")
     # options that describe harness logs only, in the order they are named when misused
@@ -199,16 +198,36 @@ def input_files(paths: list) -> list:
     return found
 
 
+def not_long_format(path: str) -> None:
+    """Fail naming the next step when ``path``'s header is not ``model,item_id,trial,correct`` but a wide table's
+    (a blank first cell, or a row of IDs) or a count matrix's (``model,<item>,…``)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return  # the reader below reports it
+    names = [cell.strip() for cell in header]
+    if not names or {"item_id", "trial", "correct"} & set(names):
+        return  # the long format, perhaps with a column missing: the reader names it
+    if names[0] == "model" and len(names) > 1:
+        fail(f"{path}: a count matrix already (header 'model,{names[1]},…'), not graded responses; give it to "
+             "benchmeasure fit directly, or read it as a table of counts with --from wide")
+    if len(names) > 2:
+        fail(f"{path}: header {','.join(names[:3])},… is not model,item_id,trial,correct; a table with one row per "
+             "model and one column per item is read with --from wide (add --items-as-rows when the rows are items)")
+
+
 def read_plain(path: str, n_trials: int):
     """A plain responses CSV: the standard library, or PyArrow for a very large file when it is installed."""
+    not_long_format(path)
     if os.path.isfile(path) and os.path.getsize(path) > FAST_BYTES:
         try:
             import numpy  # noqa: F401
             import pandas  # noqa: F401
             import pyarrow  # noqa: F401
         except ModuleNotFoundError:
-            print(f"note: {path} is large; installing numpy, pandas and pyarrow (pip install -r "
-                  "requirements_irt.txt) reads it many times faster", file=sys.stderr)
+            print(f"note: {path} is large; installing numpy, pandas and pyarrow (pip install "
+                  "'benchmeasure[irt]') reads it many times faster", file=sys.stderr)
         else:
             from benchmeasure.core.responses import read_responses_csv
 
@@ -258,7 +277,8 @@ def main(argv=None) -> int:
         write_json(f"{args.output}.json", provenance(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
-        print(f"wrote {args.output}: {n_models} models x {n_items} items, {args.n_trials} trials each "
+        trials = f"{args.n_trials} trial{'s' if args.n_trials != 1 else ''}"
+        print(f"wrote {args.output}: {n_models} models x {n_items} items, {trials} each "
               f"({time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return 0
 

@@ -25,10 +25,10 @@ from benchmeasure.core.metrics import check_unit_interval, normalize_min_max
 
 EXAMPLES = """\
 examples:
-  python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 --lipschitz 1
-  python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
+  benchmeasure rank-flip bench/response_matrix.csv bench/difficulty.csv --n-trials 8 --lipschitz 1
+  benchmeasure rank-flip bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
       --lipschitz 2 --models model-a model-b --json
-  python scripts/rank_flip_bound.py bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
+  benchmeasure rank-flip bench/response_matrix.csv bench/difficulty.csv --n-trials 8 \\
       --lipschitz 1 --output-dir results/rank_flip
 
 Theorem 2.1: if the accuracy difference of two models is L-Lipschitz in normalized

@@ -19,19 +19,19 @@ from benchmeasure.base.resources import project_path
 
 EXAMPLES = """\
 examples:
-  python scripts/reproduce_tables.py
-  python scripts/reproduce_tables.py --tables table1 readme_example --output-dir results/reproduction
-  python scripts/reproduce_tables.py --robustness-dir results/robustness --n-trials HumanEval=10
-  python scripts/reproduce_tables.py --tables table2 --benchfill-run AIME24=propose/results/aime24/run1
-  python scripts/reproduce_tables.py --tables table12 --detection AIME25:Phi-4:benchfill=phi4_benchfill.json
+  benchmeasure reproduce
+  benchmeasure reproduce --tables table1 readme_example --output-dir results/reproduction
+  benchmeasure reproduce --robustness-dir results/robustness --n-trials HumanEval=10
+  benchmeasure reproduce --tables table2 --benchfill-run AIME24=propose/results/aime24/run1
+  benchmeasure reproduce --tables table12 --detection AIME25:Phi-4:benchfill=phi4_benchfill.json
 
 local data looked for:
   Table 1, README example   <data-dir>/<benchmark>/difficulty.csv
   Table 5                   <matrix-dir>/<benchmark>_response_matrix.csv (K from Table 3 or --n-trials)
-  Tables 6-10               <robustness-dir>/<benchmark>/robustness.json (scripts/irt_robustness.py)
+  Tables 6-10               <robustness-dir>/<benchmark>/robustness.json (benchmeasure robustness)
   Table 2                   --benchfill-run BENCH=DIR: summary.json of a finished BenchFill run
                             (run_experiment.sh); BENCH as in Table 2 (AIME24, ...), repeatable
-  Table 12                  --detection BENCH:MODEL:VARIANT=FILE: scripts/detect_improvement.py
+  Table 12                  --detection BENCH:MODEL:VARIANT=FILE: benchmeasure detect
                             --json output; BENCH MODEL as in Table 12 (AIME25:Phi-4), VARIANT
                             original, benchfill or baseline; repeatable
 Missing data is listed as absent, with the path looked for; it is never filled in.

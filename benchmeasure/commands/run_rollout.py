@@ -43,11 +43,11 @@ from benchmeasure.verifier.rollouts import DirectRollouts
 BACKENDS = ("direct", "lmms-eval")
 
 EXAMPLES = """examples:
-  python verifier/run_rollout.py --candidates items.jsonl --panel verifier/panels/paper.toml \\
+  benchmeasure rollout --candidates items.jsonl --panel verifier/panels/paper.toml \\
       --benchmark aime24 --output rows.csv
-  python verifier/run_rollout.py --candidates items.jsonl --panel panel.toml --benchmark bbh_3obj \\
+  benchmeasure rollout --candidates items.jsonl --panel panel.toml --benchmark bbh_3obj \\
       --n-trials 4 --output rows.csv --raw-output raw.jsonl
-  .venv-benchfill/bin/python verifier/run_rollout.py --backend lmms-eval --candidates items.jsonl \
+  benchmeasure rollout --backend lmms-eval --candidates items.jsonl \
       --panel panel.toml --benchmark aime24 --output rows.csv --workdir lmms_run/
 """
 

@@ -31,10 +31,10 @@ from benchmeasure.core.guessing import add_guessing_options, guessing_from_optio
 
 EXAMPLES = """\
 examples:
-  score_models.py new_models.csv --difficulty my_benchmark/difficulty.csv --n-trials 2 --output scores.csv
-  score_models.py anchors_answered.csv --difficulty difficulty.csv --n-trials 1 --guessing 0.25 --output s.csv
-  score_models.py model_a.csv model_b.csv --difficulty difficulty.csv --n-trials 1 --output s.csv  # own anchors
-  score_models.py responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
+  benchmeasure score new_models.csv --difficulty my_benchmark/difficulty.csv --n-trials 2 --output scores.csv
+  benchmeasure score anchors_answered.csv --difficulty difficulty.csv --n-trials 1 --guessing 0.25 --output s.csv
+  benchmeasure score model_a.csv model_b.csv --difficulty difficulty.csv --n-trials 1 --output s.csv  # own anchors
+  benchmeasure score responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
       --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct); its items must

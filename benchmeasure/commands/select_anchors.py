@@ -30,13 +30,13 @@ from benchmeasure.core.guessing import add_guessing_options, guessing_from_optio
 
 EXAMPLES = """\
 examples:
-  select_anchors.py my_benchmark/difficulty.csv --k 100 --strategy stratified --seed 1 --output anchors.csv
-  select_anchors.py difficulty.csv --k 50 --strategy information --abilities ability.csv --seed 1 --output a.csv
+  benchmeasure select-anchors my_benchmark/difficulty.csv --k 100 --strategy stratified --seed 1 --output anchors.csv
+  benchmeasure select-anchors difficulty.csv --k 50 --strategy information --abilities ability.csv --output a.csv
 
 output: anchors.csv with columns item,b_mean (a difficulty file of the k anchors, easiest first);
   anchors.csv.json records the strategy, seed, inputs and their SHA-256.
 then: have the new model answer the anchors, and
-  score_models.py answers.csv --difficulty my_benchmark/difficulty.csv --n-trials K --output scores.csv
+  benchmeasure score answers.csv --difficulty my_benchmark/difficulty.csv --n-trials K --output scores.csv
 """
 
 
@@ -48,7 +48,8 @@ def parse_args(argv):
     parser.add_argument("--k", type=integer(1, 10_000_000), required=True, help="number of anchor items")
     parser.add_argument("--strategy", choices=["stratified", "information", "random"], default="stratified",
                         help="how to choose (default stratified)")
-    parser.add_argument("--seed", type=SEED, required=True, metavar="S", help="random seed (same seed, same anchors)")
+    parser.add_argument("--seed", type=SEED, default=0, metavar="S",
+                        help="random seed (default 0; the same seed gives the same anchors)")
     parser.add_argument("--output", required=True, metavar="CSV", help="where to write the anchors (and CSV.json)")
     parser.add_argument("--abilities", default=None, metavar="ABILITY_CSV",
                         help="information: design for these models' abilities (theta_mean) instead of N(0, 1)")

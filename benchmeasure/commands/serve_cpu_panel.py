@@ -22,9 +22,9 @@ from benchmeasure.verifier.panel import load_panel
 
 EXAMPLES = """\
 examples:
-  .venv-benchfill/bin/python scripts/serve_cpu_panel.py --panel verifier/panels/cpu_smollm.toml --dry-run
-  MODEL_DIR=$(.venv-benchfill/bin/python scripts/prepare_cpu_model.py)
-  .venv-benchfill/bin/python scripts/serve_cpu_panel.py --panel verifier/panels/cpu_smollm.toml \\
+  benchmeasure serve-cpu-panel --panel verifier/panels/cpu_smollm.toml --dry-run
+  MODEL_DIR=$(benchmeasure prepare-cpu-model)
+  benchmeasure serve-cpu-panel --panel verifier/panels/cpu_smollm.toml \\
       --model-dir "$MODEL_DIR" --port 8190
   export CPU_PANEL_URL=http://127.0.0.1:8190/v1     # what the panel's models then call
 """

@@ -30,9 +30,9 @@ from benchmeasure.core.benchmarks import find_benchmarks, skipped_warning
 
 EXAMPLES = """\
 examples:
-  python scripts/summarize_benchmarks.py data/benchmarks
-  python scripts/summarize_benchmarks.py data/benchmarks/AIME24 data/benchmarks/AMC23 --json
-  python scripts/summarize_benchmarks.py data/benchmarks --output-dir results/table1
+  benchmeasure summarize data/benchmarks
+  benchmeasure summarize data/benchmarks/AIME24 data/benchmarks/AMC23 --json
+  benchmeasure summarize data/benchmarks --output-dir results/table1
 
 marks: DDM >= 0.10, Max Gap >= 0.10, Top-5 Sum >= 0.30 (paper Table 1); difficulties are
 min-max normalized per benchmark. Each benchmark is a folder holding difficulty.csv

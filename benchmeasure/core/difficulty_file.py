@@ -8,6 +8,8 @@ values but, where present, is used to name the offending item in error messages.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 from dataclasses import dataclass, field
 
@@ -15,6 +17,12 @@ from benchmeasure.base.csv_table import finite_float, read_table
 from benchmeasure.base.errors import fail
 
 ID_COLUMNS = ("item", "item_id")
+# the project's convergence rules for a fit (Vehtari et al. 2021), used by the fit and by every reader of one
+R_HAT_MAX = 1.01
+ESS_BULK_MIN = 400.0
+
+logger = logging.getLogger(__name__)
+_checked: set = set()
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ def read_difficulty_column(path: str | os.PathLike, column: str = "b_mean") -> D
         values.append(finite_float(cell, f"{where}: {column}"))
     if len(values) < 2:
         fail(f"{path}: need at least 2 items, found {len(values)}")
+    warn_unconverged(path, table, ids)
     return DifficultyColumn(path=path, column=column, item_ids=ids, values=values, lines=list(table.lines),
                             id_column=id_name)
 
@@ -84,3 +93,78 @@ def read_item_difficulties(path: str | os.PathLike, column: str = "b_mean") -> t
         fail(f"{os.fspath(path)}: line {difficulties.lines[repeated]}: item {difficulties.item_ids[repeated]!r} "
              "appears more than once")
     return difficulties.item_ids, difficulties.values
+
+
+def _worst(table, ids: list, column: str, pick) -> tuple | None:
+    """(value, item) of the worst finite number in ``column`` (blank cells, as a MAP fit writes, are skipped)."""
+    if column not in table.header:
+        return None
+    found = []
+    for item, cell in zip(ids, table.column(column)):
+        try:
+            value = float(cell)
+        except ValueError:
+            continue
+        if value == value and abs(value) != float("inf"):
+            found.append((value, item))
+    return pick(found) if found else None
+
+
+def warn_unconverged(path: str, table, ids: list) -> None:
+    """Warn, once per file, when a fit's own diagnostics break the project's rules: a difficulty file's ``r_hat``
+    above :data:`R_HAT_MAX` or ``ess_bulk`` below :data:`ESS_BULK_MIN`, or divergences in ``diagnostics.json``
+    beside it. Metrics of such a fit are computed but not to be trusted; the warning says what to rerun."""
+    key = os.path.realpath(path)
+    if key in _checked:
+        return
+    _checked.add(key)
+    problems = []
+    r_hat = _worst(table, ids, "r_hat", max)
+    if r_hat is not None and r_hat[0] > R_HAT_MAX:
+        problems.append(f"r_hat {r_hat[0]:.3f} > {R_HAT_MAX} (item {r_hat[1]!r})")
+    ess = _worst(table, ids, "ess_bulk", min)
+    if ess is not None and ess[0] < ESS_BULK_MIN:
+        problems.append(f"ess_bulk {ess[0]:.0f} < {ESS_BULK_MIN:.0f} (item {ess[1]!r})")
+    record_path = os.path.join(os.path.dirname(path) or ".", "diagnostics.json")
+    if problems or os.path.isfile(record_path):
+        try:
+            with open(record_path, encoding="utf-8") as handle:
+                record = json.load(handle)
+        except (OSError, UnicodeDecodeError, ValueError):
+            record = None
+        divergences = record.get("divergences") if isinstance(record, dict) else None
+        if isinstance(divergences, int) and not isinstance(divergences, bool) and divergences > 0:
+            problems.append(f"{divergences} divergent transitions ({record_path})")
+    if problems:
+        logger.warning("%s: the fit fails its own convergence checks (%s); its metrics are not to be trusted: "
+                       "refit with more draws (benchmeasure fit … --tune 2000 --draws 2000)", path,
+                       "; ".join(problems))
+
+
+GENERIC_STEMS = {"response_matrix", "matrix", "responses", "counts", "difficulty", "m"}
+
+
+def default_benchmark_name(path: str | os.PathLike) -> str:
+    """A benchmark's name from its data file: the file's stem (``chembench.csv`` → chembench), or the folder
+    holding it when the stem is a generic one (``aime24/response_matrix.csv`` → aime24)."""
+    path = os.path.abspath(os.fspath(path))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    folder = os.path.basename(os.path.dirname(path))
+    return folder if (stem in GENERIC_STEMS and folder) else stem
+
+
+def benchmark_name(path: str | os.PathLike, given: str | None = None) -> str:
+    """The name a report shows for the difficulty file ``path``: ``given`` (a ``--name``), else the name the fit
+    recorded (``benchmark`` in ``diagnostics.json`` beside the file, from ``benchmeasure fit --name``), else
+    :func:`default_benchmark_name` of the file (its folder, as in ``data/benchmarks/<name>/difficulty.csv``)."""
+    if given:
+        return given
+    record_path = os.path.join(os.path.dirname(os.fspath(path)) or ".", "diagnostics.json")
+    try:
+        with open(record_path, encoding="utf-8") as handle:
+            recorded = json.load(handle).get("benchmark")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        recorded = None
+    if isinstance(recorded, str) and recorded.strip():
+        return recorded.strip()
+    return default_benchmark_name(path)

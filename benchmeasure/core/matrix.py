@@ -14,6 +14,7 @@ IDs are kept as exact strings (``007`` stays ``007``), in file order.
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import re
 from collections import Counter
@@ -24,6 +25,8 @@ import numpy as np
 from benchmeasure.base.csv_table import read_table
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import atomic_write
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,20 @@ def check_n_trials(n_trials: int) -> int:
     return n_trials
 
 
+def warn_unreached_n_trials(path: str | os.PathLike, counts, n_trials: int) -> None:
+    """Warn when no count reaches ``n_trials``: every rate would be read as if out of K, while the data were
+    probably collected with fewer trials (0/1 data read with ``--n-trials 8`` puts every model near the floor)."""
+    counts = np.asarray(counts)
+    if counts.size == 0 or n_trials <= 1:
+        return
+    top = int(counts.max())
+    if top < n_trials:
+        logger.warning("%s: no count reaches --n-trials %d (the largest is %d), so every model is read as "
+                       "answering at most %d of %d; if the data have %d trial%s per model-item pair, give "
+                       "--n-trials %d", os.fspath(path), n_trials, top, top, n_trials, max(top, 1),
+                       "s" if max(top, 1) > 1 else "", max(top, 1))
+
+
 def _duplicate(names: list) -> str | None:
     seen = Counter(names)
     return next((name for name in names if seen[name] > 1), None)
@@ -104,8 +121,13 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
     path = os.fspath(path)
     table = read_table(path, expected="a header 'model,<item>,…'")
     header = table.header
+    if {"item_id", "trial", "correct"} <= set(header):
+        fail(f"{path}: graded responses (model,item_id,trial,correct), not a count matrix; make the matrix first: "
+             f"benchmeasure prepare {path} --n-trials {n_trials} --output response_matrix.csv")
     if header[0] != "model":
-        fail(f"{path}: first header column must be 'model', found {header[0]!r}")
+        fail(f"{path}: first header column must be 'model', found {header[0]!r}"
+             + ("; a wide table (one row per model or item) becomes a matrix with benchmeasure prepare --from wide"
+                if not header[0].strip() else ""))
     items = header[1:]
     models, data = [], []
     for r, row in enumerate(table.rows):
@@ -135,6 +157,7 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
         fail(f"{path}: need at least {min_size[0]} model{'s' * (min_size[0] > 1)} and {min_size[1]} "
              f"item{'s' * (min_size[1] > 1)}, found {len(models)} models and {len(items)} items")
     counts = np.asarray(data, dtype=np.int64).reshape(len(models), len(items))
+    warn_unreached_n_trials(path, counts, n_trials)
     return ResponseMatrix(models, items, counts, n_trials)
 
 

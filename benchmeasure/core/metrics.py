@@ -19,11 +19,15 @@ without site-packages.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchmeasure.base.errors import fail
+
+logger = logging.getLogger(__name__)
+_warned_top_k: set = set()
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,11 @@ def diagnose(difficulties: Sequence[float], top_k: int = 5, normalized: bool = F
     """Normalize (unless ``normalized``) and compute DDM, Max Gap and the Top-k Gap Sum."""
     if top_k < 1:
         fail(f"--top-k must be at least 1, got {top_k}")
+    if len(difficulties) < top_k and (where, top_k) not in _warned_top_k:
+        _warned_top_k.add((where, top_k))
+        logger.warning("%s: %d items leave only %d gaps, so the Top-%d Gap Sum adds every gap and is 1 by "
+                       "construction; give a --top-k of at most %d", where, len(difficulties),
+                       len(difficulties) + 1, top_k, len(difficulties))
     if normalized:
         check_unit_interval(difficulties, where)
         z = list(difficulties)

@@ -23,6 +23,7 @@ Parsing uses the standard library only; numpy is imported to build the matrix.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
@@ -70,7 +71,7 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
         non-UTF-8 or malformed file; a blank or duplicate ID; a row whose number of cells differs from
         the header's; a blank, non-integer, NaN or out-of-range cell; fewer than 2 models or 2 items.
     """
-    from benchmeasure.core.matrix import ResponseMatrix, check_n_trials
+    from benchmeasure.core.matrix import ResponseMatrix, check_n_trials, warn_unreached_n_trials
 
     check_n_trials(n_trials)
     path = os.fspath(path)
@@ -106,4 +107,9 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
     counts = np.asarray(data, dtype=np.int64).reshape(len(rows), len(columns))
     if items_as_rows:
         counts = np.ascontiguousarray(counts.T)
+    elif len(models) >= 100 and len(models) >= 10 * len(items):
+        logging.getLogger(__name__).warning(
+            "%s: read as %d models × %d items (one row per model); far more models than items usually means the "
+            "rows are items: if so, add --items-as-rows", path, len(models), len(items))
+    warn_unreached_n_trials(path, counts, n_trials)
     return ResponseMatrix(list(models), list(items), counts, n_trials)

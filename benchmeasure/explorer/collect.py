@@ -26,7 +26,7 @@ from benchmeasure.analyses.summary import LABELS, THRESHOLDS, SummaryRow, marked
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import read_jsonl_objects, sha256_file
 from benchmeasure.core.benchmarks import DIFFICULTY, TEST, find_benchmarks, load_benchmark
-from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
 from benchmeasure.core.metrics import Diagnosis, diagnose
 from benchmeasure.explorer.filled import FilledRun, read_filled
 
@@ -119,7 +119,7 @@ def load_entries(paths: list, column: str, question_field: str | None, chars: in
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            name = path.stem if shared[path.resolve().parent] > 1 else (path.resolve().parent.name or path.stem)
+            name = path.stem if shared[path.resolve().parent] > 1 else benchmark_name(path.resolve())
             pool = path.parent / TEST
             if path.name == DIFFICULTY and column == "b_mean":
                 loaded = load_benchmark(path.parent)  # checks the released layout against test.jsonl

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-R_HAT_MAX = 1.01
-ESS_BULK_MIN = 400.0
+from benchmeasure.core.difficulty_file import ESS_BULK_MIN, R_HAT_MAX  # the rules every reader of a fit checks too
+
 QUADRATURE_TOLERANCE = 1e-6  # collapsed route: end-node weight and |Δ log-integral| on a grid of half the step
 
 

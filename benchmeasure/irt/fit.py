@@ -190,8 +190,8 @@ def check_numpyro_available() -> None:
         import numpyro  # noqa: F401
     except ImportError as exc:
         fail(f"--sampler numpyro needs the optional packages jax and numpyro, which are not installed here "
-             f"({exc.name} is missing); install them with 'bash scripts/setup_env.sh numpyro' "
-             f"(requirements_numpyro.txt) "
+             f"({exc.name} is missing); install them with pip install 'benchmeasure[numpyro]' "
+             f"(in a checkout: bash scripts/setup_env.sh numpyro) "
              f"or use --sampler nutpie (default) or --sampler pymc")
 
 

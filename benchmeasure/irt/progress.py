@@ -7,9 +7,13 @@ calls :meth:`Progress.update`. A background thread writes the state:
 * on a terminal (``stream.isatty()``) one line redrawn in place every 0.2 s, and at once
   whenever a new phase starts, with a bar, percentage, elapsed time and estimated time
   remaining (so every phase is shown, however short);
-* otherwise (stderr redirected to a file) one full line every ``interval`` seconds
-  (default 10; the environment variable ``BENCHMEASURE_PROGRESS_INTERVAL`` overrides it),
-  so a log shows the fit is alive, however long one step takes.
+* otherwise (stderr redirected to a file) one full line at the start of every phase and then
+  one every ``interval`` seconds (default 10; the environment variable
+  ``BENCHMEASURE_PROGRESS_INTERVAL`` overrides it), so a log shows the fit is alive, however
+  long one step takes — the 10–30 s of model compilation included.
+
+A phase label never flips back: NUTS is in ``warm-up`` until every chain has started and none is
+tuning any more, and in ``draws`` from then on, whatever order the chains report in.
 
 The remaining time is estimated from the phase's own rate (done per second so far).
 """
@@ -76,7 +80,7 @@ class Progress:
             self.done, self.total = int(done), int(total)
             if divergences is not None:
                 self.divergences = int(divergences)
-        if new_phase and self.tty and self._thread is not None:
+        if new_phase and self._thread is not None:
             self._write()
 
     def line(self) -> str:
@@ -137,11 +141,13 @@ class Progress:
     def nutpie_callback(self, draws_per_chain: int):
         """A callable for ``nutpie.sample(progress_callback=...)`` feeding this display."""
         total = draws_per_chain * (self.chains or 1)
+        drawing = [False]  # once every chain is past warm-up the label stays "NUTS draws"
 
         def callback(progress) -> None:
             done = sum(int(p.finished_draws) for p in progress)
-            tuning = any(bool(p.tuning) and bool(p.started) for p in progress)
+            if not drawing[0]:
+                drawing[0] = bool(progress) and all(bool(p.started) and not bool(p.tuning) for p in progress)
             divergences = sum(int(p.divergences) for p in progress)
-            self.update("NUTS warm-up" if tuning else "NUTS draws", done, total, divergences)
+            self.update("NUTS draws" if drawing[0] else "NUTS warm-up", done, total, divergences)
 
         return callback

@@ -79,7 +79,7 @@ def log_rows(log: HarnessLog, metric: str | None, n_trials: int, threshold: floa
     if n_trials > 1 and log.samples and all(s.n_trials == 1 for s in log.samples):
         fail(f"{log.path}: every document has one response but --n-trials is {n_trials}"
              f"{REPEATS_HINT.get(log.harness, '')}")
-    metric = metric or log.metric
+    metric = metric or log.metric or _only_logged_metric(log)
     for sample in item_order(log.samples):
         where = f"{log.path} {log.item_label} {sample.doc_id}"
         if sample.failed_request is not None:
@@ -96,6 +96,16 @@ def log_rows(log: HarnessLog, metric: str | None, n_trials: int, threshold: floa
             rows.correct.append(ok)
             rows.where.append(where)
     return rows
+
+
+def _only_logged_metric(log: HarnessLog) -> str | None:
+    """The metric every sample names in its ``metrics`` list (lm-eval) when that list names exactly one."""
+    named = {tuple(s.values["metrics"]) if isinstance(s.values.get("metrics"), list) else None for s in log.samples}
+    if len(named) == 1:
+        (names,) = named
+        if names is not None and len(names) == 1 and isinstance(names[0], str):
+            return names[0]
+    return None
 
 
 def check_logs(logs: list) -> None:

@@ -31,7 +31,7 @@ from benchmeasure.base.errors import fail
 from benchmeasure.core.harness.records import HarnessLog, Sample
 
 PARTIAL_CHOICES = ("reject", "as-wrong", "as-right")
-INSTALL = "pip install -r requirements_harness.txt"
+INSTALL = "pip install 'benchmeasure[harness]' (in a checkout: bash scripts/setup_env.sh harness)"
 _LOG_NAME = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2}T[^_]+)_(?P<task>.+)_(?P<id>[A-Za-z0-9]+)\.(eval|json)$")
 _VALUES = {"C": 1, "I": 0}
 

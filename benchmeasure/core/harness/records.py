@@ -88,10 +88,12 @@ def binarize(value, threshold: float, where: str) -> int:
     """A per-sample metric value as 0/1: booleans and 0/1 as they are, other numbers ``>= threshold``."""
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, (int, float)) and not math.isnan(value):
+    if isinstance(value, (int, float)) and math.isfinite(value):
         if value in (0, 1):
             return int(value)
         return int(value >= threshold)
+    if isinstance(value, float):  # JSON's NaN / Infinity: no verdict can be read from it
+        fail(f"{where}: metric value {value!r} is not a finite number")
     fail(f"{where}: metric value {value!r} is not a number")
 
 

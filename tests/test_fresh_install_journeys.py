@@ -1,0 +1,128 @@
+"""The pip user's path (issue 22): the wheel, installed into a fresh virtual environment with its `benchfill`
+extra (which includes `irt`), walks the README's journeys with the `benchmeasure` command only, from a folder
+outside the checkout — real data in, fit, diagnose, explore, score, and a BenchFill simulation
+(sim-data → serve start → init → run → status → serve stop).
+
+The venv has no system site packages and no checkout on its path; the packages come from the index pip is
+configured with, held to the tested pins by requirements_irt.txt and requirements-dev.txt as constraints.
+Installing takes minutes the first time (measured in docs/pip_user.md), so the test is marked slow; CI
+(`.ci/run` → scripts/run_tests.sh) runs the whole suite, so it runs there once per CI run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def _run(argv, cwd, env=None, timeout=900):
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """(bin folder of the venv, a working folder outside the checkout, the environment to run in)."""
+    pytest.importorskip("setuptools")
+    root = tmp_path_factory.mktemp("fresh")
+    source = root / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "benchmeasure", source / "benchmeasure", symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", root / "dist",
+                  source], cwd=root)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (root / "dist").glob("benchmeasure-*.whl")
+    env_dir = root / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[benchfill]",
+                 "-c", ROOT / "requirements_irt.txt", "-c", ROOT / "requirements-dev.txt"],
+                cwd=root, env=env, timeout=1800)
+    if done.returncode != 0 and "No matching distribution" in done.stderr:
+        pytest.skip(f"the package index cannot serve the pinned packages here: {done.stderr.strip()[-300:]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    where = _run([env_dir / "bin" / "python", "-c", "import benchmeasure; print(benchmeasure.__file__)"],
+                 cwd=elsewhere, env=env)
+    assert str(ROOT) not in where.stdout and "site-packages" in where.stdout
+    return env_dir / "bin", elsewhere, env
+
+
+def bm(fresh, *args, ok=True, timeout=900):
+    bin_dir, elsewhere, env = fresh
+    done = _run([bin_dir / "benchmeasure", *args], cwd=elsewhere, env=env, timeout=timeout)
+    if ok:
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def test_real_data_in_fit_diagnose(fresh):
+    _, elsewhere, _ = fresh
+    shutil.copy(ROOT / "data" / "chembench" / "binary_matrix.csv", elsewhere / "binary_matrix.csv")
+    bm(fresh, "prepare", "--from", "wide", "binary_matrix.csv", "--items-as-rows", "--n-trials", "1",
+       "--output", "chembench/response_matrix.csv")
+    bm(fresh, "fit", "chembench/response_matrix.csv", "--n-trials", "1", "--output-dir", "chembench",
+       "--method", "map", "--quiet")
+    done = bm(fresh, "diagnose", "chembench/difficulty.csv", "--json")
+    record = json.loads(done.stdout)
+    assert record["benchmark"] == "chembench" and record["items"] == 2854
+    assert 0 < record["ddm"] < 1
+
+
+def test_simulated_example_fit_diagnose_explore_score(fresh):
+    _, elsewhere, _ = fresh
+    bm(fresh, "make-example", "--output-dir", "example", "--models", "8", "--items", "30", "--n-trials", "4")
+    bm(fresh, "prepare", "example/responses.csv", "--n-trials", "4", "--output", "mine/response_matrix.csv")
+    fit = bm(fresh, "fit", "mine/response_matrix.csv", "--n-trials", "4", "--output-dir", "mine", "--chains", "2",
+             "--tune", "200", "--draws", "200", "--seed", "1", "--save-posterior", "--name", "my_benchmark")
+    assert "compiling" in fit.stderr  # the compilation phase is announced (issue 22, item 6)
+    done = bm(fresh, "diagnose", "mine/difficulty.csv", "--json")
+    assert json.loads(done.stdout)["benchmark"] == "my_benchmark"
+    bm(fresh, "posterior-metrics", "mine", "--hdi-prob", "0.9", "--top-k", "3")
+    bm(fresh, "explore", "mine/difficulty.csv", "--output", "explorer.html", "--quiet")
+    assert (elsewhere / "explorer.html").stat().st_size > 1000
+    rows = (elsewhere / "mine" / "response_matrix.csv").read_text(encoding="utf-8").splitlines()
+    (elsewhere / "new_model.csv").write_text("\n".join([rows[0], rows[-1].replace(rows[-1].split(",")[0], "new", 1)])
+                                             + "\n", encoding="utf-8")
+    bm(fresh, "score", "new_model.csv", "--difficulty", "mine/difficulty.csv", "--n-trials", "4", "--output",
+       "scores.csv")
+    assert "new" in (elsewhere / "scores.csv").read_text(encoding="utf-8")
+
+
+def test_benchfill_simulation_init_run_status(fresh):
+    _, elsewhere, env = fresh
+    bm(fresh, "benchfill", "sim-data", "--folder", "sim", "--seed", "0", timeout=1200)
+    bin_dir = fresh[0]
+    bm(fresh, "serve", "start", "--name", "sim", "--pid-file", "sim/server.pid", "--log", "sim/server.log", "--",
+       bin_dir / "python", "-m", "benchmeasure.serving.sim.server", "--world", "sim/world.json", "--port", "0",
+       "--seed", "0")
+    try:
+        url = bm(fresh, "serve", "wait", "--name", "sim", "--pid-file", "sim/server.pid", "--log", "sim/server.log",
+                 "--url-from-log", "listening on ", "--timeout", "120", "--log-lines", "0").stdout.strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        env["BENCHFILL_SIM_URL"] = url
+        folder = bm(fresh, "benchfill", "init", "--config", "sim/config.toml", "--results", "results",
+                    "--name", "first").stdout.strip()
+        assert str(elsewhere) in folder
+        bm(fresh, "benchfill", "run", folder, timeout=1200)
+        status = bm(fresh, "benchfill", "status", folder).stdout
+        assert "gap" in status.lower(), status
+        where = bm(fresh, "benchfill", "where", "--benchmark", "math_sim", "--results", "results").stdout.strip()
+        assert where == folder
+    finally:
+        bm(fresh, "serve", "stop", "--name", "sim", "--pid-file", "sim/server.pid", "--grace", "5", ok=False)
