@@ -27,6 +27,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
                  "robustness", "summary", "anchors", "ability_accuracy", "label_validity"),
     "verifier": ("llm_client", "verifier"),
     "benchfill": ("benchfill",),
+    "scope": ("scope",),
     "reports": ("explorer",),
     "serving": ("serving", "sim"),
     "commands": ("commands",),
@@ -43,9 +44,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "analyses": {"base", "core", "irt"},
     "verifier": {"base", "core", "grading"},
     "benchfill": {"base", "core", "grading", "irt", "analyses", "verifier"},
+    "scope": {"base", "core", "grading", "irt", "analyses", "verifier"},  # beside benchfill
     "reports": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},  # read run folders
-    "serving": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},
-    "commands": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "reports", "serving"},
+    "serving": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "scope"},
+    "commands": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "scope", "reports",
+                 "serving"},
     "cli": {"base"},  # the command table imports its commands by name only (importlib), so --help is instant
 }
 

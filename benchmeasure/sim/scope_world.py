@@ -1,0 +1,34 @@
+"""A simulated model for dynamic-benchmark searches (``benchmeasure scope``) with known P(correct).
+
+It answers the questions of the built-in arithmetic template (:mod:`benchmeasure.scope.arithmetic`):
+it reads the configuration back from the question, errs with that configuration's
+:func:`~benchmeasure.scope.arithmetic.error_probability` (world seed ``seed``), and otherwise gives the
+right number. A wrong answer is the right one plus a nonzero offset. Served over real HTTP by
+:mod:`benchmeasure.sim.server` (``serve(ScopeWorld(…))`` or ``python -m benchmeasure.sim.server --scope``).
+"""
+
+from __future__ import annotations
+
+from benchmeasure.scope.arithmetic import config_of_question, error_probability, solve
+
+
+class ScopeWorld:
+    def __init__(self, seed: int = 0, models: tuple = ("sim-solver",)):
+        self.seed = seed
+        self.models = tuple(models)
+
+    def model_names(self) -> list:
+        return list(self.models)
+
+    def respond(self, model: str, prompt: str, n: int, rng) -> list:
+        if model not in self.models:
+            raise KeyError(model)
+        config = config_of_question(prompt)
+        if config is None:
+            raise ValueError("not a question of the arithmetic template")
+        p_error, right = error_probability(config, self.seed), int(solve(prompt))
+        texts = []
+        for _ in range(n):
+            wrong = rng.random() < p_error
+            texts.append(f"The answer is {right + rng.choice([-1, 1]) * rng.randint(1, 9) if wrong else right}.")
+        return texts
