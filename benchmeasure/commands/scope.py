@@ -17,8 +17,15 @@ import time
 from pathlib import Path
 
 from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import (all_or_nothing, atomic_write, command_line, package_versions, plan_outputs,
-                                sha256_file, write_json)
+from benchmeasure.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    sha256_file,
+    write_json,
+)
 from benchmeasure.llm_client import Endpoint, LLMClient
 from benchmeasure.options import OPEN_PROBABILITY, SEED, integer, number
 from benchmeasure.progress import show_progress

@@ -1,6 +1,6 @@
 """The built-in dynamic benchmark: arithmetic questions with a known difficulty law.
 
-``arithmetic(config, seed) -> (question, answer)`` writes ``terms`` operands of exactly ``digits`` digits
+``arithmetic(config, seed) -> (question, answer, grader)`` writes ``terms`` operands of exactly ``digits`` digits
 joined by the ``ops`` kind (``add``, ``sub``, ``mul``, ``mixed``), after ``distractors`` irrelevant
 sentences. :data:`SPACE` is its space (10 × 10 × 4 × 25 = 10,000 configurations).
 
@@ -42,7 +42,18 @@ def _key(config: dict) -> str:
     return f"{config['terms']}/{config['digits']}/{config['ops']}/{config['distractors']}"
 
 
-def arithmetic(config: dict, seed: int) -> tuple[str, str]:
+def exact_integer(reference: str):
+    """A grader: the last integer of the reply (commas allowed) equals ``reference`` exactly. (A relative
+    tolerance, as the general math grader allows, would pass a near miss on a 100-digit product.)"""
+
+    def grader(response: str) -> bool:
+        found = re.findall(r"-?\d[\d,]*", response)
+        return bool(found) and found[-1].replace(",", "") == reference
+
+    return grader
+
+
+def arithmetic(config: dict, seed: int) -> tuple:
     rng = random.Random(f"arithmetic/{_key(config)}/{seed}")
     terms, digits, ops = int(config["terms"]), int(config["digits"]), config["ops"]
     numbers = [rng.randint(10 ** (digits - 1) if digits > 1 else 1, 10 ** digits - 1) for _ in range(terms)]
@@ -50,7 +61,8 @@ def arithmetic(config: dict, seed: int) -> tuple[str, str]:
     expression = str(numbers[0]) + "".join(f" {s} {n}" for s, n in zip(symbols, numbers[1:]))
     notes = " ".join(DISTRACTOR.format(rng.randint(2, 99)) for _ in range(int(config["distractors"])))
     question = (notes + "\n" if notes else "") + f"{VERBS[ops]}: {expression}. Give only the final number."
-    return question, str(_evaluate(expression))
+    answer = str(_evaluate(expression))
+    return question, answer, exact_integer(answer)
 
 
 def _evaluate(expression: str) -> int:

@@ -27,6 +27,8 @@ class Pool:
         self.lower: list[float] = []
         self.upper: list[float] = []
         self.certified_at: list[int | None] = []  # total pulls of the search when certified
+        self._n: list[int] = []
+        self._k: list[int] = []
         self.total = 0
 
     def __len__(self) -> int:
@@ -43,15 +45,19 @@ class Pool:
             self.lower.append(0.0)
             self.upper.append(1.0)
             self.certified_at.append(None)
+            self._n.append(0)
+            self._k.append(0)
         return self.index[key]
 
     def record(self, arm: int, error: bool) -> None:
         self.total += 1
         outcomes = self.outcomes[arm]
         outcomes.append(bool(error))
-        n = len(outcomes)
+        self._n[arm] += 1
+        self._k[arm] += bool(error)
+        n = self._n[arm]
         if n in self.certifier.point_set:
-            lower, upper = self.certifier.bounds(sum(outcomes), n)
+            lower, upper = self.certifier.bounds(self._k[arm], n)
             self.lower[arm] = max(self.lower[arm], lower)
             self.upper[arm] = min(self.upper[arm], upper)
             if self.certified_at[arm] is None and self.lower[arm] >= self.thresholds[arm]:
@@ -59,10 +65,10 @@ class Pool:
 
     # vector views for the strategies
     def pulls(self) -> np.ndarray:
-        return np.array([len(o) for o in self.outcomes], dtype=float)
+        return np.array(self._n, dtype=float)
 
     def errors(self) -> np.ndarray:
-        return np.array([sum(o) for o in self.outcomes], dtype=float)
+        return np.array(self._k, dtype=float)
 
     def certified(self) -> np.ndarray:
         return np.array([c is not None for c in self.certified_at], dtype=bool)

@@ -93,9 +93,14 @@ class Certifier:
         self.arms = min(space_size, budget) if space_size is not None else budget
         self.delta_each = delta / (self.arms * len(self.points))
 
+        self._cache: dict = {}
+
     def bounds(self, errors: int, pulls: int) -> tuple[float, float]:
-        lower, upper = kl_bounds(errors, pulls, self.delta_each)
-        return float(lower[0]), float(upper[0])
+        key = (int(errors), int(pulls))
+        if key not in self._cache:
+            lower, upper = kl_bounds(errors, pulls, self.delta_each)
+            self._cache[key] = (float(lower[0]), float(upper[0]))
+        return self._cache[key]
 
     def describe(self) -> dict:
         return {"delta": self.delta, "configurations_in_union": self.arms, "checkpoints": len(self.points),

@@ -9,6 +9,7 @@ Built in: ``benchmeasure.scope.arithmetic:arithmetic`` and ``benchmeasure.scope.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -19,25 +20,40 @@ from benchmeasure.grading import grade
 SPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def _import(name: str):
+    """Import ``name`` from ``PYTHONPATH``, else from a file in the current folder (``a.b`` → ``a/b.py``)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or name.split(".")[0] != exc.name.split(".")[0]:
+            raise
+        base = Path.cwd().joinpath(*name.split("."))
+        path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+        if not path.is_file():
+            raise
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+
+
 def load_generator(spec: str):
     """The callable named by ``module:function``; InputError when it cannot be imported or is not callable."""
     match = SPEC.fullmatch(spec or "")
     if not match:
         fail(f"--generator {spec!r}: expected module:function (e.g. benchmeasure.scope.arithmetic:arithmetic)")
     module_name, function = match.groups()
-    cwd = str(Path.cwd())
-    added = cwd not in sys.path
-    if added:
-        sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
     except ImportError as exc:
         fail(f"--generator {spec!r}: cannot import {module_name} ({exc})")
     except Exception as exc:  # the user's module raised while importing
         fail(f"--generator {spec!r}: importing {module_name} raised {type(exc).__name__}: {exc}")
-    finally:
-        if added:
-            sys.path.remove(cwd)
     try:
         target = getattr(module, function)
     except AttributeError:

@@ -137,6 +137,7 @@ def space_from_dict(data, where: str) -> Space:
         if not isinstance(spec, dict):
             fail(f"{here}: expected {{type: int|float|categorical, …}}, got {type(spec).__name__}")
         kind = spec.get("type")
+        kind = kind if isinstance(kind, str) else repr(kind)
         allowed = {"int": {"type", "low", "high"}, "float": {"type", "low", "high"},
                    "categorical": {"type", "choices"}}
         if kind not in allowed:

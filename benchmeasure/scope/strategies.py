@@ -136,7 +136,8 @@ class Shared(Strategy):
         if self.enumerated:
             self.all_configs = [self.space.configuration(i) for i in range(self.space.size)]
             self.all_features = self.space.feature_matrix(self.all_configs)
-            self.all_keys = [self.space.key(c) for c in self.all_configs]
+            self.position = {self.space.key(c): i for i, c in enumerate(self.all_configs)}
+            self.in_pool = np.zeros(self.space.size, dtype=bool)
         self.arm_features: list[list[float]] = []
 
     def _features_of_pool(self) -> np.ndarray:
@@ -147,7 +148,9 @@ class Shared(Strategy):
     def _fresh(self) -> tuple[list[dict], np.ndarray]:
         """Candidate configurations not yet in the pool, with their features."""
         if self.enumerated:
-            keep = [i for i, k in enumerate(self.all_keys) if k not in self.pool.index]
+            for key in list(self.pool.index)[int(self.in_pool.sum()):]:
+                self.in_pool[self.position[key]] = True
+            keep = np.flatnonzero(~self.in_pool)
             return [self.all_configs[i] for i in keep], self.all_features[keep]
         configs = [c for c in (self.space.sample(self.rng) for _ in range(FRESH_CANDIDATES))
                    if self.space.key(c) not in self.pool.index]
