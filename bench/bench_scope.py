@@ -17,9 +17,11 @@ import time
 
 import numpy as np
 
+from benchmeasure.metrics import largest_gaps
 from benchmeasure.scope import arithmetic
 from benchmeasure.scope.runner import run_simulated
 from benchmeasure.scope.space import space_from_dict
+from benchmeasure.scope.utility import band_thresholds
 
 
 def one_run(strategy: str, seed: int, budget: int, delta: float, tau: float) -> dict:
@@ -33,6 +35,51 @@ def one_run(strategy: str, seed: int, budget: int, delta: float, tau: float) -> 
             "first10": times[9] if len(times) >= 10 else None, "arms": len(pool)}
 
 
+PANEL = (-1.0, 0.0, 1.0)  # the band bench's panel abilities θ (held fixed)
+
+
+def simulated_benchmark(seed: int) -> tuple[float, float, object]:
+    """A benchmark with a hole: 80 items near b = −3 and 80 near b = 2.5; its (b_min, b_max, widest gap)."""
+    rng = np.random.default_rng([seed, 5])
+    b = np.concatenate([rng.normal(-3.0, 0.7, 80), rng.normal(2.5, 0.7, 80)])
+    z = (b - b.min()) / (b.max() - b.min())
+    return float(b.min()), float(b.max()), largest_gaps(list(z), 1)[0]
+
+
+def band_run(strategy: str, seed: int, budget: int, delta: float) -> dict:
+    space = space_from_dict(arithmetic.SPACE, "arithmetic")
+    b_min, b_max, gap = simulated_benchmark(seed)
+    low, high = band_thresholds(PANEL, gap.left, gap.right, b_min, b_max)
+
+    def logit_difficulty(config):  # the configuration's true 1PL difficulty b (θ = 0: the solver's law)
+        p = arithmetic.error_probability(config, seed)
+        return float(np.log(p / (1 - p)))
+
+    rates = lambda config: [1 - 1 / (1 + np.exp(logit_difficulty(config) - t)) for t in PANEL]  # noqa: E731
+    pool = run_simulated(space, strategy, rates, budget, seed, delta, lambda c: (low, high), panel=len(PANEL))
+    certified = [i for i, c in enumerate(pool.certified_at) if c is not None]
+    inside = sum(gap.left <= (logit_difficulty(pool.configs[i]) - b_min) / (b_max - b_min) <= gap.right
+                 for i in certified)
+    truly = sum(gap.left <= (logit_difficulty(space.configuration(i)) - b_min) / (b_max - b_min) <= gap.right
+                for i in range(space.size))
+    return {"certified": len(certified), "inside": inside, "truly": truly, "gap": (gap.left, gap.right)}
+
+
+def band_table(args) -> None:
+    print(f"\nband utility: panel θ = {PANEL}, band = the widest gap of a simulated 160-item benchmark "
+          f"(normalized scale), budget {args.budget} calls ({len(PANEL)} per instance), δ = {args.delta}")
+    print(f"{'strategy':<11} {'certified':>10} {'truly in band':>14} {'outside':>8} {'band (z)':>16} "
+          f"{'configs truly in band':>22}")
+    for strategy in args.strategies.split(","):
+        runs = [band_run(strategy, seed, args.budget, args.delta) for seed in range(args.seeds)]
+        certified = sum(r["certified"] for r in runs)
+        inside = sum(r["inside"] for r in runs)
+        gap = runs[0]["gap"]
+        print(f"{strategy:<11} {certified / len(runs):>10.1f} {inside / len(runs):>14.1f} "
+              f"{certified - inside:>8d} {f'[{gap[0]:.2f}, {gap[1]:.2f}]':>16} "
+              f"{statistics.mean(r['truly'] for r in runs):>22.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -40,7 +87,15 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=0.05)
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--strategies", default="uniform,quickscope,shared")
+    parser.add_argument("--only", choices=["error", "band", "both"], default="both")
     args = parser.parse_args()
+    if args.only != "band":
+        error_table(args)
+    if args.only != "error":
+        band_table(args)
+
+
+def error_table(args) -> None:
     space = space_from_dict(arithmetic.SPACE, "arithmetic")
     hard_counts = [sum(arithmetic.error_probability(space.configuration(i), s) >= args.threshold
                        for i in range(space.size)) for s in range(args.seeds)]

@@ -16,6 +16,8 @@ import json
 import time
 from pathlib import Path
 
+from benchmeasure.ability_file import read_ability_table
+from benchmeasure.difficulty_file import read_difficulty_column
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import (
     all_or_nothing,
@@ -35,7 +37,7 @@ from benchmeasure.scope.journal import JOURNAL, Journal, search_lock
 from benchmeasure.scope.runner import search, summarize
 from benchmeasure.scope.space import read_space
 from benchmeasure.scope.strategies import STRATEGIES
-from benchmeasure.scope.utility import UTILITIES, threshold_function
+from benchmeasure.scope.utility import UTILITIES, band_thresholds, threshold_function
 
 EXAMPLES = """\
 examples:
@@ -46,6 +48,8 @@ examples:
       --seed 0 --output-dir results/scope_arith
   benchmeasure scope --space rg_space.yaml --generator benchmeasure.scope.rg:basic_arithmetic ... \\
       --utility complexity --complexity "terms*digits" --threshold 0.1 ...
+  benchmeasure scope ... --model sim-weak --model sim-solver --model sim-strong --utility band \
+      --band 0.35 0.6 --abilities panel_ability.csv --difficulty my_benchmark/difficulty.csv ...
 
 space file (YAML): one entry per parameter
   terms: {type: int, low: 2, high: 11}
@@ -65,11 +69,18 @@ def parse_args(argv):
     parser.add_argument("--space", required=True, help="the parameter space (YAML)")
     parser.add_argument("--generator", required=True, help="module:function(config, seed) -> (question, answer)")
     parser.add_argument("--endpoint", required=True, help="OpenAI-compatible base URL ending in /v1")
-    parser.add_argument("--model", required=True, help="served model name")
+    parser.add_argument("--model", required=True, action="append",
+                        help="served model name; repeat for a panel (each instance goes to every model, the "
+                             "certified rate is the panel's mean error)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
     parser.add_argument("--budget", type=integer(1, 10_000_000), required=True, help="model calls (pulls) in all")
     parser.add_argument("--utility", choices=UTILITIES, default="error")
     parser.add_argument("--complexity", help="complexity expression for --utility complexity (e.g. 'terms*digits')")
+    parser.add_argument("--band", nargs=2, type=number(0.0, 1.0), metavar=("LO", "HI"),
+                        help="--utility band: the normalized difficulty band [LO, HI] (e.g. a gap from diagnose)")
+    parser.add_argument("--abilities", help="--utility band: the panel's ability.csv (model,theta_mean), held fixed")
+    parser.add_argument("--difficulty", help="--utility band: the benchmark's difficulty.csv (b_mean): its min and "
+                                             "max define the normalized scale")
     parser.add_argument("--threshold", type=number(0.0, 1e6, open_low=True), default=0.9,
                         help="certify when the utility's lower bound reaches this (default 0.9 error rate)")
     parser.add_argument("--delta", type=OPEN_PROBABILITY, default=0.05,
@@ -87,6 +98,21 @@ def parse_args(argv):
                         help="seconds per request (default 120)")
     parser.add_argument("--retries", type=integer(0, 20), default=3)
     return parser.parse_args(argv)
+
+
+def panel_band(args) -> dict:
+    """The band utility's error-rate interval for the panel (see benchmeasure.scope.utility)."""
+    if args.band is None or args.abilities is None or args.difficulty is None:
+        fail("--utility band needs --band LO HI, --abilities ability.csv and --difficulty difficulty.csv")
+    abilities = read_ability_table(args.abilities)
+    missing = [m for m in args.model if m not in abilities]
+    if missing:
+        fail(f"{args.abilities}: no ability for panel model(s) {', '.join(missing)}")
+    b = read_difficulty_column(args.difficulty).values
+    thetas = [abilities[m] for m in args.model]
+    low, high = band_thresholds(thetas, args.band[0], args.band[1], min(b), max(b))
+    return {"z_band": list(args.band), "b_min": min(b), "b_max": max(b), "abilities": dict(zip(args.model, thetas)),
+            "error_interval": (low, high)}
 
 
 def check_resume(folder: Path, settings: dict) -> None:
@@ -107,13 +133,14 @@ async def _run(args, space, threshold_of, function, folder: Path):
     journal = Journal(folder / JOURNAL)
     client = LLMClient(max_concurrency=args.concurrency, timeout=args.timeout, max_retries=args.retries,
                        backoff=0.5, journal=journal, seed=args.seed)
-    endpoint = Endpoint(args.model, args.endpoint, args.api_key_env, supports_n=False)
-    evaluator = ModelEvaluator(function, args.generator, endpoint, client, args.seed,
+    endpoints = [Endpoint(model, args.endpoint, args.api_key_env, supports_n=False) for model in args.model]
+    evaluator = ModelEvaluator(function, args.generator, endpoints, client, args.seed,
                                {"temperature": args.temperature, "max_tokens": args.max_tokens})
     settings = {"pulls_each": args.pulls_each}
     try:
         pool = await search(space, args.strategy, evaluator, args.budget, args.seed, args.delta, threshold_of,
-                            args.batch, settings, progress_every=max(args.batch, args.budget // 20))
+                            args.batch, settings, progress_every=max(args.batch, args.budget // 20),
+                            panel=len(endpoints))
     finally:
         await client.close()
         journal.close()
@@ -124,9 +151,17 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
     folder = Path(args.output_dir)
-    plan_outputs(folders=[(folder, [CERTIFIED, SUMMARY, SETTINGS, JOURNAL])], inputs=[args.space])
+    plan_outputs(folders=[(folder, [CERTIFIED, SUMMARY, SETTINGS, JOURNAL])],
+                 inputs=[args.space, args.abilities, args.difficulty])
+    if len(set(args.model)) != len(args.model):
+        fail("--model: a model is named twice")
     space = read_space(args.space)
-    threshold_of = threshold_function(args.utility, args.threshold, space, args.complexity)
+    band = None
+    if args.utility == "band":
+        band = panel_band(args)
+        threshold_of = lambda config: band["error_interval"]  # noqa: E731
+    else:
+        threshold_of = threshold_function(args.utility, args.threshold, space, args.complexity)
     function = load_generator(args.generator)
     import numpy as np
 
@@ -135,7 +170,8 @@ def main(argv=None) -> int:
                 "model": args.model, "utility": args.utility, "complexity": args.complexity,
                 "threshold": args.threshold, "delta": args.delta, "strategy": args.strategy, "seed": args.seed,
                 "batch": args.batch, "pulls_each": args.pulls_each, "temperature": args.temperature,
-                "max_tokens": args.max_tokens, "budget": args.budget}
+                "max_tokens": args.max_tokens, "budget": args.budget,
+                "band": {**band, "error_interval": list(band["error_interval"])} if band else None}
     check_endpoint(args.endpoint)
     folder.mkdir(parents=True, exist_ok=True)
     with search_lock(folder):
@@ -144,8 +180,9 @@ def main(argv=None) -> int:
         show_progress("benchmeasure.scope")
         pool, usage = asyncio.run(_run(args, space, threshold_of, function, folder))
         rows = pool.certified_rows()
+        inputs = {"space": args.space, "abilities": args.abilities, "difficulty": args.difficulty}
         summary = {**summarize(pool, args.budget), "settings": settings, "model_usage": usage,
-                   "inputs": {"space": {"path": str(args.space), "sha256": sha256_file(args.space)}},
+                   "inputs": {k: {"path": str(v), "sha256": sha256_file(v)} for k, v in inputs.items() if v},
                    "command": command_line(), "wall_time_s": round(time.perf_counter() - start, 3),
                    "package_versions": package_versions(["numpy", "openai", "reasoning-gym"])}
         with all_or_nothing():
@@ -156,7 +193,7 @@ def main(argv=None) -> int:
                     writer.writerow([*(row[n] for n in space.names), row["pulls"], f"{row['mean']:.6f}",
                                      f"{row['lower']:.6f}", f"{row['upper']:.6f}"])
             write_json(folder / SUMMARY, summary)
-    print(f"{len(rows)} configuration(s) certified (lower bound ≥ threshold, family-wise δ = {args.delta}) "
+    print(f"{len(rows)} configuration(s) certified (family-wise δ = {args.delta}) "
           f"after {pool.total} pulls over {len(pool)} configurations; "
           f"model calls made {usage['calls']}, replayed from the journal {usage['cached']} → {folder / CERTIFIED}")
     return 0

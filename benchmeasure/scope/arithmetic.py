@@ -105,7 +105,12 @@ def effect(config: dict, world_seed: int) -> float:
     return EFFECT_SD * math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2)
 
 
-def error_probability(config: dict, world_seed: int = 0) -> float:
-    logit = (INTERCEPT + TERMS * config["terms"] + DIGITS * config["digits"] + OP_EFFECT[config["ops"]]
+def error_logit(config: dict, world_seed: int = 0) -> float:
+    """logit P(error) of the reference solver (ability 0): the configuration's 1PL difficulty b."""
+    return (INTERCEPT + TERMS * config["terms"] + DIGITS * config["digits"] + OP_EFFECT[config["ops"]]
              + DISTRACTORS * config["distractors"] + effect(config, world_seed))
-    return 1.0 / (1.0 + math.exp(-logit))
+
+
+def error_probability(config: dict, world_seed: int = 0, ability: float = 0.0) -> float:
+    """P(error) of a solver of ``ability`` θ: σ(b − θ) (the 1PL)."""
+    return 1.0 / (1.0 + math.exp(-(error_logit(config, world_seed) - ability)))

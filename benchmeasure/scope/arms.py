@@ -3,7 +3,8 @@
 Outcomes are errors (True when the model's answer was wrong). Each arm keeps its outcomes in pull order;
 when its pull count reaches a checkpoint of the :class:`~benchmeasure.scope.bounds.Certifier`, its
 bounds are tightened and it is certified once its lower bound reaches its threshold (the utility's
-threshold for that configuration, :mod:`benchmeasure.scope.utility`).
+threshold for that configuration, :mod:`benchmeasure.scope.utility`) — and, for a band, once its upper
+bound is also at most the band's upper end.
 """
 
 from __future__ import annotations
@@ -13,17 +14,26 @@ import numpy as np
 from benchmeasure.scope.bounds import Certifier, kl_bounds
 
 
+def band_of(threshold) -> tuple[float, float]:
+    """``(low, high)`` from a threshold (``high`` = 1: a one-sided threshold) or a band pair."""
+    if isinstance(threshold, tuple):
+        return float(threshold[0]), float(threshold[1])
+    return float(threshold), 1.0
+
+
 class Pool:
     """Arms, indexed in the order they were added."""
 
     def __init__(self, space, certifier: Certifier, threshold_of):
         self.space = space
         self.certifier = certifier
-        self.threshold_of = threshold_of  # config -> threshold on the error rate (may exceed 1: never certified)
+        # config -> threshold on the error rate (above 1: never certified), or (low, high) for a band
+        self.threshold_of = threshold_of
         self.configs: list[dict] = []
         self.index: dict[str, int] = {}
         self.outcomes: list[list[bool]] = []
         self.thresholds: list[float] = []
+        self.highs: list[float] = []  # a band's upper end (1.0: none)
         self.lower: list[float] = []
         self.upper: list[float] = []
         self.certified_at: list[int | None] = []  # total pulls of the search when certified
@@ -41,7 +51,9 @@ class Pool:
             self.index[key] = len(self.configs)
             self.configs.append(config)
             self.outcomes.append([])
-            self.thresholds.append(float(self.threshold_of(config)))
+            low, high = band_of(self.threshold_of(config))
+            self.thresholds.append(low)
+            self.highs.append(high)
             self.lower.append(0.0)
             self.upper.append(1.0)
             self.certified_at.append(None)
@@ -60,7 +72,8 @@ class Pool:
             lower, upper = self.certifier.bounds(self._k[arm], n)
             self.lower[arm] = max(self.lower[arm], lower)
             self.upper[arm] = min(self.upper[arm], upper)
-            if self.certified_at[arm] is None and self.lower[arm] >= self.thresholds[arm]:
+            if (self.certified_at[arm] is None and self.lower[arm] >= self.thresholds[arm]
+                    and self.upper[arm] <= self.highs[arm]):
                 self.certified_at[arm] = self.total
 
     # vector views for the strategies
@@ -75,6 +88,9 @@ class Pool:
 
     def threshold_array(self) -> np.ndarray:
         return np.array(self.thresholds, dtype=float)
+
+    def high_array(self) -> np.ndarray:
+        return np.array(self.highs, dtype=float)
 
     def current_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounds on all pulls so far at the certifier's level (for steering; certification uses checkpoints)."""

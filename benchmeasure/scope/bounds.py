@@ -84,13 +84,18 @@ class Certifier:
         Total pulls of the search.
     space_size : int or None
         Configurations in the space (None when infinite).
+    unit : int
+        Pulls per round (a panel of M models answers each instance: M); checkpoints are whole rounds,
+        where the mean is the average of the panel's M rates (the KL bound holds for an average of
+        independent Bernoulli outcomes with unequal rates, Hoeffding 1963).
     """
 
-    def __init__(self, delta: float, budget: int, space_size: int | None):
+    def __init__(self, delta: float, budget: int, space_size: int | None, unit: int = 1):
         self.delta = delta
-        self.points = checkpoints(budget)
+        self.points = [unit * n for n in checkpoints(max(1, budget // unit))]  # whole rounds of a panel
         self.point_set = set(self.points)
-        self.arms = min(space_size, budget) if space_size is not None else budget
+        rounds = max(1, budget // unit)
+        self.arms = min(space_size, rounds) if space_size is not None else rounds
         self.delta_each = delta / (self.arms * len(self.points))
 
         self._cache: dict = {}

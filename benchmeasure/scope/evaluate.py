@@ -33,23 +33,24 @@ def check_endpoint(base_url: str, timeout: float = 10.0) -> None:
 class ModelEvaluator:
     """``await evaluator(pulls)`` → one error flag per pull (see :func:`benchmeasure.scope.runner.search`)."""
 
-    def __init__(self, function, spec: str, endpoint, client, seed: int, sampling: dict):
+    def __init__(self, function, spec: str, endpoints: list, client, seed: int, sampling: dict):
         self.function = function
         self.spec = spec
-        self.endpoint = endpoint
+        self.endpoints = endpoints  # a panel: the arm's i-th pull goes to endpoints[i mod M], same instance per round
         self.client = client
         self.seed = seed
         self.sampling = sampling
 
     async def _one(self, config: dict, key: str, index: int, total: int) -> bool:
-        seed = instance_seed(self.seed, key, index)
+        endpoint = self.endpoints[index % len(self.endpoints)]
+        seed = instance_seed(self.seed, key, index // len(self.endpoints))
         question, grader = generate(self.function, self.spec, config, seed)
-        call_key = f"pull/{total}/{key}/{seed}"
+        call_key = f"pull/{total}/{key}/{seed}/{endpoint.model}"
         try:
-            result = await self.client.chat(self.endpoint, [{"role": "user", "content": question}], key=call_key,
+            result = await self.client.chat(endpoint, [{"role": "user", "content": question}], key=call_key,
                                             extra_headers={KEY_HEADER: call_key}, **self.sampling)
         except LLMCallError as exc:
-            fail(f"--endpoint {self.endpoint.base_url}: {exc} (finished pulls are in the journal; rerun to resume)")
+            fail(f"--endpoint {endpoint.base_url}: {exc} (finished pulls are in the journal; rerun to resume)")
         try:
             return not bool(grader(result.texts[0]))
         except Exception as exc:

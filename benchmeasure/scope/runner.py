@@ -27,20 +27,23 @@ def instance_seed(seed: int, key: str, pull: int) -> int:
 
 
 async def search(space, strategy: str, evaluate, budget: int, seed: int, delta: float, threshold_of,
-                 batch: int = 16, settings: dict | None = None, progress_every: int = 0) -> Pool:
+                 batch: int = 16, settings: dict | None = None, progress_every: int = 0, panel: int = 1) -> Pool:
     """Spend ``budget`` pulls; returns the pool (arms, outcomes, certifications).
 
     ``evaluate(pulls)`` gets ``[(config, key, pull index of that arm, total pull index), …]`` and returns
-    one bool per pull: True when the model erred.
+    one bool per pull: True when the model erred. With a panel of ``panel`` models, each proposed pull
+    becomes one round of ``panel`` pulls, the arm's i-th pull going to model ``i mod panel``.
     """
-    pool = Pool(space, Certifier(delta, budget, space.size), threshold_of)
-    chooser = make_strategy(strategy, pool, seed, budget, batch, settings)
+    budget -= budget % panel
+    pool = Pool(space, Certifier(delta, budget, space.size, unit=panel), threshold_of)
+    chooser = make_strategy(strategy, pool, seed, budget // panel, batch, settings)
     shown = 0
     while pool.total < budget:
-        arms = chooser.next_batch(min(batch, budget - pool.total))
+        arms = chooser.next_batch(min(batch, (budget - pool.total) // panel))
         if not arms:
             log.info("the strategy has nothing left to pull after %d pulls", pool.total)
             break
+        arms = [arm for arm in arms for _ in range(panel)]
         pulls, counts = [], {}
         for i, arm in enumerate(arms):
             done = len(pool.outcomes[arm]) + counts.get(arm, 0)
@@ -56,26 +59,27 @@ async def search(space, strategy: str, evaluate, budget: int, seed: int, delta: 
     return pool
 
 
-def simulated_evaluator(rate_of, seed: int):
-    """An evaluator drawing each outcome from a known error rate ``rate_of(config)`` (seeded)."""
+def simulated_evaluator(rate_of, seed: int, panel: int = 1):
+    """An evaluator drawing each outcome from a known error rate ``rate_of(config)`` (seeded); with a panel,
+    ``rate_of(config)`` returns the M models' rates and pull i of an arm uses model i mod M."""
     rng = np.random.default_rng([seed, 99])
     cache: dict = {}
 
     async def evaluate(pulls):
         rates = []
-        for config, key, _, _ in pulls:
+        for config, key, index, _ in pulls:
             if key not in cache:
                 cache[key] = rate_of(config)
-            rates.append(cache[key])
+            rates.append(cache[key][index % panel] if panel > 1 else cache[key])
         return list(rng.random(len(pulls)) < np.array(rates))
 
     return evaluate
 
 
 def run_simulated(space, strategy: str, rate_of, budget: int, seed: int, delta: float, threshold_of,
-                  batch: int = 16, settings: dict | None = None) -> Pool:
-    return asyncio.run(search(space, strategy, simulated_evaluator(rate_of, seed), budget, seed, delta,
-                              threshold_of, batch, settings))
+                  batch: int = 16, settings: dict | None = None, panel: int = 1) -> Pool:
+    return asyncio.run(search(space, strategy, simulated_evaluator(rate_of, seed, panel), budget, seed, delta,
+                              threshold_of, batch, settings, panel=panel))
 
 
 def summarize(pool: Pool, budget: int) -> dict:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmeasure.scope.arms import band_of
 from benchmeasure.scope.bounds import kl_bernoulli
 from benchmeasure.scope.model import LogitModel
 
@@ -46,6 +47,12 @@ def distinct_configs(space, rng: np.random.Generator, count: int) -> list[dict]:
             if len(configs) == count:
                 break
     return configs
+
+
+def hinge(p, tau, high):
+    """The hinged utility of error rate ``p``: min(p/τ, 1, (1−p)/(1−high)) (high = 1: min(p/τ, 1))."""
+    above = np.where(high < 1.0, (1.0 - p) / np.maximum(1.0 - high, 1e-12), np.inf)
+    return np.minimum(np.minimum(p / tau, 1.0), above)
 
 
 class Strategy:
@@ -100,13 +107,16 @@ class QuickScope(Strategy):
 
     def next_batch(self, size: int) -> list[int]:
         lower, upper = self.pool.current_bounds()
-        tau = self.pool.threshold_array()
-        open_ = ~self.pool.certified() & (tau <= 1.0)
+        tau, high = self.pool.threshold_array(), self.pool.high_array()
+        open_ = ~self.pool.certified() & (tau <= high)
         if not open_.any():
             arm = self._new_arm()
             return [arm] * size if arm is not None else []
-        hinged_lower = np.minimum(lower / tau, 1.0)
-        hinged_upper = np.minimum(upper / tau, 1.0)
+        # hinged utility h(p) = min(p/τ, 1, (1−p)/(1−high)): 1 inside [τ, high]; unimodal, so over [lower, upper]
+        # its pessimistic value is at an end and its optimistic value at the point nearest the band
+        hinged_lower = np.minimum(hinge(lower, tau, high), hinge(upper, tau, high))
+        hinged_upper = np.where(upper < tau, hinge(upper, tau, high),
+                                np.where(lower > high, hinge(lower, tau, high), 1.0))
         tie = self.rng.random(len(tau))
         incumbent = max(np.flatnonzero(open_), key=lambda i: (hinged_lower[i], tie[i]))
         rivals = [i for i in np.flatnonzero(open_) if i != incumbent]
@@ -165,18 +175,23 @@ class Shared(Strategy):
         draw_pool = self.model.draw_rates(x_pool, errors, pulls, self.rng)
         draw_fresh = self.model.draw_rates(x_fresh, np.zeros(len(fresh)), np.zeros(len(fresh)), self.rng)
         rates = np.concatenate([draw_pool, draw_fresh])
-        tau = np.concatenate([self.pool.threshold_array(), [self.pool.threshold_of(c) for c in fresh]])
+        fresh_bands = np.array([band_of(self.pool.threshold_of(c)) for c in fresh]).reshape(len(fresh), 2)
+        tau = np.concatenate([self.pool.threshold_array(), fresh_bands[:, 0]])
+        high = np.concatenate([self.pool.high_array(), fresh_bands[:, 1]])
         done = np.concatenate([self.pool.certified(), np.zeros(len(fresh), dtype=bool)])
         have = np.concatenate([pulls, np.zeros(len(fresh))])
-        hard = (rates > tau) & ~done & (tau <= 1.0)
+        hard = (rates > tau) & (rates < high) & ~done & (tau <= high)
         if hard.any():
-            need = self.level / np.maximum(kl_bernoulli(rates, np.minimum(tau, 1.0)), 1e-12)
+            gap = kl_bernoulli(rates, np.minimum(tau, 1.0))
+            gap = np.where(high < 1.0, np.minimum(gap, kl_bernoulli(rates, high)), gap)
+            need = self.level / np.maximum(gap, 1e-12)
             remaining = np.maximum(need - have, 1.0)
             order = np.flatnonzero(hard)[np.argsort(remaining[hard], kind="stable")]
             shares = [max(1, min(self.chunk, int(np.ceil(remaining[i])))) for i in order]
         else:
-            open_ = np.flatnonzero(~done & (tau <= 1.0))
-            order = open_[np.argsort(-(rates[open_] - tau[open_]), kind="stable")]
+            open_ = np.flatnonzero(~done & (tau <= high))
+            distance = np.maximum(tau - rates, rates - high)[open_]  # how far the draw is from qualifying
+            order = open_[np.argsort(distance, kind="stable")]
             shares = [1] * len(order)
         picked: list[int] = []
         for candidate, share in zip(order, shares):

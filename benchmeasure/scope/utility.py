@@ -6,6 +6,13 @@
   the error's lower bound is ≥ τ·c (c is known, so the error bound carries over exactly). A
   configuration whose τ·c exceeds 1 can never qualify and gets no pulls.
 
+* ``band`` — a difficulty band [lo, hi] on a benchmark's normalized scale z = (b − b_min)/(b_max − b_min)
+  (b_min, b_max: the benchmark's difficulty file), for a panel of M models whose abilities θ_m are held
+  fixed (the 1PL as BenchFill calibrates, :mod:`benchmeasure.benchfill.calibration`). Each instance is
+  answered by every panel model; the panel's mean error e(b) = 1 − mean_m σ(θ_m − b) is increasing in
+  b, so z ∈ [lo, hi] ⇔ e ∈ [e(b_lo), e(b_hi)]: certified when the bounds on the panel's mean error lie
+  inside that interval (a two-sided certificate, same δ).
+
 The expression may use the parameter names, numbers, + − * / ** and ( ), and log, sqrt, exp, min, max,
 abs; it must give a positive finite number for every configuration.
 """
@@ -18,7 +25,7 @@ import operator
 
 from benchmeasure.errors import fail
 
-UTILITIES = ("error", "complexity")
+UTILITIES = ("error", "complexity", "band")
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.Pow: operator.pow}
 _FUNCTIONS = {"log": math.log, "sqrt": math.sqrt, "exp": math.exp, "min": min, "max": max, "abs": abs}
@@ -81,3 +88,31 @@ def threshold_function(utility: str, threshold: float, space, complexity: str | 
         measure = Complexity(complexity, space)
         return lambda config: threshold * measure(config)
     fail(f"unknown utility {utility!r} (choose from {', '.join(UTILITIES)})")
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def panel_error(abilities, b: float) -> float:
+    """The panel's mean error rate at difficulty ``b`` under the 1PL: 1 − mean σ(θ − b)."""
+    return 1.0 - sum(_sigmoid(theta - b) for theta in abilities) / len(abilities)
+
+
+def band_thresholds(abilities, low: float, high: float, b_min: float, b_max: float) -> tuple[float, float]:
+    """The error-rate interval of the panel equivalent to z ∈ [low, high] (see the module docstring)."""
+    if not 0.0 <= low < high <= 1.0:
+        fail(f"--band {low} {high}: needs 0 ≤ LO < HI ≤ 1 on the normalized scale")
+    if not b_max > b_min:
+        fail("--difficulty: the benchmark's difficulties span no range (max b = min b)")
+    span = b_max - b_min
+    return panel_error(abilities, b_min + low * span), panel_error(abilities, b_min + high * span)
+
+
+def z_of_error(abilities, error: float, b_min: float, b_max: float) -> float:
+    """The normalized difficulty whose panel error is ``error`` (bisection; ±inf outside (0, 1))."""
+    lo, hi = b_min - 50.0, b_max + 50.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if panel_error(abilities, mid) < error else (lo, mid)
+    return (0.5 * (lo + hi) - b_min) / (b_max - b_min)
