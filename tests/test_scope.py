@@ -180,3 +180,58 @@ def test_generator_that_raises_mid_search_keeps_finished_calls(solver, tmp_path)
     assert 30 <= len(lines) <= 60 and not (tmp_path / "out" / "certified.csv").exists()
     missing = run_script("scope.py", *scope_args(space, solver, tmp_path / "o2", generator="no_such_mod:gen"))
     assert_rejected(missing, "no_such_mod")
+
+
+def test_band_search_through_a_panel(solver, tmp_path):
+    space = tmp_path / "space.yaml"
+    space.write_text("terms: {type: int, low: 4, high: 6}\ndigits: {type: int, low: 8, high: 9}\n"
+                     "ops: {type: categorical, choices: [add]}\ndistractors: {type: int, low: 0, high: 2}\n")
+    examples = ROOT / "docs" / "examples"
+    args = scope_args(space, solver, tmp_path / "out", budget=240)
+    args = [a for a in args if a != "sim-solver"]
+    args[args.index("--model"):args.index("--model") + 1] = ["--model", "sim-weak", "--model", "sim-solver",
+                                                             "--model", "sim-strong"]
+    args[args.index("error")] = "band"
+    result = run_script("scope.py", *args, "--band", 0.347, 0.599, "--abilities", examples / "sim_panel_ability.csv",
+                        "--difficulty", examples / "gapped_difficulty.csv")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    low, high = summary["settings"]["band"]["error_interval"]
+    assert 0 < low < high < 1 and summary["pulls"] == 240
+    models = {json.loads(line)["model"] for line in (tmp_path / "out" / "journal.jsonl").read_text().splitlines()}
+    assert models == {"sim-weak", "sim-solver", "sim-strong"}
+    for row in csv.DictReader(open(tmp_path / "out" / "certified.csv")):
+        assert low <= float(row["lower"]) and float(row["upper"]) <= high
+
+
+def test_band_thresholds_invert_to_the_band():
+    from benchmeasure.scope.utility import band_thresholds, z_of_error
+
+    panel = [-1.2, 0.3, 0.9]
+    low, high = band_thresholds(panel, 0.3, 0.55, -4.0, 5.0)
+    assert z_of_error(panel, low, -4.0, 5.0) == pytest.approx(0.3, abs=1e-9)
+    assert z_of_error(panel, high, -4.0, 5.0) == pytest.approx(0.55, abs=1e-9)
+
+
+def test_quickscope_gives_half_the_batch_to_the_incumbent():
+    from benchmeasure.scope.strategies import make_strategy
+
+    space = space_from_dict({"x": {"type": "int", "low": 0, "high": 99}}, "t")
+    pool = Pool(space, Certifier(0.05, 10_000, space.size), lambda c: 0.9)
+    strategy = make_strategy("quickscope", pool, 0, 10_000, 16, {"initial": 8})
+    for arm in range(len(pool)):
+        for i in range(30):
+            pool.record(arm, i < 30 - arm)  # arm 0 errs always: the highest lower bound
+    batch = strategy.next_batch(16)
+    assert batch.count(0) == 8 and len(batch) == 16
+
+
+@pytest.mark.parametrize("expression,fragment", [("terms*", "not a valid expression"),
+                                                 ("ops*2", "not a numeric parameter"),
+                                                 ("__import__('os')", "only log")])
+def test_bad_complexity_expression_is_rejected(solver, tmp_path, expression, fragment):
+    space = tmp_path / "space.yaml"
+    space.write_text(HARD_SPACE)
+    args = scope_args(space, solver, tmp_path / "out")
+    args[args.index("error")] = "complexity"
+    assert_rejected(run_script("scope.py", *args, "--complexity", expression), "--complexity", fragment)
