@@ -57,10 +57,11 @@ space file (YAML): one entry per parameter
   ops: {type: categorical, choices: [add, mul]}
 
 outputs in --output-dir: certified.csv (one column per parameter, then pulls,mean,lower,upper, in the
-order certified), summary.json (settings, bound level, counts, pulls to the first 10 certifications,
+order certified), configurations.csv (every configuration pulled, same columns + certified_at_pull; lower
+and upper are the bounds at its last checkpoint, 0 and 1 before its first), summary.json (settings, bound level, counts, pulls to the first 10 certifications,
 model usage, provenance), settings.json and journal.jsonl (what a resume needs; the same command resumes).
 """
-CERTIFIED, SUMMARY, SETTINGS = "certified.csv", "summary.json", "settings.json"
+CERTIFIED, SUMMARY, SETTINGS, TRIED = "certified.csv", "summary.json", "settings.json", "configurations.csv"
 
 
 def parse_args(argv):
@@ -151,7 +152,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
     folder = Path(args.output_dir)
-    plan_outputs(folders=[(folder, [CERTIFIED, SUMMARY, SETTINGS, JOURNAL])],
+    plan_outputs(folders=[(folder, [CERTIFIED, TRIED, SUMMARY, SETTINGS, JOURNAL])],
                  inputs=[args.space, args.abilities, args.difficulty])
     if len(set(args.model)) != len(args.model):
         fail("--model: a model is named twice")
@@ -192,6 +193,12 @@ def main(argv=None) -> int:
                 for row in rows:
                     writer.writerow([*(row[n] for n in space.names), row["pulls"], f"{row['mean']:.6f}",
                                      f"{row['lower']:.6f}", f"{row['upper']:.6f}"])
+            with atomic_write(folder / TRIED) as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow([*space.names, "pulls", "mean", "lower", "upper", "certified_at_pull"])
+                for row in pool.rows():
+                    writer.writerow([*(row[n] for n in space.names), row["pulls"], f"{row['mean']:.6f}",
+                                     f"{row['lower']:.6f}", f"{row['upper']:.6f}", row["certified"] or ""])
             write_json(folder / SUMMARY, summary)
     print(f"{len(rows)} configuration(s) certified (family-wise δ = {args.delta}) "
           f"after {pool.total} pulls over {len(pool)} configurations; "

@@ -96,6 +96,13 @@ class Pool:
         """Bounds on all pulls so far at the certifier's level (for steering; certification uses checkpoints)."""
         return kl_bounds(self.errors(), self.pulls(), self.certifier.delta_each)
 
+    def rows(self) -> list[dict]:
+        """One row per arm with pulls, in the order added: the configuration, pulls, mean, lower, upper, and
+        ``certified`` (the search's pull count when certified, else None)."""
+        return [{**self.configs[i], "pulls": n, "mean": self._k[i] / n, "lower": self.lower[i],
+                 "upper": self.upper[i], "certified": self.certified_at[i]}
+                for i, n in enumerate(self._n) if n > 0]
+
     def certified_rows(self) -> list[dict]:
         """One row per certified arm, in the order certified: the configuration, pulls, mean, lower, upper."""
         order = sorted((c, i) for i, c in enumerate(self.certified_at) if c is not None)

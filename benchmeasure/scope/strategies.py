@@ -140,7 +140,7 @@ class Shared(Strategy):
         super().__init__(*args)
         self.model = LogitModel(prior_sd=float(self.settings.get("prior_sd", 2.0)),
                                 effect_sd=float(self.settings.get("effect_sd", 1.0)))
-        self.chunk = max(1, int(self.settings.get("chunk", max(1, self.batch // 4))))
+        self.chunk = max(1, int(self.settings.get("chunk", self.batch)))
         self.level = np.log(1.0 / self.pool.certifier.delta_each)
         self.enumerated = self.space.size is not None and self.space.size <= ENUMERATE_LIMIT
         if self.enumerated:
