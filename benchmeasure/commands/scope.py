@@ -58,8 +58,9 @@ space file (YAML): one entry per parameter
 
 outputs in --output-dir: certified.csv (one column per parameter, then pulls,mean,lower,upper, in the
 order certified), configurations.csv (every configuration pulled, same columns + certified_at_pull; lower
-and upper are the bounds at its last checkpoint, 0 and 1 before its first), summary.json (settings, bound level, counts, pulls to the first 10 certifications,
-model usage, provenance), settings.json and journal.jsonl (what a resume needs; the same command resumes).
+and upper are the bounds at its last checkpoint, 0 and 1 before its first), summary.json (settings, bound
+level, counts, pulls to the first 10 certifications, model usage, provenance), settings.json and
+journal.jsonl (what a resume needs; the same command resumes).
 """
 CERTIFIED, SUMMARY, SETTINGS, TRIED = "certified.csv", "summary.json", "settings.json", "configurations.csv"
 
@@ -124,7 +125,7 @@ def check_resume(folder: Path, settings: dict) -> None:
         recorded = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         fail(f"{path}: damaged ({exc}); move the folder away to start afresh")
-    changed = sorted(k for k in settings if k != "budget" and recorded.get(k) != settings[k])
+    changed = sorted(k for k in settings if k not in ("budget", "endpoint") and recorded.get(k) != settings[k])
     if changed:
         fail(f"{folder}: holds a search with other settings ({', '.join(changed)} differ); "
              "use another --output-dir or the same settings to resume")
