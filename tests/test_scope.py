@@ -240,3 +240,18 @@ def test_bad_complexity_expression_is_rejected(solver, tmp_path):
         with pytest.raises(InputError, match=fragment):
             Complexity(expression, parsed)({"terms": 10, "digits": 9, "ops": "mul", "distractors": 23})
     assert Complexity("terms*log(digits)", parsed)({"terms": 10, "digits": 9}) == pytest.approx(10 * np.log(9))
+
+
+def test_reasoning_gym_adapter_generates_and_grades_offline():
+    pytest.importorskip("reasoning_gym")
+    from benchmeasure.scope.generators import generate, load_generator
+
+    function = load_generator("benchmeasure.scope.rg:basic_arithmetic")
+    question, grader = generate(function, "rg", {"terms": 2, "digits": 1}, 7)
+    _, answer, _ = function({"terms": 2, "digits": 1}, 7)
+    assert "Give only the final answer" in question and grader(answer) and grader(f"<answer>{answer}</answer>")
+    assert not grader(str(int(answer) + 1))
+    with pytest.raises(InputError, match="no task"):
+        load_generator("benchmeasure.scope.rg:no_such_task")
+    with pytest.raises(InputError, match="no setting 'colour'"):
+        generate(function, "rg", {"colour": 1}, 0)

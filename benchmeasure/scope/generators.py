@@ -56,8 +56,10 @@ def load_generator(spec: str):
         fail(f"--generator {spec!r}: importing {module_name} raised {type(exc).__name__}: {exc}")
     try:
         target = getattr(module, function)
-    except AttributeError:
-        fail(f"--generator {spec!r}: {module_name} has no {function}")
+    except AttributeError as exc:
+        detail = str(exc)  # a module __getattr__ may say why (reasoning-gym: the task names)
+        extra = f" ({detail})" if detail and detail != function and "has no attribute" not in detail else ""
+        fail(f"--generator {spec!r}: {module_name} has no {function}{extra}")
     except Exception as exc:  # a module __getattr__ refusing the name (an unknown reasoning-gym task)
         fail(f"--generator {spec!r}: {exc}")
     if not callable(target):
