@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from benchmeasure.metrics import largest_gaps
+from benchmeasure.core.metrics import largest_gaps
 from benchmeasure.scope import arithmetic
 from benchmeasure.scope.runner import run_simulated
 from benchmeasure.scope.space import space_from_dict

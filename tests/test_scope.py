@@ -1,6 +1,6 @@
 """benchmeasure scope: bounds against exact binomial tails, certification, resume after kill -9, bad input.
 
-The model is the simulated solver (benchmeasure.sim.scope_world) behind the real HTTP server on loopback.
+The model is the simulated solver (benchmeasure.serving.sim.scope_world) behind the real HTTP server on loopback.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
 from benchmeasure.scope.arms import Pool
 from benchmeasure.scope.bounds import Certifier, kl_bounds
 from benchmeasure.scope.space import read_space, space_from_dict
-from benchmeasure.sim.scope_world import ScopeWorld
-from benchmeasure.sim.server import serve
+from benchmeasure.serving.sim.scope_world import ScopeWorld
+from benchmeasure.serving.sim.server import serve
 from conftest import ROOT, assert_rejected, run_script
 
 HARD_SPACE = """\

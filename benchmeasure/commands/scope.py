@@ -16,10 +16,8 @@ import json
 import time
 from pathlib import Path
 
-from benchmeasure.ability_file import read_ability_table
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import (
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -28,9 +26,10 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.llm_client import Endpoint, LLMClient
-from benchmeasure.options import OPEN_PROBABILITY, SEED, integer, number
-from benchmeasure.progress import show_progress
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer, number
+from benchmeasure.base.progress import show_progress
+from benchmeasure.core.ability_file import read_ability_table
+from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.scope.evaluate import ModelEvaluator, check_endpoint
 from benchmeasure.scope.generators import generate, load_generator
 from benchmeasure.scope.journal import JOURNAL, Journal, search_lock
@@ -38,10 +37,11 @@ from benchmeasure.scope.runner import search, summarize
 from benchmeasure.scope.space import read_space
 from benchmeasure.scope.strategies import STRATEGIES
 from benchmeasure.scope.utility import UTILITIES, band_thresholds, threshold_function
+from benchmeasure.verifier.llm_client import Endpoint, LLMClient
 
 EXAMPLES = """\
 examples:
-  python -m benchmeasure.sim.server --scope --port 8011 &     # a simulated model with a known error law
+  python -m benchmeasure.serving.sim.server --scope --port 8011 &     # a simulated model with a known error law
   benchmeasure scope --space docs/examples/arithmetic_space.yaml \\
       --generator benchmeasure.scope.arithmetic:arithmetic --endpoint http://127.0.0.1:8011/v1 \\
       --model sim-solver --budget 2000 --utility error --threshold 0.9 --delta 0.05 --strategy shared \\

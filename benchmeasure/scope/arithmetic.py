@@ -8,7 +8,7 @@ sentences. :data:`SPACE` is its space (10 × 10 × 4 × 25 = 10,000 configuratio
 0.55·digits + op effect + 0.04·distractors + u_c, with u_c ~ N(0, 0.8²) fixed per configuration by a
 hash of its key and the world's seed (so configurations differ beyond what the parameters explain).
 :func:`config_of_question` recovers a configuration from its question text and :func:`solve` its
-answer, so the simulated server (:mod:`benchmeasure.sim.scope_world`) knows P(correct) of any question.
+answer, so the simulated server (:mod:`benchmeasure.serving.sim.scope_world`) knows P(correct) of any question.
 """
 
 from __future__ import annotations

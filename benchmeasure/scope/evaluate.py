@@ -1,5 +1,5 @@
 """A pull against a real model: generate an instance, ask the model through the project's
-OpenAI-compatible client (:mod:`benchmeasure.llm_client`: concurrency limit, retries, key from the
+OpenAI-compatible client (:mod:`benchmeasure.verifier.llm_client`: concurrency limit, retries, key from the
 environment, journal), grade the reply."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import json
 import urllib.error
 import urllib.request
 
-from benchmeasure.errors import fail
-from benchmeasure.llm_client import KEY_HEADER, LLMCallError
+from benchmeasure.base.errors import fail
 from benchmeasure.scope.generators import generate
 from benchmeasure.scope.runner import instance_seed
+from benchmeasure.verifier.llm_client import KEY_HEADER, LLMCallError
 
 
 def check_endpoint(base_url: str, timeout: float = 10.0) -> None:

@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 from benchmeasure.grading import grade
 
 SPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)")

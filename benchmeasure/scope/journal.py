@@ -3,7 +3,7 @@
 ``journal.jsonl`` holds one JSON object per finished call, ``{"key": …, "model": …, "result": …}``. The
 search is deterministic given its settings and the outcomes (strategies draw from seeded generators;
 instances are seeded per pull), so a resumed search replays from the start and every call already in
-the journal is answered from it (:class:`benchmeasure.llm_client.LLMClient` looks keys up there): a
+the journal is answered from it (:class:`benchmeasure.verifier.llm_client.LLMClient` looks keys up there): a
 killed search loses no finished call and repeats none. A torn last line (a kill during a write) is cut
 off when the journal is reopened; a damaged line elsewhere is an error. The run lock is an ``flock``,
 which the kernel drops when its holder dies, even by ``kill -9``.
@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 JOURNAL = "journal.jsonl"
 LOCK = "scope.lock"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_CHOICES = 10_000

@@ -23,7 +23,7 @@ import ast
 import math
 import operator
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 UTILITIES = ("error", "complexity", "band")
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
