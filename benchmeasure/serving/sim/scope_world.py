@@ -6,7 +6,8 @@ it reads the configuration back from the question, errs with that configuration'
 (the 1PL: P(error) = σ(b − θ)), and otherwise gives the right number. Default models: ``sim-solver``
 (θ = 0), ``sim-weak`` (θ = −1), ``sim-strong`` (θ = 1). A wrong answer is the right one plus a nonzero
 offset. Served over real HTTP by
-:mod:`benchmeasure.serving.sim.server` (``serve(ScopeWorld(…))`` or ``python -m benchmeasure.serving.sim.server --scope``).
+:mod:`benchmeasure.serving.sim.server` (``serve(ScopeWorld(…))`` or
+``python -m benchmeasure.serving.sim.server --scope``).
 """
 
 from __future__ import annotations
