@@ -35,6 +35,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from benchmeasure.base.options import SEED, integer, number
+from benchmeasure.serving.sim.scope_world import ScopeWorld
 from benchmeasure.serving.sim.world import World, respond
 from benchmeasure.verifier.llm_client import KEY_HEADER
 
@@ -108,7 +109,8 @@ def make_handler(state: SimState):
 
         def do_GET(self):
             if self.path.rstrip("/").endswith("/models"):
-                names = [*state.world.abilities, state.world.rewriter]
+                names = (state.world.model_names() if hasattr(state.world, "model_names")
+                         else [*state.world.abilities, state.world.rewriter])
                 self._json(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
             else:
                 self._json(404, {"error": {"message": "not found"}})
@@ -132,7 +134,9 @@ def make_handler(state: SimState):
                 request = json.loads(body)
                 model, n = request["model"], int(request.get("n") or 1)
                 prompt = "\n".join(str(m.get("content", "")) for m in request["messages"])
-                texts = respond(state.world, model, prompt, n, state.rng_for(body, self.headers.get(KEY_HEADER)))
+                rng = state.rng_for(body, self.headers.get(KEY_HEADER))
+                texts = (state.world.respond(model, prompt, n, rng) if hasattr(state.world, "respond")
+                         else respond(state.world, model, prompt, n, rng))
             except KeyError as exc:
                 return self._json(404, {"error": {"message": f"unknown model or field {exc}"}})
             except (ValueError, TypeError) as exc:
@@ -163,7 +167,10 @@ def serve(world: World, port: int = 0, fail_rate: float = 0.0, hang_s: float = 5
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Simulated OpenAI-compatible server (rewriter + verifier panel).")
-    parser.add_argument("--world", required=True, help="world.json written by the sim data set")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--world", help="world.json written by the sim data set")
+    source.add_argument("--scope", action="store_true",
+                        help="serve the dynamic-benchmark solver (benchmeasure.serving.sim.scope_world) instead")
     parser.add_argument("--port", type=integer(0, 65_535), default=0, help="0 picks a free port")
     parser.add_argument("--fail-rate", type=number(0.0, 1.0), default=0.0, help="share of requests that fail (0..1)")
     parser.add_argument("--hang-s", type=number(0.0, 3600.0), default=5.0, help="delay of a 'hang' failure, seconds")
@@ -172,7 +179,8 @@ def main(argv=None) -> int:
                         help="delay each reply by a random time of this mean (s, exponential): replies finish shuffled")
     parser.add_argument("--jitter-seed", type=SEED, default=0, help="seed of the delays (drawn in arrival order)")
     args = parser.parse_args(argv)
-    server, url = serve(World.load(args.world), args.port, args.fail_rate, args.hang_s, args.seed, args.jitter_s,
+    world = ScopeWorld(args.seed) if args.scope else World.load(args.world)
+    server, url = serve(world, args.port, args.fail_rate, args.hang_s, args.seed, args.jitter_s,
                         args.jitter_seed)
     print(f"listening on {url}", flush=True)
     try:

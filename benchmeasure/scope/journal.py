@@ -1,0 +1,78 @@
+"""The search's journal: every model call's reply, appended (flushed, fsynced) before it is used.
+
+``journal.jsonl`` holds one JSON object per finished call, ``{"key": …, "model": …, "result": …}``. The
+search is deterministic given its settings and the outcomes (strategies draw from seeded generators;
+instances are seeded per pull), so a resumed search replays from the start and every call already in
+the journal is answered from it (:class:`benchmeasure.verifier.llm_client.LLMClient` looks keys up there): a
+killed search loses no finished call and repeats none. A torn last line (a kill during a write) is cut
+off when the journal is reopened; a damaged line elsewhere is an error. The run lock is an ``flock``,
+which the kernel drops when its holder dies, even by ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from pathlib import Path
+
+from benchmeasure.base.errors import fail
+
+JOURNAL = "journal.jsonl"
+LOCK = "scope.lock"
+
+
+class Journal:
+    def __init__(self, path):
+        self.path = Path(path)
+        self.calls: dict = {}
+        if self.path.exists():
+            self._load()
+        self._handle = open(self.path, "ab")
+
+    def _load(self) -> None:
+        with open(self.path, "rb+") as handle:
+            data = handle.read()
+            end = data.rfind(b"\n") + 1
+            for number, raw in enumerate(data[:end].splitlines(), start=1):
+                try:
+                    entry = json.loads(raw)
+                    self.calls[str(entry["key"])] = entry["result"]
+                except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+                    fail(f"{self.path}: line {number} is damaged (move the journal away to start afresh)")
+            if end != len(data):
+                handle.truncate(end)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def call_result(self, key: str):
+        return self.calls.get(key)
+
+    def record_call(self, key: str, model: str, result: dict) -> None:
+        if key in self.calls:
+            return
+        line = json.dumps({"key": key, "model": model, "result": result}, ensure_ascii=False) + "\n"
+        self._handle.write(line.encode("utf-8"))
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self.calls[key] = result
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+@contextlib.contextmanager
+def search_lock(folder):
+    """Hold ``<folder>/scope.lock`` for the block; InputError when another live search holds it."""
+    path = Path(folder) / LOCK
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        fail(f"{folder}: a search is already running in this folder")
+    try:
+        yield
+    finally:
+        handle.close()

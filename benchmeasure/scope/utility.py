@@ -1,0 +1,118 @@
+"""Utilities: what makes a configuration worth certifying, as a threshold on its error rate.
+
+* ``error`` — the error rate itself: certified when its lower bound is ≥ τ.
+* ``complexity`` — error relative to a complexity expression c(config) of the parameters
+  (``--complexity "terms*digits"``): utility = error / c, certified when its lower bound is ≥ τ, i.e. when
+  the error's lower bound is ≥ τ·c (c is known, so the error bound carries over exactly). A
+  configuration whose τ·c exceeds 1 can never qualify and gets no pulls.
+
+* ``band`` — a difficulty band [lo, hi] on a benchmark's normalized scale z = (b − b_min)/(b_max − b_min)
+  (b_min, b_max: the benchmark's difficulty file), for a panel of M models whose abilities θ_m are held
+  fixed (the 1PL as BenchFill calibrates, :mod:`benchmeasure.benchfill.calibration`). Each instance is
+  answered by every panel model; the panel's mean error e(b) = 1 − mean_m σ(θ_m − b) is increasing in
+  b, so z ∈ [lo, hi] ⇔ e ∈ [e(b_lo), e(b_hi)]: certified when the bounds on the panel's mean error lie
+  inside that interval (a two-sided certificate, same δ).
+
+The expression may use the parameter names, numbers, + − * / ** and ( ), and log, sqrt, exp, min, max,
+abs; it must give a positive finite number for every configuration.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+
+from benchmeasure.base.errors import fail
+
+UTILITIES = ("error", "complexity", "band")
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.Pow: operator.pow}
+_FUNCTIONS = {"log": math.log, "sqrt": math.sqrt, "exp": math.exp, "min": min, "max": max, "abs": abs}
+
+
+class Complexity:
+    """A parsed complexity expression over a space's numeric parameters."""
+
+    def __init__(self, text: str, space):
+        self.text = text
+        numeric = {p.name for p in space.params if p.kind != "categorical"}
+        try:
+            self.tree = ast.parse(text, mode="eval")
+        except SyntaxError:
+            fail(f"--complexity {text!r}: not a valid expression")
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and node.id not in numeric and node.id not in _FUNCTIONS:
+                fail(f"--complexity {text!r}: {node.id!r} is not a numeric parameter of the space "
+                     f"({', '.join(sorted(numeric)) or 'none'})")
+            if not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd, ast.Constant,
+                                     ast.Name, ast.Load, ast.Call, *_BINARY)):
+                fail(f"--complexity {text!r}: {type(node).__name__} is not allowed (numbers, parameters, "
+                     "+ - * / **, log sqrt exp min max abs)")
+            if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+                fail(f"--complexity {text!r}: only numbers may appear as constants")
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS):
+                fail(f"--complexity {text!r}: only log, sqrt, exp, min, max, abs may be called")
+
+    def _eval(self, node, config):
+        if isinstance(node, ast.Expression):
+            return self._eval(node.body, config)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return config[node.id]
+        if isinstance(node, ast.UnaryOp):
+            value = self._eval(node.operand, config)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            return _BINARY[type(node.op)](self._eval(node.left, config), self._eval(node.right, config))
+        return _FUNCTIONS[node.func.id](*(self._eval(a, config) for a in node.args))
+
+    def __call__(self, config: dict) -> float:
+        try:
+            value = float(self._eval(self.tree, config))
+        except (ArithmeticError, ValueError, TypeError, OverflowError) as exc:
+            fail(f"--complexity {self.text!r}: cannot be computed for {config} ({exc})")
+        if not math.isfinite(value) or value <= 0:
+            fail(f"--complexity {self.text!r} is {value} for {config}; it must be positive and finite")
+        return value
+
+
+def threshold_function(utility: str, threshold: float, space, complexity: str | None):
+    """config -> threshold on the error rate, for ``utility``."""
+    if utility == "error":
+        return lambda config: threshold
+    if utility == "complexity":
+        if not complexity:
+            fail("--utility complexity needs --complexity EXPR (e.g. 'terms*digits')")
+        measure = Complexity(complexity, space)
+        return lambda config: threshold * measure(config)
+    fail(f"unknown utility {utility!r} (choose from {', '.join(UTILITIES)})")
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def panel_error(abilities, b: float) -> float:
+    """The panel's mean error rate at difficulty ``b`` under the 1PL: 1 − mean σ(θ − b)."""
+    return 1.0 - sum(_sigmoid(theta - b) for theta in abilities) / len(abilities)
+
+
+def band_thresholds(abilities, low: float, high: float, b_min: float, b_max: float) -> tuple[float, float]:
+    """The error-rate interval of the panel equivalent to z ∈ [low, high] (see the module docstring)."""
+    if not 0.0 <= low < high <= 1.0:
+        fail(f"--band {low} {high}: needs 0 ≤ LO < HI ≤ 1 on the normalized scale")
+    if not b_max > b_min:
+        fail("--difficulty: the benchmark's difficulties span no range (max b = min b)")
+    span = b_max - b_min
+    return panel_error(abilities, b_min + low * span), panel_error(abilities, b_min + high * span)
+
+
+def z_of_error(abilities, error: float, b_min: float, b_max: float) -> float:
+    """The normalized difficulty whose panel error is ``error`` (bisection; ±inf outside (0, 1))."""
+    lo, hi = b_min - 50.0, b_max + 50.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if panel_error(abilities, mid) < error else (lo, mid)
+    return (0.5 * (lo + hi) - b_min) / (b_max - b_min)
