@@ -141,7 +141,7 @@ def warn_unconverged(path: str, table, ids: list) -> None:
                        "; ".join(problems))
 
 
-GENERIC_STEMS = {"response_matrix", "matrix", "responses", "counts", "difficulty", "m"}
+GENERIC_STEMS = {"response_matrix", "matrix", "responses", "counts", "difficulty", "calibration", "m"}
 
 
 def default_benchmark_name(path: str | os.PathLike) -> str:
