@@ -39,7 +39,7 @@ def resolve(target):
 class Lazy:
     """A callable that imports its ``"module:object"`` target on first call (and then calls it)."""
 
-    __slots__ = ("target", "_value")
+    __slots__ = ("_value", "target")
 
     def __init__(self, target):
         self.target = target

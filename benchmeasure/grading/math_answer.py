@@ -242,7 +242,7 @@ def grade_math(response: str, reference: str, **options) -> bool:
 def check_reference(reference: str, policy) -> str | None:
     """Why ``reference`` is not a usable math answer (validity rule 2), or None when it is.
 
-    ``policy`` supplies ``max_answer_chars`` and ``parse_timeout_s`` (:class:`benchmeasure.verifier.validity.ValidityPolicy`).
+    ``policy`` supplies ``max_answer_chars`` and ``parse_timeout_s`` (a verifier ``ValidityPolicy``).
     """
     answer = reference.strip()
     if not answer or len(answer) > policy.max_answer_chars:
