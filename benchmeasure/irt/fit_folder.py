@@ -92,6 +92,8 @@ def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixe
                           "min": float(min(guessing)), "max": float(max(guessing))}),
             "parametrization": settings.get("parametrization"),
             "adaptation": settings.get("adaptation"),
+            # a non-default observation model (irt/observation.py) and its own parameters' posterior
+            **({"observation": settings["observation"]} if "observation" in settings else {}),
             "fixed_difficulties": None if fixed_difficulties is None else {
                 "path": os.path.abspath(fixed_difficulties), "sha256": sha256_file(fixed_difficulties),
                 "items": settings.get("fixed_items"),
@@ -111,6 +113,7 @@ def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixe
             "note": "items every model solved in every trial, or none did; legal, the priors keep their b finite, "
                     "but their b is set mostly by the prior",
         },
+        **({"observation": d["observation"]} if "observation" in d else {}),
         "quadrature": d.get("quadrature"),
         "timing": {key: d.get(key) for key in ("compile_time_s", "sampling_time_s", "difficulty_draw_time_s",
                                                "summary_time_s", "optimization_time_s", "min_ess_bulk_per_s")},
