@@ -13,7 +13,6 @@ IDs are kept as exact strings (``007`` stays ``007``), in file order.
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from collections import Counter
@@ -23,7 +22,6 @@ import numpy as np
 
 from .csv_table import read_table
 from .errors import fail
-from .files import atomic_write
 
 
 @dataclass(frozen=True)
@@ -139,12 +137,11 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
 
 
 def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:
-    """Write ``matrix`` as CSV, atomically, creating missing parent folders."""
-    with atomic_write(path) as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["model", *matrix.items])
-        for model, row in zip(matrix.models, matrix.counts.tolist()):
-            writer.writerow([model, *row])
+    """Write ``matrix`` as CSV, atomically, creating missing parent folders (the one count-matrix writer,
+    :func:`benchmeasure.response_counts.write_count_table`, shared with the standard-library path)."""
+    from .response_counts import write_count_table
+
+    write_count_table(matrix, path)
 
 
 def check_recorded_n_trials(path: str | os.PathLike, n_trials: int) -> None:

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "benchmeasure"
 
 # layer → the modules in it (dotted names under benchmeasure; a package name covers its submodules)
 LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("__init__", "errors", "files", "csv_table", "options", "resources", "progress", "lifetime"),
+    "base": ("__init__", "errors", "files", "csv_table", "options", "resources", "progress", "lifetime", "registry"),
     "grading": ("grading",),
     "core": ("matrix", "responses", "response_counts", "harness", "wide", "difficulty_file", "ability_file",
              "guessing", "metrics", "benchmarks", "fixed_scale_inputs"),

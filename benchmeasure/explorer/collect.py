@@ -162,11 +162,14 @@ def parse_posterior(spec: str) -> tuple:
 
 
 def posterior_path(path: Path) -> Path:
-    """A fit folder stands for its ``posterior.zarr``; anything else is the posterior itself."""
+    """A fit folder stands for its ``posterior.zarr`` (:data:`benchmeasure.irt.fit.POSTERIOR_NAME`); anything
+    else is the posterior itself."""
+    from benchmeasure.irt.fit import POSTERIOR_NAME
+
     if path.is_dir() and not path.name.endswith(".zarr"):
-        store = path / "posterior.zarr"
+        store = path / POSTERIOR_NAME
         if not store.is_dir():
-            fail(f"{path}: no posterior.zarr inside (give the posterior file or store, or a fit_irt.py "
+            fail(f"{path}: no {POSTERIOR_NAME} inside (give the posterior file or store, or a fit_irt.py "
                  f"--save-posterior output folder)")
         return store
     if not path.exists():
