@@ -162,19 +162,11 @@ def parse_posterior(spec: str) -> tuple:
 
 
 def posterior_path(path: Path) -> Path:
-    """A fit folder stands for its ``posterior.zarr`` (:data:`benchmeasure.irt.fit.POSTERIOR_NAME`); anything
-    else is the posterior itself."""
-    from benchmeasure.irt.fit import POSTERIOR_NAME
+    """A fit folder stands for its ``posterior.zarr``; anything else is the posterior itself
+    (:func:`benchmeasure.irt.fit_folder.posterior_store`)."""
+    from benchmeasure.irt.fit_folder import posterior_store
 
-    if path.is_dir() and not path.name.endswith(".zarr"):
-        store = path / POSTERIOR_NAME
-        if not store.is_dir():
-            fail(f"{path}: no {POSTERIOR_NAME} inside (give the posterior file or store, or a fit_irt.py "
-                 f"--save-posterior output folder)")
-        return store
-    if not path.exists():
-        fail(f"{path}: no such posterior")
-    return path
+    return posterior_store(path)
 
 
 def attach_posteriors(entries: list, specs: list, probability: float) -> list:

@@ -17,10 +17,12 @@ an older ``posterior.zarr`` that would otherwise be read as this fit's.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -211,3 +213,76 @@ def save_posterior_zarr(posterior, path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree.to_zarr(path, mode="w")
+
+
+@dataclass(frozen=True)
+class FitFolder:
+    """A fit folder as :func:`write_fit_folder` leaves it, read back by :func:`read_fit_folder`.
+
+    ``diagnostics`` is its ``diagnostics.json``; ``items`` and ``b_mean`` its ``difficulty.csv`` (file
+    order); ``posterior`` the path of its ``posterior.zarr`` when *this* fit wrote one, else None, and
+    ``posterior_note`` says why (or where it is).
+    """
+
+    folder: str
+    diagnostics: dict
+    items: list
+    b_mean: np.ndarray
+    difficulty_path: str
+    posterior: str | None
+    posterior_note: str
+
+
+def read_fit_folder(folder, name: str | None = None) -> FitFolder:
+    """Read the outputs of ``benchmeasure fit`` in ``folder``; one InputError line for anything missing or foreign.
+
+    ``name`` is how messages refer to the folder (a command passes its flag, e.g. ``--fit-dir DIR``).
+    """
+    from benchmeasure.difficulty_file import read_difficulty_column
+    from benchmeasure.errors import fail
+
+    folder = os.fspath(folder)
+    name = name or folder
+    if not os.path.isdir(folder):
+        fail(f"{name}: no such folder")
+    path = os.path.join(folder, "diagnostics.json")
+    if not os.path.isfile(path):
+        fail(f"{name}: no diagnostics.json (write one with scripts/fit_irt.py --output-dir {folder})")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            diagnostics = json.load(handle)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: not JSON ({exc})")
+    source = diagnostics.get("input") if isinstance(diagnostics, dict) else None
+    settings = diagnostics.get("settings") if isinstance(diagnostics, dict) else None
+    if not isinstance(source, dict) or not isinstance(settings, dict) or not all(
+            k in source for k in ("sha256", "n_trials")) or "method" not in diagnostics:
+        fail(f"{path}: not a diagnostics.json of scripts/fit_irt.py (no input.sha256, input.n_trials, method "
+             f"or settings)")
+    difficulty = read_difficulty_column(os.path.join(folder, "difficulty.csv"))
+    posterior = os.path.join(folder, POSTERIOR_NAME)
+    if POSTERIOR_NAME not in diagnostics.get("outputs", []):
+        stale = f" (the {POSTERIOR_NAME} there is from an earlier fit)" if os.path.exists(posterior) else ""
+        posterior, note = None, f"{folder} holds no posterior of this fit (fit_irt.py without --save-posterior){stale}"
+    elif not os.path.isdir(posterior):
+        posterior, note = None, f"{posterior} is missing"
+    else:
+        note = f"1PL draws from {posterior}"
+    return FitFolder(folder, diagnostics, list(difficulty.item_ids), np.asarray(difficulty.values, dtype=float),
+                     str(difficulty.path), posterior, note)
+
+
+def posterior_store(path) -> Path:
+    """A fit folder stands for its ``posterior.zarr``; any other path is the posterior itself (checked to exist)."""
+    from benchmeasure.errors import fail
+
+    path = Path(path)
+    if path.is_dir() and not path.name.endswith(".zarr"):
+        store = path / POSTERIOR_NAME
+        if not store.is_dir():
+            fail(f"{path}: no {POSTERIOR_NAME} inside (give the posterior file or store, or a fit_irt.py "
+                 f"--save-posterior output folder)")
+        return store
+    if not path.exists():
+        fail(f"{path}: no such posterior")
+    return path
