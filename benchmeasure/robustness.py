@@ -147,9 +147,11 @@ def read_fit_dir(folder, matrix_path, matrix: ResponseMatrix, guessing, guessing
     if diagnostics["method"] != "nuts":
         fail(f"{path}: a --method {diagnostics['method']} fit has no MCMC diagnostics for Table 6; "
              f"refit with --method nuts or leave out --fit-dir")
-    if saved.items != list(matrix.items):
-        fail(f"{saved.difficulty_path}: its items differ from the matrix's columns (in order)")
-    return SavedFit(folder, diagnostics, saved.b_mean, saved.posterior, saved.posterior_note)
+    difficulty = saved.difficulty()
+    if difficulty.item_ids != list(matrix.items):
+        fail(f"{difficulty.path}: its items differ from the matrix's columns (in order)")
+    return SavedFit(folder, diagnostics, np.asarray(difficulty.values, dtype=float), saved.posterior,
+                    saved.posterior_note)
 
 
 def max_draw_log_likelihood(counts, n_trials: int, theta, b, guessing=0.0, a=None) -> float:

@@ -219,18 +219,21 @@ def save_posterior_zarr(posterior, path: Path) -> None:
 class FitFolder:
     """A fit folder as :func:`write_fit_folder` leaves it, read back by :func:`read_fit_folder`.
 
-    ``diagnostics`` is its ``diagnostics.json``; ``items`` and ``b_mean`` its ``difficulty.csv`` (file
-    order); ``posterior`` the path of its ``posterior.zarr`` when *this* fit wrote one, else None, and
-    ``posterior_note`` says why (or where it is).
+    ``diagnostics`` is its ``diagnostics.json``; ``posterior`` the path of its ``posterior.zarr`` when *this*
+    fit wrote one, else None, and ``posterior_note`` says why (or where it is). :meth:`difficulty` reads its
+    ``difficulty.csv`` (when a caller has checked the rest).
     """
 
     folder: str
     diagnostics: dict
-    items: list
-    b_mean: np.ndarray
-    difficulty_path: str
     posterior: str | None
     posterior_note: str
+
+    def difficulty(self):
+        """``difficulty.csv``'s posterior-mean column (:func:`benchmeasure.difficulty_file.read_difficulty_column`)."""
+        from benchmeasure.difficulty_file import read_difficulty_column
+
+        return read_difficulty_column(os.path.join(self.folder, "difficulty.csv"))
 
 
 def read_fit_folder(folder, name: str | None = None) -> FitFolder:
@@ -238,7 +241,6 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
 
     ``name`` is how messages refer to the folder (a command passes its flag, e.g. ``--fit-dir DIR``).
     """
-    from benchmeasure.difficulty_file import read_difficulty_column
     from benchmeasure.errors import fail
 
     folder = os.fspath(folder)
@@ -259,7 +261,6 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
             k in source for k in ("sha256", "n_trials")) or "method" not in diagnostics:
         fail(f"{path}: not a diagnostics.json of scripts/fit_irt.py (no input.sha256, input.n_trials, method "
              f"or settings)")
-    difficulty = read_difficulty_column(os.path.join(folder, "difficulty.csv"))
     posterior = os.path.join(folder, POSTERIOR_NAME)
     if POSTERIOR_NAME not in diagnostics.get("outputs", []):
         stale = f" (the {POSTERIOR_NAME} there is from an earlier fit)" if os.path.exists(posterior) else ""
@@ -268,8 +269,7 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
         posterior, note = None, f"{posterior} is missing"
     else:
         note = f"1PL draws from {posterior}"
-    return FitFolder(folder, diagnostics, list(difficulty.item_ids), np.asarray(difficulty.values, dtype=float),
-                     str(difficulty.path), posterior, note)
+    return FitFolder(folder, diagnostics, posterior, note)
 
 
 def posterior_store(path) -> Path:
