@@ -61,11 +61,11 @@ def test_beta_binomial_posterior_matches_an_independent_grid():
     """NUTS (joint route) against the posterior on a 4-D grid (θ1, θ2, b, ρ) with SciPy's beta-binomial pmf."""
     counts = np.array([[6], [1]])
     k = 6
-    result = fit_1pl(ResponseMatrix(["m1", "m2"], ["q"], counts, k), observation="beta-binomial", chains=4,
-                     tune=500, draws=1000, seed=5, target_accept=0.9)
+    result = fit_1pl(ResponseMatrix(["m1", "m2"], ["q"], counts, k), observation="beta-binomial", chains=2,
+                     tune=300, draws=600, seed=5, target_accept=0.9)
     assert result.settings["observation"] == "beta-binomial" and result.settings["route"] == "joint"
-    t = np.linspace(-5, 5, 41)
-    r = (np.arange(60) + 0.5) / 60
+    t = np.linspace(-5, 5, 33)
+    r = (np.arange(48) + 0.5) / 48
     th1, th2, bb, rr = np.meshgrid(t, t, t, r, indexing="ij", sparse=True)
     log_post = -0.5 * (th1 ** 2 + th2 ** 2 + bb ** 2)  # N(0, 1) priors; rho ~ Uniform(0, 1)
     c = (1 - rr) / rr
@@ -80,7 +80,7 @@ def test_beta_binomial_posterior_matches_an_independent_grid():
     rho = result.posterior["posterior"]["rho"].values.ravel()
     ess = result.diagnostics["observation"]["rho"]["ess_bulk"]
     assert abs(result.b_mean[0] - grid_b) < 4 * grid_b_sd / np.sqrt(result.ess_bulk[0]) + 0.01
-    assert abs(result.b_sd[0] - grid_b_sd) < 0.08 * grid_b_sd
+    assert abs(result.b_sd[0] - grid_b_sd) < 0.1 * grid_b_sd
     assert abs(rho.mean() - grid_rho) < 4 * rho.std() / np.sqrt(ess) + 0.005
     assert result.diagnostics["max_r_hat"] < 1.02
 

@@ -44,7 +44,7 @@ def test_builtin_strategies_and_their_order():
 
 
 def test_a_strategy_registered_from_outside_runs_and_is_reported(tmp_path, monkeypatch):
-    folder, env, server = sim_run(tmp_path, 4, search={"gaps": 2, "rounds": 2})
+    folder, env, server = sim_run(tmp_path, 4, search={"gaps": 1, "rounds": 1})
     monkeypatch.setenv("BENCHFILL_SIM_URL", env["BENCHFILL_SIM_URL"])
     STRATEGIES.register(TOY)
     try:
@@ -53,7 +53,7 @@ def test_a_strategy_registered_from_outside_runs_and_is_reported(tmp_path, monke
         STRATEGIES.unregister(TOY.name)
         server.shutdown()
     toy = summary["nearest_originals"]
-    assert toy["gaps"] == 2 and sum(b["rewrites"] for b in toy["budget"].values()) == toy["rewrites"]
+    assert toy["gaps"] == 1 and sum(b["rewrites"] for b in toy["budget"].values()) == toy["rewrites"]
     assert all(b["rounds"] == 1 and not b["stopped_early"] for b in toy["budget"].values())
     assert set(summary) >= {"benchfill", "baseline", "oracle"}
     table = (folder / "table2.txt").read_text().splitlines()
