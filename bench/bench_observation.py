@@ -25,9 +25,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
+from benchmeasure.core.matrix import ResponseMatrix  # noqa: E402
 from benchmeasure.irt.fit import fit_1pl  # noqa: E402
 from benchmeasure.irt.observation import OBSERVATIONS  # noqa: E402
-from benchmeasure.matrix import ResponseMatrix  # noqa: E402
 
 
 def simulate(seed, n_models, n_items, k, rho):

@@ -9,10 +9,10 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.fit import fit_1pl
 from benchmeasure.irt.observation import OBSERVATIONS, ObservationModel, Parameter
-from benchmeasure.matrix import ResponseMatrix
 from conftest import ROOT, assert_rejected, run_script
 
 

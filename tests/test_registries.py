@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
+from benchmeasure.base.registry import Registry, resolve
+from benchmeasure.core.harness import FORMATS, Format, HarnessLog, ReadOptions, Sample, logs_to_matrix, read_log
 from benchmeasure.grading import GRADERS, Grader, grade, kind_for
-from benchmeasure.harness import FORMATS, Format, HarnessLog, ReadOptions, Sample, logs_to_matrix, read_log
-from benchmeasure.registry import Registry, resolve
 from benchmeasure.verifier.rollouts import PROMPTS, rollout_template
 from benchmeasure.verifier.validity import ValidityPolicy, near_duplicate, reference_parseable, well_formed
 

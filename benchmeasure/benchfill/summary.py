@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from benchmeasure.benchfill.strategies import table_order
-from benchmeasure.metrics import largest_gaps, top_k_gap_sum
+from benchmeasure.core.metrics import largest_gaps, top_k_gap_sum
 
 
 def oracle_points(z, count: int) -> list:

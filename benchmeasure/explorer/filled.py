@@ -26,15 +26,15 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmeasure.base.csv_table import finite_float, read_table
+from benchmeasure.base.errors import fail, file_errors
+from benchmeasure.base.files import RENAMED_FIELDS, sha256_file
 from benchmeasure.benchfill.gaps import SeedSet, load_seed_set
 from benchmeasure.benchfill.records import Annotation
 from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
 from benchmeasure.benchfill.strategies import STRATEGIES
 from benchmeasure.benchfill.summary import reduction
-from benchmeasure.csv_table import finite_float, read_table
-from benchmeasure.errors import fail, file_errors
-from benchmeasure.files import RENAMED_FIELDS, sha256_file
-from benchmeasure.metrics import diagnose
+from benchmeasure.core.metrics import diagnose
 
 RUN_SUMMARY = "summary.json"
 RUN_RECORDS = STRATEGIES["benchfill"].records_file  # the paper's method's selected items (new_item_records.csv)
@@ -141,7 +141,7 @@ class FilledRun:
         return sum(item.deviation for item in self.items) / len(self.items) if self.items else None
 
     def metrics(self, top_k: int = 5) -> dict:
-        """DDM, Max Gap and Top-k Gap Sum before and after (:func:`benchmeasure.metrics.diagnose`)."""
+        """DDM, Max Gap and Top-k Gap Sum before and after (:func:`benchmeasure.core.metrics.diagnose`)."""
         return {label: diagnose(z, top_k=top_k, normalized=True, where=f"{self.folder} ({label})")
                 for label, z in (("before", self.z_before()), ("after", self.z_after()))}
 

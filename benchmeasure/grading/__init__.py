@@ -15,7 +15,7 @@ grader's ``benchmarks``.
 
 from __future__ import annotations
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 from benchmeasure.grading.registry import GRADERS, Grader
 
 KINDS = GRADERS  # the registry: ``kind in KINDS``, ``choices=KINDS`` and ``", ".join(KINDS)`` read it live

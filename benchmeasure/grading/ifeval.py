@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 RELATIONS = ("less than", "at least")
 
@@ -273,7 +273,7 @@ def grade_ifeval(response: str, reference: str = "", instructions=None, loose: b
 
 def check_reference(reference: str, policy=None) -> str | None:
     """Why ``reference`` is not instruction JSON the checks accept, or None."""
-    from benchmeasure.errors import InputError
+    from benchmeasure.base.errors import InputError
 
     try:
         parse_instructions(reference)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..registry import Registry, lazy
+from benchmeasure.base.registry import Registry, lazy
 
 
 def _same_text(a: str, b: str) -> bool:

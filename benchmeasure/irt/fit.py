@@ -1,6 +1,6 @@
 """Fit the paper's Bayesian 1PL model (Appendix C.3) to a response matrix.
 
-    from benchmeasure.matrix import read_matrix
+    from benchmeasure.core.matrix import read_matrix
     from benchmeasure.irt.fit import fit_1pl
 
     result = fit_1pl(read_matrix("response_matrix.csv", n_trials=2), seed=1)
@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import fail
-from ..matrix import ResponseMatrix
-from .diagnostics import per_parameter, summarize_diagnostics
-from .observation import DEFAULT as DEFAULT_OBSERVATION
-from .observation import get as get_observation
-from .settings import FIELDS, METHODS, ROUTES, SAMPLERS, FitSettings, check_numpyro_available  # noqa: F401
+from benchmeasure.base.errors import fail
+from benchmeasure.core.matrix import ResponseMatrix
+from benchmeasure.irt.diagnostics import per_parameter, summarize_diagnostics
+from benchmeasure.irt.observation import DEFAULT as DEFAULT_OBSERVATION
+from benchmeasure.irt.observation import get as get_observation
+from benchmeasure.irt.settings import FIELDS, METHODS, ROUTES, SAMPLERS, FitSettings, check_numpyro_available  # noqa: F401
 
 POSTERIOR_NAME = "posterior.zarr"  # the posterior draws beside a fit's CSVs (benchmeasure fit --save-posterior)
 DEFAULTS = {"chains": 4, "tune": 1000, "draws": 1000, "target_accept": 0.95}
@@ -231,7 +231,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     if s.method == "map":
         return _fit_map(matrix, g, record, wall_start)
     run = _Run(s, seed_used, s.cores if s.cores is not None else min(s.chains, available_cpus()), None)
-    from .progress import Progress
+    from benchmeasure.irt.progress import Progress
 
     shown = progress if isinstance(progress, Progress) else (
         Progress("1PL fit", chains=s.chains) if progress else None)
@@ -294,9 +294,9 @@ def _run_nuts(model, var_names, run: _Run):
 
 def _fit_collapsed(matrix, g, settings, wall_start, run: _Run) -> FitResult:
     """The collapsed route: NUTS on θ's marginal, then exact draws of b given each θ draw."""
-    from .collapsed import draw_difficulties, quadrature_check
-    from .diagnostics import summarize_draws
-    from .model import build_collapsed_model
+    from benchmeasure.irt.collapsed import draw_difficulties, quadrature_check
+    from benchmeasure.irt.diagnostics import summarize_draws
+    from benchmeasure.irt.model import build_collapsed_model
 
     model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models)
     idata, compile_time, sampling_time = _run_nuts(model, ["theta"], run)
@@ -349,7 +349,7 @@ def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wal
 
 def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitResult:
     """The joint route: NUTS on (θ, b) together (on θ and the free b when ``fixed_b`` holds anchors)."""
-    from .model import build_model
+    from benchmeasure.irt.model import build_model
 
     s = run.settings
     observation = get_observation(s.observation)
@@ -382,7 +382,7 @@ def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitR
 
 
 def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:
-    from .marginal_mode import marginal_mode
+    from benchmeasure.irt.marginal_mode import marginal_mode
 
     start = time.perf_counter()
     theta, b, info = marginal_mode(matrix.counts, matrix.n_trials, guessing)

@@ -27,10 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
-from benchmeasure.matrix import constant_models
-
-from .fit import POSTERIOR_NAME
+from benchmeasure.base.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.core.matrix import constant_models
+from benchmeasure.irt.fit import POSTERIOR_NAME
 
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
 ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
@@ -138,7 +137,7 @@ def tail_ess_summary(result) -> dict:
     the bulk ESS: how well the posterior intervals are resolved. None for a fit without draws (MAP)."""
     if result.posterior is None:
         return {"min_ess_tail": None, "worst_ess_tail": None}
-    from .diagnostics import ess_tail
+    from benchmeasure.irt.diagnostics import ess_tail
 
     posterior = result.posterior["posterior"].to_dataset()
     worst, where = None, None
@@ -230,8 +229,8 @@ class FitFolder:
     posterior_note: str
 
     def difficulty(self):
-        """``difficulty.csv``'s posterior-mean column (:func:`benchmeasure.difficulty_file.read_difficulty_column`)."""
-        from benchmeasure.difficulty_file import read_difficulty_column
+        """``difficulty.csv``'s posterior-mean column (:func:`benchmeasure.core.difficulty_file.read_difficulty_column`)."""
+        from benchmeasure.core.difficulty_file import read_difficulty_column
 
         return read_difficulty_column(os.path.join(self.folder, "difficulty.csv"))
 
@@ -241,7 +240,7 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
 
     ``name`` is how messages refer to the folder (a command passes its flag, e.g. ``--fit-dir DIR``).
     """
-    from benchmeasure.errors import fail
+    from benchmeasure.base.errors import fail
 
     folder = os.fspath(folder)
     name = name or folder
@@ -274,7 +273,7 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
 
 def posterior_store(path) -> Path:
     """A fit folder stands for its ``posterior.zarr``; any other path is the posterior itself (checked to exist)."""
-    from benchmeasure.errors import fail
+    from benchmeasure.base.errors import fail
 
     path = Path(path)
     if path.is_dir() and not path.name.endswith(".zarr"):

@@ -131,8 +131,8 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
     import pymc as pm
     import pytensor.tensor as pt
 
-    from .observation import ObservationModel
-    from .observation import get as get_observation
+    from benchmeasure.irt.observation import ObservationModel
+    from benchmeasure.irt.observation import get as get_observation
 
     obs = observation if isinstance(observation, ObservationModel) else get_observation(observation)
     y = np.asarray(counts, dtype=np.int64)
@@ -198,8 +198,8 @@ def build_collapsed_model(counts, n_trials: int, guessing=0.0, *, models=None, d
     """
     import pymc as pm
 
-    from .collapsed import CollapsedData
-    from .pytensor_op import MarginalLoglik
+    from benchmeasure.irt.collapsed import CollapsedData
+    from benchmeasure.irt.pytensor_op import MarginalLoglik
 
     data = data or CollapsedData(counts, n_trials, guessing)
     n_models = data.n_models

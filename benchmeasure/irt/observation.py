@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..registry import Registry, lazy
-from .likelihood import log_sigmoid
+from benchmeasure.base.registry import Registry, lazy
+from benchmeasure.irt.likelihood import log_sigmoid
 
 
 @dataclass(frozen=True)
@@ -102,13 +102,13 @@ def get(name: str | None) -> ObservationModel:
 
 
 def _binomial_loglik(counts, n_trials, eta, guessing=0.0, params=None, with_constant=False):
-    from .likelihood import log_likelihood
+    from benchmeasure.irt.likelihood import log_likelihood
 
     return log_likelihood(counts, n_trials, eta, guessing, with_constant=with_constant)
 
 
 def _binomial_graph(counts, n_trials, guessing, theta, b, params=None):
-    from .kernel import pytensor_loglik
+    from benchmeasure.irt.kernel import pytensor_loglik
 
     return pytensor_loglik(counts, n_trials, guessing, theta, b)
 

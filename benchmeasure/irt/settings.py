@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from benchmeasure.base.errors import InputError
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 METHODS = ("nuts", "map")
@@ -93,7 +93,7 @@ class FitSettings:
         if self.cores is not None and (isinstance(self.cores, bool) or not isinstance(self.cores, (int, np.integer))
                                        or self.cores < 1):
             raise SettingsError("{cores} must be an integer ≥ 1, got {value!r}", value=self.cores)
-        from .observation import OBSERVATIONS
+        from benchmeasure.irt.observation import OBSERVATIONS
 
         if self.observation not in OBSERVATIONS:
             raise SettingsError("{observation} must be one of {choices}, got {value!r}",
@@ -112,7 +112,7 @@ class FitSettings:
 
     def resolved_route(self) -> str:
         """The route NUTS runs: ``auto`` is collapsed where the sampler and observation model allow, else joint."""
-        from .observation import OBSERVATIONS
+        from benchmeasure.irt.observation import OBSERVATIONS
 
         routes = OBSERVATIONS[self.observation].routes
         if self.route == "auto":

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from benchmeasure.registry import Registry
+from benchmeasure.base.registry import Registry
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -77,7 +77,7 @@ def table_order(names) -> list:
 
 
 def _register_builtins() -> None:
-    from . import difficulty_aware, uniform
+    from benchmeasure.benchfill.strategies import difficulty_aware, uniform
 
     STRATEGIES.register(difficulty_aware.STRATEGY)
     STRATEGIES.register(uniform.STRATEGY)

@@ -10,8 +10,7 @@ of the gaps in step (and of finished gaps), never one of its own round.
 from __future__ import annotations
 
 from benchmeasure.benchfill import retrieval
-
-from . import Strategy
+from benchmeasure.benchfill.strategies import Strategy
 
 NAME = "benchfill"
 

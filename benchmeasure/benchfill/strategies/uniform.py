@@ -10,8 +10,7 @@ from __future__ import annotations
 import random
 
 from benchmeasure.benchfill import retrieval
-
-from . import Strategy
+from benchmeasure.benchfill.strategies import Strategy
 
 NAME = "baseline"
 
