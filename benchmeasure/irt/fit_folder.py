@@ -229,7 +229,7 @@ class FitFolder:
     posterior_note: str
 
     def difficulty(self):
-        """``difficulty.csv``'s posterior-mean column (:func:`benchmeasure.core.difficulty_file.read_difficulty_column`)."""
+        """The posterior-mean column of ``difficulty.csv`` (``core.difficulty_file.read_difficulty_column``)."""
         from benchmeasure.core.difficulty_file import read_difficulty_column
 
         return read_difficulty_column(os.path.join(self.folder, "difficulty.csv"))
