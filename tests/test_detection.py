@@ -10,10 +10,17 @@ import numpy as np
 import pytest
 from scipy.stats import hypergeom
 
-from benchmeasure.analyses.detection import PrePost, read_pre_post, stratified_test, tallies_from_outcomes
+from benchmeasure.analyses.detection import PrePost, read_pre_post, stratified_test
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "detect_improvement.py"
+
+
+def tallies_from_outcomes(items, pre, post) -> PrePost:
+    """:class:`PrePost` from per-item 0/1 outcome arrays (simulated rollouts)."""
+    return PrePost(list(items),
+                   np.array([len(o) for o in pre], dtype=np.int64), np.array([int(np.sum(o)) for o in pre]),
+                   np.array([len(o) for o in post], dtype=np.int64), np.array([int(np.sum(o)) for o in post]))
 
 
 def _exact_p(data: PrePost) -> float:

@@ -140,20 +140,6 @@ def stratified_test(data: PrePost, permutations: int = 100_000, seed: int = 0) -
         rollouts_pre=int(n_pre.sum()), rollouts_post=int(n_post.sum()))
 
 
-def tallies_from_outcomes(items, pre, post) -> PrePost:
-    """Build :class:`PrePost` from per-item 0/1 outcome arrays (for simulations and tests).
-
-    Parameters
-    ----------
-    items : list of str, length N
-    pre, post : sequences of length N of 1-D 0/1 arrays
-        Rollout outcomes of each item in each condition.
-    """
-    return PrePost(list(items),
-                   np.array([len(o) for o in pre], dtype=np.int64), np.array([int(np.sum(o)) for o in pre]),
-                   np.array([len(o) for o in post], dtype=np.int64), np.array([int(np.sum(o)) for o in post]))
-
-
 def read_pre_post(path: str | os.PathLike) -> dict:
     """Read ``model,item_id,trial,correct,condition`` rows into one :class:`PrePost` per model.
 

@@ -31,7 +31,6 @@
 from __future__ import annotations
 
 import concurrent.futures as futures
-import json
 import multiprocessing
 import os
 from dataclasses import dataclass
@@ -41,9 +40,9 @@ from scipy.stats import pearsonr, spearmanr
 
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import sha256_file
-from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.core.matrix import ResponseMatrix
-from benchmeasure.irt.fit import POSTERIOR_NAME, available_cpus
+from benchmeasure.irt.fit import available_cpus
+from benchmeasure.irt.fit_folder import read_fit_folder
 from benchmeasure.irt.likelihood import log_likelihood
 
 # draws per block when evaluating the log-likelihood of every posterior draw
@@ -125,22 +124,10 @@ def read_fit_dir(folder, matrix_path, matrix: ResponseMatrix, guessing, guessing
     no MCMC diagnostics).
     """
     folder = os.fspath(folder)
-    if not os.path.isdir(folder):
-        fail(f"--fit-dir {folder}: no such folder")
+    saved = read_fit_folder(folder, name=f"--fit-dir {folder}")  # the files, checked once (irt.fit_folder)
+    diagnostics = saved.diagnostics
     path = os.path.join(folder, "diagnostics.json")
-    if not os.path.isfile(path):
-        fail(f"--fit-dir {folder}: no diagnostics.json (write one with scripts/fit_irt.py --output-dir {folder})")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            diagnostics = json.load(handle)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{path}: not JSON ({exc})")
-    source = diagnostics.get("input") if isinstance(diagnostics, dict) else None
-    settings = diagnostics.get("settings") if isinstance(diagnostics, dict) else None
-    if not isinstance(source, dict) or not isinstance(settings, dict) or not all(
-            k in source for k in ("sha256", "n_trials")) or "method" not in diagnostics:
-        fail(f"{path}: not a diagnostics.json of scripts/fit_irt.py (no input.sha256, input.n_trials, method "
-             f"or settings)")
+    source, settings = diagnostics["input"], diagnostics["settings"]
     if source["sha256"] != sha256_file(matrix_path):
         fail(f"{path}: the fit's matrix ({source.get('path')}, sha256 {str(source['sha256'])[:12]}…) is not "
              f"{matrix_path} (sha256 {sha256_file(matrix_path)[:12]}…)")
@@ -160,18 +147,11 @@ def read_fit_dir(folder, matrix_path, matrix: ResponseMatrix, guessing, guessing
     if diagnostics["method"] != "nuts":
         fail(f"{path}: a --method {diagnostics['method']} fit has no MCMC diagnostics for Table 6; "
              f"refit with --method nuts or leave out --fit-dir")
-    difficulty = read_difficulty_column(os.path.join(folder, "difficulty.csv"))
+    difficulty = saved.difficulty()
     if difficulty.item_ids != list(matrix.items):
         fail(f"{difficulty.path}: its items differ from the matrix's columns (in order)")
-    posterior = os.path.join(folder, POSTERIOR_NAME)
-    if POSTERIOR_NAME not in diagnostics.get("outputs", []):
-        stale = " (the posterior.zarr there is from an earlier fit)" if os.path.exists(posterior) else ""
-        posterior, note = None, f"{folder} holds no posterior of this fit (fit_irt.py without --save-posterior){stale}"
-    elif not os.path.isdir(posterior):
-        posterior, note = None, f"{posterior} is missing"
-    else:
-        note = f"1PL draws from {posterior}"
-    return SavedFit(folder, diagnostics, np.asarray(difficulty.values, dtype=float), posterior, note)
+    return SavedFit(folder, diagnostics, np.asarray(difficulty.values, dtype=float), saved.posterior,
+                    saved.posterior_note)
 
 
 def max_draw_log_likelihood(counts, n_trials: int, theta, b, guessing=0.0, a=None) -> float:

@@ -29,16 +29,13 @@ from pathlib import Path
 
 from benchmeasure.base.errors import fail, file_errors
 from benchmeasure.base.resources import project_path
+from benchmeasure.grading.registry import GRADERS
 
 try:  # Python >= 3.11
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover
     tomllib = None
 
-GRADERS = ("math", "choice", "ifeval")
-# The options each grader takes (benchmeasure.grading.grade); checked here so that a typo is an error at init.
-GRADE_OPTIONS = {"math": ("rel_tol", "abs_tol", "symbolic", "timeout_s"), "choice": ("choices", "max_letter"),
-                 "ifeval": ("instructions", "loose")}
 BASELINE_BUDGETS = ("matched", "full")
 _WITH_DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -159,7 +156,7 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
     search = _section(SearchSettings, data.get("search", {}), f"{where} [search]")
     client = _section(ClientSettings, data.get("client", {}), f"{where} [client]")
     check_name(bench.name, f"{where} [benchmark]: name")
-    if bench.grader not in GRADERS:
+    if bench.grader not in GRADERS:  # the grader registry (benchmeasure.grading.registry)
         fail(f"{where} [benchmark]: grader must be one of {', '.join(GRADERS)}, got {bench.grader!r}")
     if bench.matrix_n_trials < 1:
         fail(f"{where} [benchmark]: matrix_n_trials must be >= 1")
@@ -193,10 +190,11 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
     options = validity.get("grade_options", {})
     if not isinstance(options, dict):
         fail(f"{where} [validity]: grade_options must be a table")
-    unknown = sorted(set(options) - set(GRADE_OPTIONS[bench.grader]))
+    # the options the grader takes (its registry entry): a typo is an error at init
+    unknown = sorted(set(options) - set(GRADERS[bench.grader].options))
     if unknown:
         fail(f"{where} [validity]: grade_options {unknown[0]!r} is not an option of the {bench.grader} grader "
-             f"(options: {', '.join(GRADE_OPTIONS[bench.grader])})")
+             f"(options: {', '.join(GRADERS[bench.grader].options)})")
     for name in ("panel", "ability_cache", "abilities"):
         if name in data and not isinstance(data[name], str):
             fail(f"{where}: {name} must be a path string")

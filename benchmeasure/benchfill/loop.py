@@ -32,20 +32,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import re
 
-from benchmeasure.benchfill import retrieval
 from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import parse_child
 from benchmeasure.benchfill.records import Annotation, GapDone, Plan, Reannotation
+from benchmeasure.benchfill.strategies import STRATEGIES
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.llm_client import KEY_HEADER, Endpoint
 
 BENCHFILL = "benchfill"
 BASELINE = "baseline"
-CHILD_ID = re.compile(r"^(?P<mode>benchfill|baseline)-g(?P<gap>\d+)-r(?P<round>\d+)-p\d+-c\d+$")
+CHILD_ID = re.compile(r"^(?P<mode>[a-z][a-z0-9_]*)-g(?P<gap>\d+)-r(?P<round>\d+)-p\d+-c\d+$")  # mode: a strategy
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +121,8 @@ class Loop:
         return self.journal.of_type(Annotation, **match)
 
     def visible(self, mode: str, gap: int, round_no: int) -> list:
-        """The valid children a decision of round ``round_no`` of ``gap`` may see (module docstring)."""
-        if mode == BASELINE:
-            return [c for c in self.children(BASELINE, gap) if c.valid and c.round < round_no]
-        return [c for c in self.children(BENCHFILL) if c.valid
-                and not ((c.gap == gap or c.gap in self.barrier) and c.round >= round_no)]
+        """The valid children a decision of round ``round_no`` of ``gap`` may see (its strategy's rule)."""
+        return STRATEGIES[mode].visible(self, gap, round_no)
 
     def memory(self, gap: int, round_no: int) -> list:
         """The run's memory for round ``round_no`` of ``gap``: valid BenchFill children, as retrievable items."""
@@ -152,23 +148,12 @@ class Loop:
         recorded = self.journal.find(Plan, mode=mode, gap=target.rank, round=round_no)
         if recorded is not None:
             return recorded
-        if mode == BENCHFILL:
-            known = list(self.benchmark.items) + self.memory(target.rank, round_no)
-            used = {p for e in self.journal.of_type(Plan, mode=mode, gap=target.rank) for p in e.parents}
-            parents = retrieval.benchfill_parents(known, target.midpoint, n_parents, used)
-            references = retrieval.reference_list(known, target.midpoint, self.search.references)
-        else:
-            rng = random.Random(f"{self.search.seed}/{mode}/{target.rank}/{round_no}")
-            parents = retrieval.uniform_parents(self.benchmark.items, n_parents, rng)
-            references = []
+        parents, references = STRATEGIES[mode].plan(self, target, round_no, n_parents)
         return self.journal.append(Plan(mode, target.rank, round_no, target.midpoint,
                                         [p.item_id for p in parents], [r.item_id for r in references]))
 
     def prompt(self, mode: str, target, parent: Item, references: list) -> str:
-        fmt = self.config.benchmark.answer_format
-        if mode == BENCHFILL:
-            return self.prompts.rewrite(self.benchmark.name, target.midpoint, parent, references, fmt)
-        return self.prompts.rewrite_baseline(self.benchmark.name, target.midpoint, parent, fmt)
+        return STRATEGIES[mode].prompt(self, target, parent, references)
 
     async def rewrite(self, child: str, text: str) -> dict:
         key = f"rewrite/{child}"
@@ -216,8 +201,9 @@ class Loop:
 
     # -- one gap --------------------------------------------------------------------------------
     async def fill(self, mode: str, target, budget: int | None = None) -> GapDone:
-        """Run rounds for one gap until early stop (BenchFill only) or the budget is spent."""
-        barrier = self.barrier if mode == BENCHFILL and target.rank in self.barrier else None
+        """Run rounds for one gap until the strategy's stop rule holds or the budget is spent."""
+        strategy = STRATEGIES[mode]
+        barrier = self.barrier if strategy.in_step and target.rank in self.barrier else None
         done = self.journal.find(GapDone, mode=mode, gap=target.rank)
         if done is not None:
             if barrier:
@@ -237,7 +223,7 @@ class Loop:
             news = f"best deviation {abs(best.z - target.midpoint):.4f}" if best else "no valid child"
             log.info("[%s] gap %d round %d: %d/%d valid, %s", mode, target.rank, round_no,
                      sum(c.valid for c in children), len(children), news)
-            if mode == BENCHFILL and best is not None and abs(best.z - target.midpoint) <= self.search.tolerance:
+            if strategy.stop(self, target, best):
                 stopped_early = True
                 break
             if barrier:
@@ -274,16 +260,16 @@ class Loop:
         return event
 
     async def fill_gap(self, target) -> tuple:
-        bench = await self.fill(BENCHFILL, target)
-        await self.reannotate(bench, target)
-        full = self.search.rounds * self.search.parents * self.search.children
-        budget = bench.rewrites if self.search.baseline_budget == "matched" else full
-        base = await self.fill(BASELINE, target, budget)
-        await self.reannotate(base, target)
-        return bench, base
+        """Each registered strategy in turn on one gap (its budget may depend on those before); their GapDone."""
+        done: dict = {}
+        for strategy in STRATEGIES.entries():
+            done[strategy.name] = await self.fill(strategy.name, target, strategy.budget(self.search, done))
+            await self.reannotate(done[strategy.name], target)
+        return tuple(done.values())
 
     async def run(self, targets) -> list:
-        """Fill every target (gaps concurrently, BenchFill's rounds in step); ``[(benchfill, baseline) GapDone]``."""
+        """Fill every target (gaps concurrently, in-step strategies' rounds in step); per gap, one GapDone per
+        strategy in registration order (``[(benchfill, baseline)]`` with the built-ins)."""
         self.barrier = RoundBarrier(t.rank for t in targets)
         return list(await asyncio.gather(*(self.fill_gap(t) for t in targets)))
 

@@ -32,10 +32,11 @@ from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
 from benchmeasure.benchfill.config import check_name, load_config
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
 from benchmeasure.benchfill.gaps import load_seed_set
-from benchmeasure.benchfill.loop import BASELINE, BENCHFILL, Loop
+from benchmeasure.benchfill.loop import Loop
 from benchmeasure.benchfill.prompts import Prompts, prompt_folder
 from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, Plan, Reannotation
 from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
+from benchmeasure.benchfill.strategies import STRATEGIES
 from benchmeasure.benchfill.summary import format_table, independent_deviation, table2
 from benchmeasure.benchfill.validity_check import ValidityCheck
 from benchmeasure.verifier.llm_client import LLMClient
@@ -177,8 +178,8 @@ async def _run(run: RunFolder) -> dict:
 def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage) -> dict:
     config = run.config
     children = {c.item_id: c for c in loop.children()}
-    selected = {BENCHFILL: [], BASELINE: []}
-    records = {BENCHFILL: [], BASELINE: []}
+    selected = {name: [] for name in STRATEGIES}  # per strategy (benchmeasure.benchfill.strategies)
+    records = {name: [] for name in STRATEGIES}
     for target, pair in zip(targets, results):
         for done in pair:
             child = children.get(done.final) if done.final else None
@@ -186,9 +187,9 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage) -> d
             if child is not None:
                 records[done.mode].append(ItemRecord.of(benchmark.name, target.rank, target.left, target.right,
                                                         target.midpoint, child, loop.lineage(child.item_id)))
-    rows = table2(benchmark.z_values(), selected[BENCHFILL], selected[BASELINE], len(targets))
+    rows = table2(benchmark.z_values(), selected, len(targets))
     reannotations = loop.journal.of_type(Reannotation)
-    for mode in (BENCHFILL, BASELINE):
+    for mode in STRATEGIES:
         budget = {str(d.gap): {"rounds": d.rounds, "rewrites": d.rewrites, "stopped_early": d.stopped_early}
                   for pair in results for d in pair if d.mode == mode}
         rows[mode]["budget"] = budget
@@ -200,8 +201,7 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage) -> d
                "settings": config.as_dict(), **run.provenance(), "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
     text = format_table(benchmark.name, rows)
-    outputs = [(run.path / "new_item_records.csv", records[BENCHFILL]),
-               (run.path / "baseline_item_records.csv", records[BASELINE])]
+    outputs = [(run.path / STRATEGIES[name].records_file, records[name]) for name in STRATEGIES]
     for path, items in outputs:
         with atomic_write(path) as handle:
             writer = csv.DictWriter(handle, RECORD_COLUMNS, lineterminator="\n")
@@ -241,7 +241,8 @@ def status(folder) -> str:
     done = {(e.mode, e.gap) for e in events if isinstance(e, GapDone)}
     again = {(e.mode, e.gap): e for e in events if isinstance(e, Reannotation)}
     targets = {p.gap: p.target for p in plans}
-    gaps = sorted({(e.mode, e.gap) for e in plans}, key=lambda k: (k[1], k[0] != BENCHFILL))
+    order = {name: i for i, name in enumerate(STRATEGIES)}
+    gaps = sorted({(e.mode, e.gap) for e in plans}, key=lambda k: (k[1], order.get(k[0], len(order))))
     if not gaps:
         lines.append("no rounds started yet")
     for mode, gap in gaps:

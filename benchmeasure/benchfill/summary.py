@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from benchmeasure.benchfill.strategies import table_order
 from benchmeasure.core.metrics import largest_gaps, top_k_gap_sum
 
 
@@ -40,9 +41,9 @@ def reduction(z_original, z_new, k: int = 3) -> float:
     return 100.0 * (before - after) / before if before > 0 else 0.0
 
 
-def table2(z_original, benchfill: list, baseline: list, n_gaps: int) -> dict:
-    """The three rows of Table 2 (``benchfill``, ``baseline``, ``oracle``)."""
-    rows = {"benchfill": _row(z_original, benchfill), "baseline": _row(z_original, baseline)}
+def table2(z_original, selected: dict, n_gaps: int) -> dict:
+    """The rows of Table 2: one per strategy (``selected``: name → per gap (ẑ, z*) or None), and ``oracle``."""
+    rows = {name: _row(z_original, chosen) for name, chosen in selected.items()}
     points = oracle_points(z_original, n_gaps)
     rows["oracle"] = {"top3_gap_sum_reduction": reduction(z_original, points), "target_deviation": 0.0,
                       "gaps_filled": n_gaps, "gaps": n_gaps, "inserted_z": points}
@@ -84,12 +85,13 @@ def format_table(benchmark: str, rows: dict) -> str:
     def cell(value, spec):
         return "-" if value is None else format(value, spec)
 
-    independent = any(rows[name].get("reannotate_trials") for name in ("baseline", "benchfill"))
+    methods = table_order(rows)  # the strategies' rows (benchmeasure.benchfill.strategies)
+    independent = any(rows[name].get("reannotate_trials") for name in methods)
     lines = [f"Table 2 ({benchmark}): Top-3 Gap Sum reduction (%, higher is better), "
              f"target deviation (lower is better)",
              f"{'method':<10} {'top3 red. %':>12} {'target dev.':>12} {'filled':>7}"
              + (f" {'indep. dev. ± sd':>17}" if independent else "")]
-    for name in ("baseline", "benchfill", "oracle"):
+    for name in (*methods, "oracle"):
         row = rows[name]
         line = (f"{name:<10} {cell(row['top3_gap_sum_reduction'], '.2f'):>12} "
                 f"{cell(row['target_deviation'], '.4f'):>12} {row['gaps_filled']:>3}/{row['gaps']:<3}")
@@ -98,7 +100,7 @@ def format_table(benchmark: str, rows: dict) -> str:
             line += f" {'-' if mean is None else f'{mean:.4f} ± {sd:.4f}':>17}"
         lines.append(line)
     if independent:
-        trials = max(rows[name].get("reannotate_trials") or 0 for name in ("baseline", "benchfill"))
+        trials = max(rows[name].get("reannotate_trials") or 0 for name in methods)
         lines.append(f"indep. dev.: each final item re-annotated from {trials} fresh rollouts per panel model "
                      f"(target dev. is the paper's number: the best of several calibrations, biased low)")
     return "\n".join(lines)

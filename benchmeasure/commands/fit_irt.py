@@ -25,6 +25,7 @@ from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PR
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
 from benchmeasure.irt.fit import POSTERIOR_NAME
+from benchmeasure.irt.observation import OBSERVATIONS
 
 EXAMPLES = """\
 examples:
@@ -36,6 +37,7 @@ examples:
 model (paper, Appendix C.3):
   P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)
   theta_j ~ Normal(0, 1), b_i ~ Normal(0, 1);  g = 0 unless --guessing / --guessing-csv
+  --observation beta-binomial: Y_ij ~ BetaBinomial(n_trials, P c, (1 - P) c), c = (1 - rho)/rho, rho ~ Beta(1, 1)
 """
 
 
@@ -76,6 +78,11 @@ def parse_args(argv):
                         help="nuts: full posterior (default, as in the paper); map: the marginal posterior mode "
                              "of the difficulties (abilities integrated out by quadrature, as marginal maximum "
                              "likelihood does; each ability the mode given them), no uncertainty, for exploring")
+    parser.add_argument("--observation", default="binomial", choices=OBSERVATIONS,
+                        help="how a cell's K trials are observed: binomial (default, the paper's: independent trials) "
+                             "or beta-binomial (trials of one model on one item share a success rate; one "
+                             "correlation rho ~ Beta(1, 1) for the matrix; joint route, --method nuts; "
+                             "docs/observation_models.md)")
     parser.add_argument("--fixed-difficulties", default=None, metavar="CSV",
                         help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
                              "every other item and every model is fitted, so new items land on that scale "
@@ -99,10 +106,11 @@ def parse_args(argv):
 
 def validate(args):
     """Every check that can fail on the user's input, in one place; returns (matrix, guessing)."""
-    from benchmeasure.irt.fit import check_guessing, check_settings
+    from benchmeasure.irt.fit import check_guessing
 
     # every output (and the folder) checked before any input is read: none may be an input
     from benchmeasure.irt.fit_folder import OUTPUTS
+    from benchmeasure.irt.settings import FIELDS, FitSettings, SettingsError
 
     plan_outputs(inputs=[args.matrix, args.guessing_csv, args.fixed_difficulties],
                  folders=[(args.output_dir, OUTPUTS)])
@@ -114,8 +122,12 @@ def validate(args):
     guessing = check_guessing(guessing, len(matrix.items), matrix.items)
     if args.sampler == "nutpie" and args.tune < 1:  # the library's check, named by the option
         fail(f"--tune must be at least 1 with the nutpie sampler, got {args.tune}")
-    check_settings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune, draws=args.draws,
-                   target_accept=args.target_accept, seed=args.seed, route=args.route)
+    try:  # the library checks the fit's settings once; its messages name fields, written here as flags
+        args.settings = FitSettings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune,
+                                    draws=args.draws, target_accept=args.target_accept, seed=args.seed,
+                                    route=args.route, observation=args.observation)
+    except SettingsError as exc:
+        fail(exc.render({field: "--" + field.replace("_", "-") for field in FIELDS}))
     args.fixed_b = read_fixed_difficulties(args, matrix)
     return matrix, guessing
 
@@ -159,18 +171,16 @@ def main(argv=None) -> int:
     warn_if_failing(matrix)
 
     from benchmeasure.irt.diagnostics import warnings_for
-    from benchmeasure.irt.fit import fit_1pl, resolve_route
+    from benchmeasure.irt.fit import fit_1pl
 
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trials per cell) with "
-        + (f"NUTS ({args.sampler}, {'joint' if args.fixed_b is not None else resolve_route(args.route, args.sampler)}"
+        + (f"NUTS ({args.sampler}, {'joint' if args.fixed_b is not None else args.settings.resolved_route()}"
            f" route, {args.chains} chains x "
            f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (marginal mode)"))
-    result = fit_1pl(matrix, guessing=guessing, method=args.method, sampler=args.sampler, chains=args.chains,
-                     tune=args.tune, draws=args.draws, target_accept=args.target_accept, seed=args.seed,
-                     progress=show_progress, route=args.route, fixed_b=args.fixed_b)
+    result = fit_1pl(matrix, guessing=guessing, settings=args.settings, progress=show_progress, fixed_b=args.fixed_b)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)
     from benchmeasure.irt.fit_folder import fit_record, write_fit_folder

@@ -10,7 +10,6 @@ from pathlib import Path
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.options import SECONDS
 from benchmeasure.grading import KINDS, grade
-from benchmeasure.grading.extract import extract_math_answer
 
 EPILOG = r"""examples:
   benchmeasure grade --kind math --reference '\frac{1}{2}' --response 'so \boxed{0.5}'
@@ -52,19 +51,18 @@ def main(argv=None) -> int:
             response = args.response_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"--response-file {args.response_file}: cannot read ({exc})")
+    grader = KINDS[args.kind]  # the registry entry says which flags feed which options
     options: dict = {}
-    if args.kind == "ifeval":
-        if args.instructions is None and args.reference is None:
-            fail("--kind ifeval needs --instructions JSON (or the JSON as --reference)")
-        options["instructions"] = args.instructions
-        options["loose"] = args.loose
+    if grader.reference_option is not None:
+        if getattr(args, grader.reference_option, None) is None and args.reference is None:
+            fail(f"--kind {args.kind} needs --{grader.reference_option} JSON (or the JSON as --reference)")
     elif args.reference is None:
         fail(f"--kind {args.kind} needs --reference")
-    if args.kind == "math":
-        options["timeout_s"] = args.timeout
-        if args.explain:
-            print(f"extracted: {extract_math_answer(response)!r}")
-    if args.kind == "choice" and args.choices is not None:
+    flags = {"instructions": args.instructions, "loose": args.loose, "timeout_s": args.timeout}
+    options.update({name: value for name, value in flags.items() if name in grader.options})
+    if args.explain and grader.extract is not None:
+        print(f"extracted: {grader.extract(response)!r}")
+    if "choices" in grader.options and args.choices is not None:
         try:
             choices = json.loads(args.choices)
         except ValueError as exc:

@@ -41,7 +41,8 @@ from benchmeasure.verifier.llm_client import Endpoint, LLMClient
 
 EXAMPLES = """\
 examples:
-  python -m benchmeasure.serving.sim.server --scope --port 8011 &     # a simulated model with a known error law
+  benchmeasure serve start --name scope-sim --pid-file sim.pid --log sim.log \\
+      -- python -m benchmeasure.serving.sim.server --scope --port 8011     # a simulated model, known error law
   benchmeasure scope --space docs/examples/arithmetic_space.yaml \\
       --generator benchmeasure.scope.arithmetic:arithmetic --endpoint http://127.0.0.1:8011/v1 \\
       --model sim-solver --budget 2000 --utility error --threshold 0.9 --delta 0.05 --strategy shared \\

@@ -13,7 +13,6 @@ IDs are kept as exact strings (``007`` stays ``007``), in file order.
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import re
@@ -24,7 +23,6 @@ import numpy as np
 
 from benchmeasure.base.csv_table import read_table
 from benchmeasure.base.errors import fail
-from benchmeasure.base.files import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -162,12 +160,11 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
 
 
 def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:
-    """Write ``matrix`` as CSV, atomically, creating missing parent folders."""
-    with atomic_write(path) as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["model", *matrix.items])
-        for model, row in zip(matrix.models, matrix.counts.tolist()):
-            writer.writerow([model, *row])
+    """Write ``matrix`` as CSV, atomically, creating missing parent folders (the one count-matrix writer,
+    :func:`benchmeasure.core.response_counts.write_count_table`, shared with the standard-library path)."""
+    from benchmeasure.core.response_counts import write_count_table
+
+    write_count_table(matrix, path)
 
 
 def check_recorded_n_trials(path: str | os.PathLike, n_trials: int) -> None:

@@ -162,16 +162,11 @@ def parse_posterior(spec: str) -> tuple:
 
 
 def posterior_path(path: Path) -> Path:
-    """A fit folder stands for its ``posterior.zarr``; anything else is the posterior itself."""
-    if path.is_dir() and not path.name.endswith(".zarr"):
-        store = path / "posterior.zarr"
-        if not store.is_dir():
-            fail(f"{path}: no posterior.zarr inside (give the posterior file or store, or a fit_irt.py "
-                 f"--save-posterior output folder)")
-        return store
-    if not path.exists():
-        fail(f"{path}: no such posterior")
-    return path
+    """A fit folder stands for its ``posterior.zarr``; anything else is the posterior itself
+    (:func:`benchmeasure.irt.fit_folder.posterior_store`)."""
+    from benchmeasure.irt.fit_folder import posterior_store
+
+    return posterior_store(path)
 
 
 def attach_posteriors(entries: list, specs: list, probability: float) -> list:

@@ -32,10 +32,12 @@ from benchmeasure.base.files import RENAMED_FIELDS, sha256_file
 from benchmeasure.benchfill.gaps import SeedSet, load_seed_set
 from benchmeasure.benchfill.records import Annotation
 from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
+from benchmeasure.benchfill.strategies import STRATEGIES
 from benchmeasure.benchfill.summary import reduction
 from benchmeasure.core.metrics import diagnose
 
-RUN_SUMMARY, RUN_RECORDS = "summary.json", "new_item_records.csv"
+RUN_SUMMARY = "summary.json"
+RUN_RECORDS = STRATEGIES["benchfill"].records_file  # the paper's method's selected items (new_item_records.csv)
 MASS_SUMMARY, MASS_RECORDS = "mass_fill_summary.json", "mass_fill_records.csv"
 BENCHFILL_RUN, MASS_FILL = "BenchFill run", "mass fill"
 RECORD_FLOATS = ("left", "right", "target", "b_mean", "z")

@@ -115,3 +115,26 @@ def grade_choice(response: str, reference: str, choices=None, max_letter: str = 
     if want is None:
         return False
     return extract_choice(response, choices, max_letter) == want
+
+
+def check_question(question: str, reference: str) -> str | None:
+    """Why a multiple-choice question is malformed (no options, or not the reference's), or None."""
+    letter = reference_letter(reference)
+    markers = re.findall(r"\(([A-J])\)", question)
+    if "A" not in markers or "B" not in markers:
+        return "multiple-choice question lists no options (A), (B), ..."
+    if letter is not None and letter not in markers:
+        return f"reference option ({letter}) is not among the question's options"
+    return None
+
+
+def check_reference(reference: str, policy=None) -> str | None:
+    """Why ``reference`` names no option letter, or None."""
+    if reference_letter(reference) is None:
+        return f"choice reference {reference!r} is not an option letter"
+    return None
+
+
+def same_answer(a: str, b: str) -> bool:
+    """Whether two references name the same option letter."""
+    return reference_letter(a) is not None and reference_letter(a) == reference_letter(b)

@@ -269,3 +269,14 @@ def grade_ifeval(response: str, reference: str = "", instructions=None, loose: b
     parsed = parse_instructions(instructions if instructions is not None else reference)
     variants = _loose_variants(response) if loose else [response]
     return any(v.strip() and all(follows(v, i, k) for i, k in parsed) for v in variants)
+
+
+def check_reference(reference: str, policy=None) -> str | None:
+    """Why ``reference`` is not instruction JSON the checks accept, or None."""
+    from benchmeasure.base.errors import InputError
+
+    try:
+        parse_instructions(reference)
+    except InputError as exc:
+        return f"ifeval reference: {exc}"
+    return None

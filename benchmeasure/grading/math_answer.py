@@ -237,3 +237,29 @@ def grade_math(response: str, reference: str, **options) -> bool:
     if answer is None:
         return False
     return answers_equal(answer, reference, **options)
+
+
+def check_reference(reference: str, policy) -> str | None:
+    """Why ``reference`` is not a usable math answer (validity rule 2), or None when it is.
+
+    ``policy`` supplies ``max_answer_chars`` and ``parse_timeout_s`` (a verifier ``ValidityPolicy``).
+    """
+    answer = reference.strip()
+    if not answer or len(answer) > policy.max_answer_chars:
+        return f"math reference must be 1 to {policy.max_answer_chars} characters"
+    depth = 0
+    for char in answer.replace("\\{", "").replace("\\}", ""):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        return f"math reference {answer!r} has unbalanced braces"
+    normalized = normalize(answer)
+    if to_number(normalized) is not None or shared_checker().parses(normalized, policy.parse_timeout_s):
+        return None
+    return f"math reference {answer!r} cannot be parsed"
+
+
+def same_answer(a: str, b: str) -> bool:
+    """Whether two math references are the same answer (exact or numeric; no symbolic worker)."""
+    return answers_equal(a, b, symbolic=False)

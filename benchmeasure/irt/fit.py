@@ -22,13 +22,13 @@ Either model is built once and handed to the chosen sampler: nutpie (default, co
 with Numba), PyMC's own NUTS, or numpyro (JAX, optional). ``method="map"`` returns the marginal
 posterior mode of b instead (:mod:`benchmeasure.irt.marginal_mode`: abilities integrated out by
 quadrature, as marginal maximum likelihood does; θ the mode given that b), with no uncertainty (sd,
-R-hat and ESS are NaN). :func:`posterior_mode` is the joint mode of (θ, b), biased toward 0 when a
-model answers few items; it is kept for comparison.
+R-hat and ESS are NaN).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -40,10 +40,10 @@ import numpy as np
 from benchmeasure.base.errors import fail
 from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.diagnostics import per_parameter, summarize_diagnostics
+from benchmeasure.irt.observation import DEFAULT as DEFAULT_OBSERVATION
+from benchmeasure.irt.observation import get as get_observation
+from benchmeasure.irt.settings import FIELDS, METHODS, ROUTES, SAMPLERS, FitSettings, check_numpyro_available  # noqa: F401
 
-SAMPLERS = ("nutpie", "pymc", "numpyro")
-METHODS = ("nuts", "map")
-ROUTES = ("collapsed", "joint")
 POSTERIOR_NAME = "posterior.zarr"  # the posterior draws beside a fit's CSVs (benchmeasure fit --save-posterior)
 DEFAULTS = {"chains": 4, "tune": 1000, "draws": 1000, "target_accept": 0.95}
 
@@ -148,61 +148,23 @@ def check_guessing(guessing, n_items: int, items=None):
     return g
 
 
-def resolve_route(route: str, sampler: str) -> str:
-    """``"auto"`` → ``"collapsed"`` except with numpyro (joint only); else the route itself, checked."""
-    if route == "auto":
-        return "joint" if sampler == "numpyro" else "collapsed"
-    if route not in ROUTES:
-        fail(f"route must be one of auto, {', '.join(ROUTES)}, got {route!r}")
-    if route == "collapsed" and sampler == "numpyro":
-        fail("the collapsed route runs with --sampler nutpie or pymc; numpyro samples the joint model "
-             "(use --route joint with --sampler numpyro)")
-    return route
+def resolve_route(route: str, sampler: str, observation: str = "binomial") -> str:
+    """``"auto"`` → ``"collapsed"`` except with numpyro (joint only) or a joint-only observation model; else
+    the route itself, checked (:meth:`benchmeasure.irt.settings.FitSettings.resolved_route`)."""
+    return FitSettings(sampler=sampler, route=route, observation=observation, tune=1).resolved_route()
 
 
-def check_settings(*, method: str, sampler: str, chains: int, tune: int, draws: int, target_accept: float,
-                   seed, route: str = "auto") -> None:
-    """Reject impossible sampler settings with one InputError line."""
-    if method not in METHODS:
-        fail(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if sampler not in SAMPLERS:
-        fail(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
-    for name, value, low in (("chains", chains, 1), ("tune", tune, 0), ("draws", draws, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            fail(f"{name} must be an integer ≥ {low}, got {value!r}")
-    if not (isinstance(target_accept, (int, float)) and 0.0 < float(target_accept) < 1.0):
-        fail(f"target_accept must be strictly between 0 and 1, got {target_accept!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
-                             or not 0 <= int(seed) < 2**32):
-        fail(f"seed must be an integer in [0, 2^32), got {seed!r}")
-    if method == "nuts" and sampler == "nutpie" and tune < 1:
-        fail("tune must be at least 1 with the nutpie sampler (its warm-up schedule needs one step)")
-    if method == "nuts" and sampler == "numpyro":
-        check_numpyro_available()
-    if method == "nuts":
-        resolve_route(route, sampler)
-
-
-def check_numpyro_available() -> None:
-    """InputError naming the missing package when the numpyro sampler cannot run here."""
-    try:
-        import jax  # noqa: F401
-        import numpyro  # noqa: F401
-    except ImportError as exc:
-        fail(f"--sampler numpyro needs the optional packages jax and numpyro, which are not installed here "
-             f"({exc.name} is missing); install them with pip install 'benchmeasure[numpyro]' "
-             f"(in a checkout: bash scripts/setup_env.sh numpyro) "
-             f"or use --sampler nutpie (default) or --sampler pymc")
+def check_settings(**fields) -> FitSettings:
+    """The :class:`~benchmeasure.irt.settings.FitSettings` of ``fields``; one InputError line if impossible."""
+    return FitSettings(**fields)
 
 
 # ---------------------------------------------------------------------------------------------
 # the fit
 
 
-def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampler: str = "nutpie",
-            chains: int = 4, tune: int = 1000, draws: int = 1000, target_accept: float = 0.95,
-            seed: int | None = None, progress=False, parametrization: str = "rotated",
-            adaptation: str = "diag", cores: int | None = None, route: str = "auto", fixed_b=None) -> FitResult:
+def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | None = None, progress=False,
+            fixed_b=None, **fields) -> FitResult:
     """Fit the Bayesian 1PL model of paper Appendix C.3 to ``matrix``.
 
     Parameters
@@ -211,26 +173,16 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         Counts of correct answers, models × items, ``matrix.n_trials`` trials per cell.
     guessing : float or array_like of shape (N,)
         Lower asymptote g in [0, 1), one constant or one value per item (matrix order).
-    method : {"nuts", "map"}
-        Full posterior by NUTS (the paper's method) or the posterior mode (seconds, no uncertainty).
-    sampler : {"nutpie", "pymc", "numpyro"}
-        NUTS implementation; all run the same PyMC model. numpyro needs jax and numpyro installed.
-    chains, tune, draws, target_accept
-        NUTS settings; the defaults are the paper's (4 chains × (1,000 warm-up + 1,000 draws), 0.95).
-    seed : int, optional
-        Makes the fit reproducible (same seed, same inputs, same sampler → identical draws).
-        When None a seed is drawn and recorded in ``settings["seed_used"]``.
+    settings : FitSettings, optional
+        How to fit (:class:`benchmeasure.irt.settings.FitSettings`: method, sampler, chains, tune, draws,
+        target_accept, seed, route, parametrization, adaptation, cores, observation); the defaults are the
+        paper's (NUTS, 4 chains × (1,000 warm-up + 1,000 draws), 0.95, binomial). Instead of ``settings``
+        its fields may be given as keywords (``fit_1pl(m, seed=1, draws=500)``). A fit with the same seed,
+        inputs and sampler gives identical draws; with ``seed=None`` a seed is drawn and recorded in
+        ``result.settings["seed_used"]``.
     progress : bool or :class:`benchmeasure.irt.progress.Progress`
         Show progress on stderr (a redrawn line on a terminal, a line every ~10 s in a log):
         True makes one, or pass your own.
-    parametrization : {"rotated", "direct"}
-        Joint-route sampler coordinates (:mod:`benchmeasure.irt.model`); the posterior is the same either way.
-    route : {"auto", "collapsed", "joint"}
-        How NUTS explores the posterior (module docstring); "auto" is collapsed except with numpyro.
-    adaptation : {"diag", "low_rank"}
-        nutpie's mass-matrix adaptation (ignored by the other samplers).
-    cores : int, optional
-        Chains run in parallel (default: min(chains, CPUs available)).
     fixed_b : array_like of shape (N,), optional
         Anchored fit: finite entries hold those items' b fixed (NaN: free); NUTS on the joint route.
         Fixed items come back with their value as ``b_mean``, ``b_sd`` 0 and no R-hat/ESS, and
@@ -241,55 +193,69 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
     FitResult
     """
     wall_start = time.perf_counter()
+    if settings is not None and fields:
+        fail(f"give fit settings either as settings= or as keywords, not both ({', '.join(sorted(fields))})")
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise TypeError(f"fit_1pl() got an unexpected keyword argument {unknown[0]!r}")
+    s = settings if settings is not None else FitSettings(**fields)
     if fixed_b is not None:
-        if method != "nuts":
+        if s.method != "nuts":
             fail("--fixed-difficulties needs --method nuts (the posterior mode is not implemented for anchored fits)")
-        if route == "collapsed":
+        if s.route == "collapsed":
             fail("--fixed-difficulties runs on the joint route (--route joint or auto): the collapsed route "
                  "integrates every difficulty out")
-        route = "joint"
-    check_settings(method=method, sampler=sampler, chains=chains, tune=tune, draws=draws,
-                   target_accept=target_accept, seed=seed, route=route)
+        s = dataclasses.replace(s, route="joint")
     g = check_guessing(guessing, len(matrix.items), matrix.items)
-    route = resolve_route(route, sampler) if method == "nuts" else None
-    seed_used = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
-    settings = {
-        "method": method,
+    route = s.resolved_route() if s.method == "nuts" else None
+    seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
+    nuts = s.method == "nuts"
+    record = {
+        "method": s.method,
         "route": route,
-        "sampler": sampler if method == "nuts" else None,
-        "chains": chains if method == "nuts" else None,
-        "tune": tune if method == "nuts" else None,
-        "draws": draws if method == "nuts" else None,
-        "target_accept": float(target_accept) if method == "nuts" else None,
-        "seed": None if seed is None else int(seed),
+        "sampler": s.sampler if nuts else None,
+        "chains": s.chains if nuts else None,
+        "tune": s.tune if nuts else None,
+        "draws": s.draws if nuts else None,
+        "target_accept": float(s.target_accept) if nuts else None,
+        "seed": None if s.seed is None else int(s.seed),
         "seed_used": seed_used,
         "guessing": g if np.ndim(g) == 0 else g.tolist(),
-        "parametrization": parametrization if route == "joint" else None,
-        "adaptation": adaptation if method == "nuts" and sampler == "nutpie" else None,
+        "parametrization": s.parametrization if route == "joint" else None,
+        "adaptation": s.adaptation if nuts and s.sampler == "nutpie" else None,
         "fixed_items": None if fixed_b is None else [item for item, value in zip(matrix.items, fixed_b)
                                                      if np.isfinite(value)],
     }
-    if method == "map":
-        return _fit_map(matrix, g, settings, wall_start)
-    if cores is None:
-        cores = min(chains, available_cpus())
+    if s.observation != DEFAULT_OBSERVATION:  # the paper's binomial fit records exactly what it always did
+        record["observation"] = s.observation
+    if s.method == "map":
+        return _fit_map(matrix, g, record, wall_start)
+    run = _Run(s, seed_used, s.cores if s.cores is not None else min(s.chains, available_cpus()), None)
     from benchmeasure.irt.progress import Progress
 
     shown = progress if isinstance(progress, Progress) else (
-        Progress("1PL fit", chains=chains) if progress else None)
+        Progress("1PL fit", chains=s.chains) if progress else None)
+    run = dataclasses.replace(run, progress=shown)
     with (shown if shown is not None else contextlib.nullcontext()):
         if route == "collapsed":
-            return _fit_collapsed(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune,
-                                  draws=draws, target_accept=target_accept, seed_used=seed_used, cores=cores,
-                                  adaptation=adaptation, progress=shown)
-        return _fit_joint(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune, draws=draws,
-                          target_accept=target_accept, seed_used=seed_used, cores=cores, adaptation=adaptation,
-                          parametrization=parametrization, progress=shown, fixed_b=fixed_b)
+            return _fit_collapsed(matrix, g, record, wall_start, run)
+        return _fit_joint(matrix, g, record, wall_start, run, fixed_b=fixed_b)
 
 
-def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, seed_used, cores, adaptation,
-              progress):
+@dataclass(frozen=True)
+class _Run:
+    """A NUTS run: the checked settings plus what was resolved from them (seed, cores, progress display)."""
+
+    settings: FitSettings
+    seed_used: int
+    cores: int
+    progress: object
+
+
+def _run_nuts(model, var_names, run: _Run):
     """Sample ``model`` with nutpie or PyMC's NUTS; returns (idata, compile_time_s, sampling_time_s)."""
+    s, progress, seed_used, cores = run.settings, run.progress, run.seed_used, run.cores
+    sampler, chains, tune, draws, target_accept = s.sampler, s.chains, s.tune, s.draws, s.target_accept
     compile_start = time.perf_counter()
     if progress is not None:
         progress.update("compiling", 0, 0)
@@ -306,7 +272,7 @@ def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, 
         sample_start = time.perf_counter()
         callback = progress.nutpie_callback(tune + draws) if progress is not None else None
         idata = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
-                              target_accept=float(target_accept), adaptation=adaptation, progress_bar=False,
+                              target_accept=float(target_accept), adaptation=s.adaptation, progress_bar=False,
                               progress_callback=callback, save_warmup=False)
         sampling_time = time.perf_counter() - sample_start
     else:
@@ -326,17 +292,15 @@ def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, 
     return _keep(idata, var_names), compile_time, sampling_time
 
 
-def _fit_collapsed(matrix, g, settings, wall_start, *, sampler, chains, tune, draws, target_accept, seed_used, cores,
-                   adaptation, progress) -> FitResult:
+def _fit_collapsed(matrix, g, settings, wall_start, run: _Run) -> FitResult:
     """The collapsed route: NUTS on θ's marginal, then exact draws of b given each θ draw."""
     from benchmeasure.irt.collapsed import draw_difficulties, quadrature_check
     from benchmeasure.irt.diagnostics import summarize_draws
     from benchmeasure.irt.model import build_collapsed_model
 
     model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models)
-    idata, compile_time, sampling_time = _run_nuts(
-        model, ["theta"], sampler=sampler, chains=chains, tune=tune, draws=draws, target_accept=target_accept,
-        seed_used=seed_used, cores=cores, adaptation=adaptation, progress=progress)
+    idata, compile_time, sampling_time = _run_nuts(model, ["theta"], run)
+    progress, seed_used = run.progress, run.seed_used
     posterior = idata["posterior"].to_dataset()
     theta_draws = np.asarray(posterior["theta"].transpose("chain", "draw", "model").values, dtype=float)
     draw_start = time.perf_counter()
@@ -383,19 +347,20 @@ def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wal
     )
 
 
-def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws, target_accept, seed_used, cores,
-               adaptation, parametrization, progress, fixed_b=None) -> FitResult:
+def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitResult:
     """The joint route: NUTS on (θ, b) together (on θ and the free b when ``fixed_b`` holds anchors)."""
     from benchmeasure.irt.model import build_model
 
+    s = run.settings
+    observation = get_observation(s.observation)
     model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
-                        parametrization=parametrization,
-                        kernel="pytensor" if sampler == "numpyro" else "fused", fixed_b=fixed_b)
-    names = ["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]
-    checked = ["theta", "b"] if fixed_b is None else ["theta", "b_free"]
-    idata, compile_time, sampling_time = _run_nuts(
-        model, names, sampler=sampler, chains=chains, tune=tune, draws=draws, target_accept=target_accept,
-        seed_used=seed_used, cores=cores, adaptation=adaptation, progress=progress)
+                        parametrization=s.parametrization,
+                        kernel="pytensor" if s.sampler == "numpyro" else "fused", fixed_b=fixed_b,
+                        observation=observation)
+    own = [p.name for p in observation.parameters]  # the observation model's parameters (beta-binomial: rho)
+    names = (["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]) + own
+    checked = (["theta", "b"] if fixed_b is None else ["theta", "b_free"]) + own
+    idata, compile_time, sampling_time = _run_nuts(model, names, run)
     idata = _keep(idata, names)
     b_stats = per_parameter(idata, "b")
     theta_stats = per_parameter(idata, "theta")
@@ -406,41 +371,14 @@ def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws,
         b_stats["sd"][anchored] = 0.0
         b_stats["r_hat"][anchored] = np.nan
         b_stats["ess_bulk"][anchored] = np.nan
+    stats.update({name: per_parameter(idata, name) for name in own})
     diagnostics = summarize_diagnostics(idata, checked, sampling_time_s=sampling_time, stats=stats)
     diagnostics["compile_time_s"] = compile_time
     diagnostics["route"] = "joint"
+    if own:  # the observation model's own parameters: posterior mean, sd, R-hat, ESS of each
+        diagnostics["observation"] = {"name": observation.name, **{
+            name: {key: float(stats[name][key][0]) for key in ("mean", "sd", "r_hat", "ess_bulk")} for name in own}}
     return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
-
-
-def posterior_mode(matrix: ResponseMatrix, guessing=0.0, *, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The posterior mode (θ, b) of the 1PL model, by L-BFGS on the model's exact log density.
-
-    The objective is −log p(θ, b | Y) = −ℓ(θ, b) + (|θ|² + |b|²)/2 + const, with ℓ from the
-    same fused kernel the samplers use, optimized in the rotated coordinates of
-    :mod:`benchmeasure.irt.model` (orthogonal, so the mode is the same point).
-    Returns (θ, b, info) with ``info`` holding the optimizer's iterations and status.
-    """
-    from scipy.optimize import minimize
-
-    from benchmeasure.irt.kernel import LoglikData
-    from benchmeasure.irt.model import Rotation
-
-    data = LoglikData(matrix.counts, matrix.n_trials, guessing)
-    n_models, n_items = matrix.counts.shape
-    rotation = Rotation(n_models, n_items)
-
-    def objective(z):
-        theta, b = rotation.to_stacked(z)
-        value, grad_theta, grad_b = data(theta, b)
-        # Q is orthogonal: the gradient in z is Qᵀ·(gradient in (θ, b)) = from_stacked(...)
-        return -value + 0.5 * (z @ z), z - rotation.from_stacked(grad_theta, grad_b)
-
-    opt = minimize(objective, np.zeros(n_models + n_items), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 20000, "maxfun": 40000, "ftol": 1e-15, "gtol": tol * max(1.0, n_items) ** 0.5})
-    theta, b = rotation.to_stacked(opt.x)
-    info = {"iterations": int(opt.nit), "evaluations": int(opt.nfev), "success": bool(opt.success),
-            "message": str(opt.message), "max_abs_gradient": float(np.max(np.abs(opt.jac)))}
-    return theta, b, info
 
 
 def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:

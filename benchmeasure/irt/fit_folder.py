@@ -17,10 +17,12 @@ an older ``posterior.zarr`` that would otherwise be read as this fit's.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +93,8 @@ def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixe
                           "min": float(min(guessing)), "max": float(max(guessing))}),
             "parametrization": settings.get("parametrization"),
             "adaptation": settings.get("adaptation"),
+            # a non-default observation model (irt/observation.py) and its own parameters' posterior
+            **({"observation": settings["observation"]} if "observation" in settings else {}),
             "fixed_difficulties": None if fixed_difficulties is None else {
                 "path": os.path.abspath(fixed_difficulties), "sha256": sha256_file(fixed_difficulties),
                 "items": settings.get("fixed_items"),
@@ -110,6 +114,7 @@ def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixe
             "note": "items every model solved in every trial, or none did; legal, the priors keep their b finite, "
                     "but their b is set mostly by the prior",
         },
+        **({"observation": d["observation"]} if "observation" in d else {}),
         "quadrature": d.get("quadrature"),
         "timing": {key: d.get(key) for key in ("compile_time_s", "sampling_time_s", "difficulty_draw_time_s",
                                                "summary_time_s", "optimization_time_s", "min_ess_bulk_per_s")},
@@ -207,3 +212,76 @@ def save_posterior_zarr(posterior, path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree.to_zarr(path, mode="w")
+
+
+@dataclass(frozen=True)
+class FitFolder:
+    """A fit folder as :func:`write_fit_folder` leaves it, read back by :func:`read_fit_folder`.
+
+    ``diagnostics`` is its ``diagnostics.json``; ``posterior`` the path of its ``posterior.zarr`` when *this*
+    fit wrote one, else None, and ``posterior_note`` says why (or where it is). :meth:`difficulty` reads its
+    ``difficulty.csv`` (when a caller has checked the rest).
+    """
+
+    folder: str
+    diagnostics: dict
+    posterior: str | None
+    posterior_note: str
+
+    def difficulty(self):
+        """The posterior-mean column of ``difficulty.csv`` (``core.difficulty_file.read_difficulty_column``)."""
+        from benchmeasure.core.difficulty_file import read_difficulty_column
+
+        return read_difficulty_column(os.path.join(self.folder, "difficulty.csv"))
+
+
+def read_fit_folder(folder, name: str | None = None) -> FitFolder:
+    """Read the outputs of ``benchmeasure fit`` in ``folder``; one InputError line for anything missing or foreign.
+
+    ``name`` is how messages refer to the folder (a command passes its flag, e.g. ``--fit-dir DIR``).
+    """
+    from benchmeasure.base.errors import fail
+
+    folder = os.fspath(folder)
+    name = name or folder
+    if not os.path.isdir(folder):
+        fail(f"{name}: no such folder")
+    path = os.path.join(folder, "diagnostics.json")
+    if not os.path.isfile(path):
+        fail(f"{name}: no diagnostics.json (write one with scripts/fit_irt.py --output-dir {folder})")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            diagnostics = json.load(handle)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: not JSON ({exc})")
+    source = diagnostics.get("input") if isinstance(diagnostics, dict) else None
+    settings = diagnostics.get("settings") if isinstance(diagnostics, dict) else None
+    if not isinstance(source, dict) or not isinstance(settings, dict) or not all(
+            k in source for k in ("sha256", "n_trials")) or "method" not in diagnostics:
+        fail(f"{path}: not a diagnostics.json of scripts/fit_irt.py (no input.sha256, input.n_trials, method "
+             f"or settings)")
+    posterior = os.path.join(folder, POSTERIOR_NAME)
+    if POSTERIOR_NAME not in diagnostics.get("outputs", []):
+        stale = f" (the {POSTERIOR_NAME} there is from an earlier fit)" if os.path.exists(posterior) else ""
+        posterior, note = None, f"{folder} holds no posterior of this fit (fit_irt.py without --save-posterior){stale}"
+    elif not os.path.isdir(posterior):
+        posterior, note = None, f"{posterior} is missing"
+    else:
+        note = f"1PL draws from {posterior}"
+    return FitFolder(folder, diagnostics, posterior, note)
+
+
+def posterior_store(path) -> Path:
+    """A fit folder stands for its ``posterior.zarr``; any other path is the posterior itself (checked to exist)."""
+    from benchmeasure.base.errors import fail
+
+    path = Path(path)
+    if path.is_dir() and not path.name.endswith(".zarr"):
+        store = path / POSTERIOR_NAME
+        if not store.is_dir():
+            fail(f"{path}: no {POSTERIOR_NAME} inside (give the posterior file or store, or a fit_irt.py "
+                 f"--save-posterior output folder)")
+        return store
+    if not path.exists():
+        fail(f"{path}: no such posterior")
+    return path

@@ -92,7 +92,7 @@ class Rotation:
 
 
 def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
-                parametrization: str = "rotated", kernel: str = "fused", fixed_b=None):
+                parametrization: str = "rotated", kernel: str = "fused", fixed_b=None, observation=None):
     """The 1PL PyMC model for a count matrix.
 
     Parameters
@@ -117,6 +117,10 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
         at the given value (no prior, no parameter), NaN leaves it free. The free b and every θ
         keep the paper's Normal(0, 1) priors; the sampled parameters are θ and the free b
         (``b_free``, dims ``free_item``), rotated as above among themselves.
+    observation : str or ObservationModel, optional
+        How the counts are observed (:mod:`benchmeasure.irt.observation`); default the paper's binomial.
+        A model's own parameters (the beta-binomial's ``rho``) are added with their priors; ``kernel="fused"``
+        applies to a model with a fused Op (the binomial) and the PyTensor expression is used otherwise.
 
     Returns
     -------
@@ -127,8 +131,10 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
     import pymc as pm
     import pytensor.tensor as pt
 
-    from benchmeasure.irt.kernel import loglik_op, pytensor_loglik
+    from benchmeasure.irt.observation import ObservationModel
+    from benchmeasure.irt.observation import get as get_observation
 
+    obs = observation if isinstance(observation, ObservationModel) else get_observation(observation)
     y = np.asarray(counts, dtype=np.int64)
     n_models, n_items = y.shape
     g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,)).copy()
@@ -159,17 +165,20 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
             b = pm.Deterministic("b", pt.set_subtensor(pt.as_tensor_variable(np.nan_to_num(fixed))[free], b),
                                  dims="item")
 
-        if kernel == "fused":
-            op = loglik_op(y, n_trials, g)
+        extra = [p.prior(p.name) for p in obs.parameters]  # the observation model's own parameters, with priors
+        names = [p.name for p in obs.parameters]
+        if obs.fused is not None and kernel == "fused" and not extra:
+            op = obs.fused(y, n_trials, g)
 
             def logp(value, theta_col, b_row):
                 return op(theta_col[:, 0], b_row[0, :])
         else:
-            def logp(value, theta_col, b_row):
-                return pytensor_loglik(value, n_trials, g, theta_col[:, 0], b_row[0, :])
+            def logp(value, theta_col, b_row, *own):
+                return obs.graph_loglik(value, n_trials, g, theta_col[:, 0], b_row[0, :], dict(zip(names, own)))
 
         # θ as a column and b as a row broadcast to the (M, N) shape of the counts
-        pm.CustomDist("y", theta[:, None], b[None, :], logp=logp, observed=y, dims=("model", "item"))
+        pm.CustomDist("y", theta[:, None], b[None, :], *extra,
+                      logp=logp, observed=y, dims=("model", "item"))
     return model
 
 

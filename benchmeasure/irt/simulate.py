@@ -11,8 +11,9 @@ import numpy as np
 from benchmeasure.irt.likelihood import log_sigmoid
 
 
-def simulate_counts(abilities, difficulties, n_trials: int, seed: int, guessing=0.0) -> np.ndarray:
-    """Correct counts Y_ij ~ Binomial(K, g + (1 − g)σ(θ_j − b_i)).
+def simulate_counts(abilities, difficulties, n_trials: int, seed: int, guessing=0.0, observation: str = "binomial",
+                    params: dict | None = None) -> np.ndarray:
+    """Correct counts Y_ij ~ Binomial(K, g + (1 − g)σ(θ_j − b_i)), or another registered observation model.
 
     Parameters
     ----------
@@ -21,6 +22,9 @@ def simulate_counts(abilities, difficulties, n_trials: int, seed: int, guessing=
     n_trials : int
     seed : int
     guessing : float or array_like of shape (N,)
+    observation : str
+        A name in :data:`benchmeasure.irt.observation.OBSERVATIONS` (default the paper's binomial), whose
+        simulator draws the counts; ``params`` are its own parameters (the beta-binomial's ``{"rho": 0.3}``).
 
     Returns
     -------
@@ -30,7 +34,9 @@ def simulate_counts(abilities, difficulties, n_trials: int, seed: int, guessing=
     b = np.asarray(difficulties, dtype=float)[None, :]
     g = np.asarray(guessing, dtype=float)
     p = g + (1 - g) * np.exp(log_sigmoid(theta - b))
-    return np.random.default_rng(seed).binomial(n_trials, p).astype(np.int64)
+    from benchmeasure.irt.observation import get
+
+    return get(observation).simulate(np.random.default_rng(seed), n_trials, p, params)
 
 
 def simulate_trials(abilities, difficulties, n_trials: int, seed: int, guessing=0.0) -> np.ndarray:

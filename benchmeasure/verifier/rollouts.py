@@ -29,7 +29,7 @@ def rollout_template(kind: str, folder: str | Path = PROMPTS) -> Template:
     """The user-turn template for grader ``kind``."""
     if kind not in KINDS:
         fail(f"unknown grader kind {kind!r} (choose from {', '.join(KINDS)})")
-    path = Path(folder) / f"rollout_{kind}.txt"
+    path = Path(folder) / KINDS[kind].template_name  # an absolute template path replaces the folder
     if not path.is_file():
         fail(f"{path}: rollout prompt template not found")
     return Template(path.read_text(encoding="utf-8"))

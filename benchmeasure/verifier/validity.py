@@ -43,12 +43,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from benchmeasure.base.errors import InputError
-from benchmeasure.grading import kind_for
-from benchmeasure.grading.choice import reference_letter
-from benchmeasure.grading.ifeval import parse_instructions
-from benchmeasure.grading.math_answer import answers_equal, normalize, to_number
-from benchmeasure.grading.symbolic import shared_checker
+from benchmeasure.grading import GRADERS, kind_for
 from benchmeasure.verifier.base import Candidate, Verdict
 
 _ARTIFACTS = re.compile(
@@ -107,51 +102,25 @@ def well_formed(question: str, reference: str, kind: str, policy: ValidityPolicy
     artifact = _ARTIFACTS.search(text)
     if artifact:
         return Check(False, f"question contains a generation artifact {artifact.group(0).strip()!r}")
-    if kind == "choice":
-        letter = reference_letter(reference)
-        markers = re.findall(r"\(([A-J])\)", text)
-        if "A" not in markers or "B" not in markers:
-            return Check(False, "multiple-choice question lists no options (A), (B), ...")
-        if letter is not None and letter not in markers:
-            return Check(False, f"reference option ({letter}) is not among the question's options")
+    grader = GRADERS[kind] if kind in GRADERS else None
+    reason = grader.check_question(text, reference) if grader is not None and grader.check_question else None
+    if reason is not None:
+        return Check(False, reason)
     return OK
 
 
 def reference_parseable(reference: str, kind: str, policy: ValidityPolicy = ValidityPolicy()) -> Check:
     """Rule 2 of the policy."""
-    if kind == "math":
-        answer = reference.strip()
-        if not answer or len(answer) > policy.max_answer_chars:
-            return Check(False, f"math reference must be 1 to {policy.max_answer_chars} characters")
-        depth = 0
-        for char in answer.replace("\\{", "").replace("\\}", ""):
-            depth += {"{": 1, "}": -1}.get(char, 0)
-            if depth < 0:
-                break
-        if depth != 0:
-            return Check(False, f"math reference {answer!r} has unbalanced braces")
-        normalized = normalize(answer)
-        if to_number(normalized) is not None or shared_checker().parses(normalized, policy.parse_timeout_s):
-            return OK
-        return Check(False, f"math reference {answer!r} cannot be parsed")
-    if kind == "choice":
-        if reference_letter(reference) is None:
-            return Check(False, f"choice reference {reference!r} is not an option letter")
-        return OK
-    if kind == "ifeval":
-        try:
-            parse_instructions(reference)
-        except InputError as exc:
-            return Check(False, f"ifeval reference: {exc}")
-        return OK
-    return Check(False, f"no reference format known for kind {kind!r}")
+    if kind not in GRADERS:
+        return Check(False, f"no reference format known for kind {kind!r}")
+    check = GRADERS[kind].check_reference
+    reason = check(reference, policy) if check is not None else None
+    return OK if reason is None else Check(False, reason)
 
 
 def _same_answer(a: str, b: str, kind: str) -> bool:
-    if kind == "math":
-        return answers_equal(a, b, symbolic=False)
-    if kind == "choice":
-        return reference_letter(a) is not None and reference_letter(a) == reference_letter(b)
+    if kind in GRADERS:
+        return GRADERS[kind].same_answer(a, b)
     return a.strip() == b.strip()
 
 

@@ -17,12 +17,12 @@ the CSV path (:mod:`.assemble`). Formats and the exact fields used: ``docs/harne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
 from benchmeasure.core.harness.assemble import first_missing_document, log_rows, logs_to_matrix
 from benchmeasure.core.harness.evalscope import read_evalscope_log
+from benchmeasure.core.harness.formats import FORMATS, OPTION_FLAGS, Format, ReadOptions
 from benchmeasure.core.harness.helm import read_helm_log
 from benchmeasure.core.harness.inspect_log import PARTIAL_CHOICES, read_inspect_log
 from benchmeasure.core.harness.lighteval import read_lighteval_log
@@ -30,41 +30,7 @@ from benchmeasure.core.harness.lm_eval import find_lmms_samples, read_lm_eval_lo
 from benchmeasure.core.harness.opencompass import read_opencompass_log
 from benchmeasure.core.harness.records import HarnessLog, Rows, Sample, binarize
 
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """Reader settings given on the command line (each applies to some formats only)."""
-
-    filter_name: str | None = None
-    metric: str | None = None
-    scorer: str | None = None
-    partial: str | None = None
-    perturbation: str | None = None
-
-
-@dataclass(frozen=True)
-class Format:
-    """A log format: its reader, the package that writes it (for provenance) and the options it takes."""
-
-    read: object
-    package: str
-    options: tuple = ()
-
-
-FORMATS = {
-    "lmms-eval": Format(lambda path, o: read_lmms_log(path), "lmms_eval", ("metric",)),
-    "lm-eval": Format(lambda path, o: read_lm_eval_log(path, o.filter_name), "lm_eval", ("filter_name", "metric")),
-    "lighteval": Format(lambda path, o: read_lighteval_log(path), "lighteval", ("metric",)),
-    "inspect": Format(lambda path, o: read_inspect_log(path, o.scorer, o.partial or "reject"), "inspect_ai",
-                      ("scorer", "partial")),
-    "evalscope": Format(lambda path, o: read_evalscope_log(path, o.metric), "evalscope", ("metric",)),
-    "helm": Format(lambda path, o: read_helm_log(path, o.metric, o.perturbation), "crfm-helm",
-                   ("metric", "perturbation")),
-    "opencompass": Format(lambda path, o: read_opencompass_log(path, o.metric), "opencompass", ("metric",)),
-}
-HARNESSES = tuple(FORMATS)
-OPTION_FLAGS = {"filter_name": "--filter", "metric": "--metric", "scorer": "--scorer", "partial": "--partial",
-                "perturbation": "--perturbation"}
+HARNESSES = FORMATS  # the registry (benchmeasure.core.harness.formats): names in registration order
 
 
 def check_options(harness: str, options: ReadOptions) -> None:
@@ -73,14 +39,13 @@ def check_options(harness: str, options: ReadOptions) -> None:
         fail(f"unknown harness {harness!r} (choose from {', '.join(HARNESSES)})")
     for name, flag in OPTION_FLAGS.items():
         if getattr(options, name) is not None and name not in FORMATS[harness].options:
-            takers = [h for h, f in FORMATS.items() if name in f.options]
+            takers = [f.name for f in FORMATS.entries() if name in f.options]
             fail(f"{flag} applies to {', '.join(takers)} logs only")
 
 
-def read_log(harness: str, path: Path, options: ReadOptions | str | None = None) -> HarnessLog:
-    """Read one model's log of format ``harness`` (a key of :data:`FORMATS`)."""
-    if not isinstance(options, ReadOptions):  # the older call shape read_log(harness, path, filter_name)
-        options = ReadOptions(filter_name=options)
+def read_log(harness: str, path: Path, options: ReadOptions | None = None) -> HarnessLog:
+    """Read one model's log of format ``harness`` (a name in :data:`FORMATS`)."""
+    options = options if options is not None else ReadOptions()
     check_options(harness, options)
     return FORMATS[harness].read(Path(path), options)
 

@@ -13,19 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from benchmeasure.base.errors import InputError, fail
+from benchmeasure.core.harness.formats import FORMATS
 from benchmeasure.core.harness.records import HarnessLog, Rows, Sample, binarize
 from benchmeasure.core.matrix import ResponseMatrix, check_n_trials
 from benchmeasure.core.responses import assemble_matrix, factorize
-
-REPEATS_HINT = {
-    "lmms-eval": " (lmms-eval logs every repeat only when the task has a take_first_k filter with k = repeats)",
-    "lm-eval": " (log all repeats with a take_first_k filter)",
-    "lighteval": " (lighteval samples K responses only for a metric that asks for them, e.g. avg@n with n = K)",
-    "inspect": " (run the evaluation with --epochs K)",
-    "helm": " (run HELM with num_train_trials K)",
-    "opencompass": " (repeat each prompt with the dataset's n = K)",
-    "evalscope": " (run evalscope with --repeats K)",
-}
 
 
 def item_order(samples: list) -> list:
@@ -78,7 +69,7 @@ def log_rows(log: HarnessLog, metric: str | None, n_trials: int, threshold: floa
                  "with --metric NAME instead of --grade")
     if n_trials > 1 and log.samples and all(s.n_trials == 1 for s in log.samples):
         fail(f"{log.path}: every document has one response but --n-trials is {n_trials}"
-             f"{REPEATS_HINT.get(log.harness, '')}")
+             f"{FORMATS[log.harness].repeats_hint if log.harness in FORMATS else ''}")
     metric = metric or log.metric or _only_logged_metric(log)
     for sample in item_order(log.samples):
         where = f"{log.path} {log.item_label} {sample.doc_id}"

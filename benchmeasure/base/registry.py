@@ -1,0 +1,106 @@
+"""Named registries of extensions: graders, harness log formats, BenchFill strategies, IRT observation models.
+
+Every place that used to switch on a string (``if kind == "math": …``) asks a registry instead, so adding
+an extension is one module plus one registry entry (ARCHITECTURE.md, "Adding an extension"). A registry
+maps a name to an entry object (a frozen dataclass of the extension's protocol, defined beside the
+registry that holds it). Entries are checked when registered; a callable field may be given lazily as a
+``"module:object"`` string that is imported on first use, so that listing names stays cheap (the command
+line's ``choices`` and ``--help`` import no grader, sampler or reader).
+
+    from benchmeasure.grading.registry import GRADERS, Grader
+    GRADERS.register(Grader(name="exact", grade="mypkg.exact:grade", options=()))
+    GRADERS["exact"].grade(response, reference)
+
+A registry is ordered (registration order) and refuses a second entry under a taken name unless
+``replace=True``; :meth:`Registry.unregister` removes one (tests registering a toy entry use it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+from benchmeasure.base.errors import fail
+
+
+def resolve(target):
+    """``target`` itself, or the object a ``"module:object"`` string names (imported now)."""
+    if not isinstance(target, str):
+        return target
+    module, _, name = target.partition(":")
+    if not module or not name:
+        raise ValueError(f"a lazy registry target is written 'module:object', got {target!r}")
+    value = importlib.import_module(module)
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+class Lazy:
+    """A callable that imports its ``"module:object"`` target on first call (and then calls it)."""
+
+    __slots__ = ("_value", "target")
+
+    def __init__(self, target):
+        self.target = target
+        self._value = None if isinstance(target, str) else target
+
+    def __call__(self, *args, **kwargs):
+        if self._value is None:
+            self._value = resolve(self.target)
+        return self._value(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.target!r})"
+
+
+def lazy(target):
+    """``None`` stays ``None``; anything else becomes a :class:`Lazy` (a callable or a ``"module:object"``)."""
+    if target is None or isinstance(target, Lazy):
+        return target
+    return Lazy(target)
+
+
+class Registry:
+    """Entries of one kind of extension, keyed by their ``name`` attribute."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict = {}
+
+    def register(self, entry, *, replace: bool = False):
+        """Add ``entry`` (it must have a non-empty string ``name``); returns it, so it can decorate."""
+        name = getattr(entry, "name", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a {self.kind} entry needs a non-empty string name, got {name!r}")
+        if name in self._entries and not replace:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._entries[name] = entry
+        return entry
+
+    def unregister(self, name: str) -> None:
+        self._entries.pop(name, None)
+
+    def get(self, name: str, what: str | None = None):
+        """The entry called ``name``; InputError naming the choices when there is none."""
+        if name not in self._entries:
+            fail(f"unknown {what or self.kind} {name!r} (choose from {', '.join(self._entries)})")
+        return self._entries[name]
+
+    def __getitem__(self, name: str):
+        return self._entries[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def names(self) -> tuple:
+        return tuple(self._entries)
+
+    def entries(self) -> list:
+        return list(self._entries.values())
