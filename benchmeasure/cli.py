@@ -42,6 +42,8 @@ COMMANDS: dict[str, Command] = {
                          "difficulties of new items with the model abilities fixed (online calibration)"),
     "select-anchors": Command("select_anchors", "scripts/select_anchors.py", "irt",
                               "choose k anchor items to evaluate future models cheaply"),
+    "chain": Command("chain", "scripts/chain.py", "irt",
+                     "Growing Pains: benchmarks arrive in order; predict held-out models' accuracy from anchors"),
     "robustness": Command("irt_robustness", "scripts/irt_robustness.py", "irt",
                           "IRT robustness analyses (Tables 6–10)"),
     "diagnose": Command("diagnose_benchmark", "scripts/diagnose_benchmark.py", "analyses",

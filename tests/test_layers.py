@@ -24,7 +24,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
              "guessing", "metrics", "benchmarks", "fixed_scale_inputs"),
     "irt": ("irt", "simulate"),
     "analyses": ("checks", "compare", "detection", "plots", "posterior_metrics", "rank_flip", "reproduce",
-                 "robustness", "summary", "anchors", "ability_accuracy", "label_validity"),
+                 "robustness", "summary", "anchors", "ability_accuracy", "label_validity", "suite"),
     "verifier": ("llm_client", "verifier"),
     "benchfill": ("benchfill",),
     "reports": ("explorer",),
