@@ -38,12 +38,16 @@ class ResponseMatrix:
         ``counts[j, i]`` is how many of the ``n_trials`` responses of model j to item i were correct.
     n_trials : int
         Responses collected per model–item pair (the binomial size K).
+    trials : ndarray of int64, shape (M, N), or None
+        Trials per cell when they differ (``prepare --allow-missing``): 0 = absent cell, at most ``n_trials``.
+        None (the default): every cell has ``n_trials`` (:mod:`benchmeasure.matrix_holes`).
     """
 
     models: list
     items: list
     counts: np.ndarray
     n_trials: int
+    trials: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple:
@@ -117,7 +121,8 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
         for item, cell in zip(items, row[1:]):
             text = cell.strip()
             if not text:
-                fail(f"{path}: line {line}, model {model!r}, item {item!r}: empty cell")
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: empty cell (an absent answer; "
+                     "this command needs a complete matrix, see --allow-missing in docs/suites.md)")
             if len(text) > 12 or not INTEGER.fullmatch(text):  # int() would also take '+1', '1_0' and '٣'
                 shown = text if len(text) <= 24 else f"{text[:20]}… ({len(text)} characters)"
                 fail(f"{path}: line {line}, model {model!r}, item {item!r}: {shown!r} is not an integer count "

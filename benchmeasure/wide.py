@@ -51,7 +51,8 @@ def _cell_value(text: str, n_trials: int) -> int | str:
     return value
 
 
-def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool = False):
+def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool = False,
+                     allow_missing: bool = False):
     """Read a wide table of counts as a :class:`~benchmeasure.matrix.ResponseMatrix` (models × items).
 
     Parameters
@@ -62,6 +63,9 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
     items_as_rows : bool
         False: one row per model, one column per item. True: one row per item, one column per model
         (ChemBench's layout); the matrix is transposed on reading.
+    allow_missing : bool
+        An empty cell is an absent answer (the matrix's ``trials`` is 0 there; a present cell has K trials)
+        instead of an error; a model with no answer at all is still an error.
 
     Raises
     ------
@@ -88,6 +92,9 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
             first_line[name] = line
             values = []
             for position, (column, cell) in enumerate(zip(columns, fields[1:]), start=2):
+                if allow_missing and not cell.strip():
+                    values.append(-1)
+                    continue
                 value = _cell_value(cell.strip(), n_trials)
                 if isinstance(value, str):
                     pair = (f"model {column!r}, item {name!r}" if items_as_rows
@@ -106,4 +113,11 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
     counts = np.asarray(data, dtype=np.int64).reshape(len(rows), len(columns))
     if items_as_rows:
         counts = np.ascontiguousarray(counts.T)
-    return ResponseMatrix(list(models), list(items), counts, n_trials)
+    absent = counts < 0
+    if not absent.any():
+        return ResponseMatrix(list(models), list(items), counts, n_trials)
+    silent = np.flatnonzero(absent.all(axis=1))
+    if silent.size:
+        fail(f"{path}: model {models[silent[0]]!r} has no answers at all (every cell of it is empty)")
+    trials = np.where(absent, 0, n_trials).astype(np.int64)
+    return ResponseMatrix(list(models), list(items), np.where(absent, 0, counts), n_trials, trials)

@@ -21,7 +21,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("__init__", "errors", "files", "csv_table", "options", "resources", "progress", "lifetime"),
     "grading": ("grading",),
     "core": ("matrix", "responses", "response_counts", "harness", "wide", "difficulty_file", "ability_file",
-             "guessing", "metrics", "benchmarks", "fixed_scale_inputs"),
+             "guessing", "metrics", "benchmarks", "fixed_scale_inputs", "matrix_holes"),
     "irt": ("irt", "simulate"),
     "analyses": ("checks", "compare", "detection", "plots", "posterior_metrics", "rank_flip", "reproduce",
                  "robustness", "summary", "anchors", "ability_accuracy", "label_validity", "suite"),

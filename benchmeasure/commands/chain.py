@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     plan_outputs(folders=[(args.output_dir, fixed_names)], inputs=inputs)
 
     from benchmeasure.progress import show_progress
-    from benchmeasure.suite.chain import COLUMNS, run_chain, summarize, single_thread
+    from benchmeasure.suite.chain import COLUMNS, run_chain, single_thread, summarize
     from benchmeasure.suite.reader import read_item_benchmarks, read_suite
 
     mapping = read_item_benchmarks(args.item_benchmarks) if args.item_benchmarks else None
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         "settings": {"order": order, "anchors": args.anchors, "splits": args.splits, "seed": args.seed,
                      "holdout": args.holdout, "level": args.level, "anchor_strategy": "stratified",
                      "prior": "theta ~ Normal(0, 1) integrated on a 61-point grid; b ~ Normal(0, 1), posterior mode"},
-        "models": len(suite.models), "items": {name: int(len(suite.benchmark_items(name))) for name in order},
+        "models": len(suite.models), "items": {name: len(suite.benchmark_items(name)) for name in order},
         "absent_cells": {"total": absent["total"], "of": absent["cells"],
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
                          "items_with_absent_cells": sum(1 for c in absent["per_item"].values() if c)},
@@ -158,5 +158,6 @@ def format_summary(summary: list, level: float) -> str:
     for s in summary:
         lines.append(f"{s['n_anchors']:>5}  {s['method']:<17} {cell(s, 'mae_points', 2):>14} "
                      f"{cell(s, 'spearman', 3):>15} {cell(s, 'coverage', 3):>15}")
-    lines.append("(mean ± standard error over splits; rho: mean over (split, step, benchmark) groups of held-out models)")
+    lines.append("(mean ± standard error over splits; rho: mean over (split, step, benchmark) groups of "
+                 "held-out models)")
     return "\n".join(lines)

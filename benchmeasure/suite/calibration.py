@@ -64,7 +64,7 @@ def fit_items(counts: np.ndarray, trials: np.ndarray, b_start: np.ndarray, free:
     bf = b[free].copy()
     s2 = prior_sd**2
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         w = normalize(fixed_part + grid_loglik(c_free, t_free, bf))
         r, n = w.T @ c_free, w.T @ t_free                      # (G, N_free)
         old = bf.copy()

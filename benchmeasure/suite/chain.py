@@ -22,14 +22,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from ..anchors import select_anchors
 from .calibration import fit_items
-from .predict import (ability_covariance, anchor_accuracy_interval, correlated_nodes, correlated_posterior,
-                      mixture_prediction, one_ability_nodes)
+from .predict import (
+    ability_covariance,
+    anchor_accuracy_interval,
+    correlated_nodes,
+    correlated_posterior,
+    mixture_prediction,
+    one_ability_nodes,
+)
 from .reader import Suite
 
 log = logging.getLogger(__name__)
@@ -39,7 +45,7 @@ COLUMNS = ("split", "step", "benchmark", "model", "method", "n_anchors", "predic
 
 
 def split_models(n_models: int, holdout: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    n_test = min(n_models - 2, max(1, int(round(holdout * n_models))))
+    n_test = min(n_models - 2, max(1, round(holdout * n_models)))
     perm = rng.permutation(n_models)
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
