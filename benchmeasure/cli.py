@@ -42,6 +42,8 @@ COMMANDS: dict[str, Command] = {
                          "difficulties of new items with the model abilities fixed (online calibration)"),
     "select-anchors": Command("select_anchors", "scripts/select_anchors.py", "irt",
                               "choose k anchor items to evaluate future models cheaply"),
+    "fit-suite": Command("fit_suite", "scripts/fit_suite.py", "irt",
+                         "fit a suite (holes allowed) on one scale: per-benchmark difficulties, metrics, abilities"),
     "chain": Command("chain", "scripts/chain.py", "irt",
                      "Growing Pains: benchmarks arrive in order; predict held-out models' accuracy from anchors"),
     "robustness": Command("irt_robustness", "scripts/irt_robustness.py", "irt",

@@ -177,3 +177,35 @@ def test_chain_command_end_to_end(tmp_path):
     assert (out / "difficulty" / "bench1.csv").exists() and (out / "chain.json").exists()
     again = run_script("chain.py", *paths, "--order", "bench9", "--seed", "4", "--output-dir", tmp_path / "x")
     assert_rejected(again, "--order: benchmark 'bench9'")
+
+
+def test_fit_suite_from_a_matrix_with_holes(tmp_path):
+    """prepare --allow-missing → fit-suite --matrix: per-benchmark difficulties, metrics, correlated abilities;
+    a hole gives the same fit as leaving the cell's answer out of the data (the masked likelihood)."""
+    rows = []
+    rng = np.random.default_rng(2)
+    for j in range(12):
+        for i in range(30):
+            if (j, i) in {(0, 3), (5, 17)}:
+                continue
+            rows.append((f"m{j}", f"q{i}", 0, int(rng.random() < 1 / (1 + np.exp(i / 10 - 1.5 - j / 6)))))
+    src = write_rows(tmp_path / "r.csv", ["model", "item_id", "trial", "correct"], rows)
+    matrix = tmp_path / "m.csv"
+    assert run_script("prepare_response_matrix.py", src, "--n-trials", 1, "--output", matrix,
+                      "--allow-missing").returncode == 0
+    bench = write_rows(tmp_path / "ib.csv", ["item_id", "benchmark"],
+                       [(f"q{i}", "easy" if i < 15 else "hard") for i in range(30)])
+    out = tmp_path / "fit"
+    result = run_script("fit_suite.py", "--matrix", matrix, "--n-trials", 1, "--item-benchmarks", bench,
+                        "--abilities", "correlated", "--output-dir", out)
+    assert result.returncode == 0, result.stderr
+    assert "easy: 15 items, DDM" in result.stdout and "2 absent cells" in result.stderr
+    with open(out / "hard" / "difficulty.csv", encoding="utf-8") as handle:
+        hard = list(csv.DictReader(handle))
+    direct = read_suite([src])
+    b, _, _ = fit_items(direct.counts, direct.trials, np.zeros(30), np.ones(30, bool), prior_sd=3.0)
+    by_item = dict(zip(direct.items, b))
+    np.testing.assert_allclose([float(r["b_mean"]) for r in hard], [by_item[r["item"]] for r in hard], atol=1e-3)
+    assert (out / "correlation.csv").exists()
+    assert_rejected(run_script("fit_suite.py", src, "--matrix", matrix, "--output-dir", tmp_path / "y"),
+                    "one of the two")

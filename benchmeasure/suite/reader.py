@@ -187,3 +187,22 @@ def read_item_benchmarks(path: str) -> dict:
                  "belongs to one benchmark")
         mapping[item] = bench
     return mapping
+
+
+def suite_from_matrix(path: str, n_trials: int, item_benchmarks: dict | None = None) -> Suite:
+    """A count matrix (blank = absent, companion ``.trials.csv`` for K per cell) as a suite; its items belong to
+    the benchmarks ``item_benchmarks`` names, or all to one benchmark named after the file."""
+    from ..matrix_holes import read_counts_and_trials
+
+    models, items, counts, trials = read_counts_and_trials(path, n_trials)
+    if item_benchmarks is None:
+        names = [benchmark_name(path)] * len(items)
+    else:
+        unnamed = [item for item in items if item not in item_benchmarks]
+        if unnamed:
+            fail(f"{path}: item {unnamed[0]!r} has no benchmark in the item→benchmark file")
+        names = [item_benchmarks[item] for item in items]
+    benchmarks = list(dict.fromkeys(names))
+    code = np.array([benchmarks.index(name) for name in names], dtype=np.int64)
+    return Suite(list(models), list(items), benchmarks, code, np.asarray(counts, dtype=np.int32),
+                 np.asarray(trials, dtype=np.int32))
