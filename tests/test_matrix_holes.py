@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_harness_logs import MODELS, _drop_doc, copy_log, edit_samples, lmms
@@ -141,3 +142,26 @@ def test_round_trip_and_garbage_fuzz(tmp_path, k, cells, garbage):
         return
     assert all(c <= t for cr, tr in zip(c2, t2) for c, t in zip(cr, tr))
     assert np.all(np.asarray(t2) <= k)
+
+
+def test_checks_with_holes_reduce_to_table5_and_run_through_check(tmp_path):
+    from benchmeasure.checks import check_matrix
+    from benchmeasure.checks_holes import check_matrix_with_holes
+    from benchmeasure.matrix import ResponseMatrix
+
+    counts = np.array([[2, 2, 1, 0], [2, 1, 0, 1], [1, 0, 1, 0]])   # the worked example of benchmeasure.checks
+    full = check_matrix(ResponseMatrix(["m0", "m1", "m2"], list("abcd"), counts, 2))
+    holes = check_matrix_with_holes(counts, np.full(counts.shape, 2))
+    assert holes.as_dict() == pytest.approx(full.as_dict(), abs=1e-12)
+    assert round(full.model_inversion_rate, 6) == 0.285714
+    rng = np.random.default_rng(0)
+    big = rng.binomial(3, 0.5, (5, 300))
+    assert check_matrix_with_holes(big, np.full(big.shape, 3)).as_dict() == pytest.approx(
+        check_matrix(ResponseMatrix(list("abcde"), [str(i) for i in range(300)], big, 3)).as_dict(), abs=1e-12)
+    src = write(tmp_path / "r.csv", ["model", "item_id", "trial", "correct"], ROWS)
+    out = tmp_path / "m.csv"
+    run_script("prepare_response_matrix.py", src, "--n-trials", 2, "--output", out, "--allow-missing")
+    assert_rejected(run_script("check_response_matrix.py", out, "--n-trials", 2), "empty cell", "--allow-missing")
+    result = run_script("check_response_matrix.py", out, "--n-trials", 2, "--allow-missing")
+    assert result.returncode == 0, result.stderr
+    assert "Absent cells: 1 of 6" in result.stdout
