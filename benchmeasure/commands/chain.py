@@ -16,6 +16,7 @@ import time
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
+from benchmeasure.fixed_scale_inputs import input_records
 from benchmeasure.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
@@ -113,7 +114,7 @@ def main(argv=None) -> int:
         "absent_cells": {"total": absent["total"], "of": absent["cells"],
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
                          "items_with_absent_cells": sum(1 for c in absent["per_item"].values() if c)},
-        "summary": summary, "inputs": _inputs(inputs), "command": command_line(),
+        "summary": summary, "inputs": input_records(inputs), "command": command_line(),
         "package_versions": package_versions(["numpy", "scipy", "pandas"]),
         "wall_time_s": time.perf_counter() - start,
     }
@@ -139,11 +140,6 @@ def main(argv=None) -> int:
           f"({len(order)} benchmarks), chain.json in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return 0
 
-
-def _inputs(paths) -> list:
-    from benchmeasure.files import sha256_file
-
-    return [{"path": p, "sha256": sha256_file(p)} for p in paths if p is not None]
 
 
 def format_summary(summary: list, level: float) -> str:

@@ -19,6 +19,7 @@ import time
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
+from benchmeasure.fixed_scale_inputs import input_records
 from benchmeasure.options import N_TRIALS
 
 EXAMPLES = """\
@@ -103,7 +104,7 @@ def main(argv=None) -> int:
         "absent_cells": {"total": absent["total"], "of": absent["cells"],
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
                          "per_item": {i: c for i, c in absent["per_item"].items() if c}},
-        "inputs": _inputs(inputs), "command": command_line(),
+        "inputs": input_records(inputs), "command": command_line(),
         "package_versions": package_versions(["numpy", "scipy", "pandas"]),
         "wall_time_s": time.perf_counter() - start,
     }
@@ -144,9 +145,3 @@ def main(argv=None) -> int:
     print(f"wrote {args.output_dir}: {len(suite.benchmarks)} benchmarks, {len(suite.models)} models, "
           f"{absent['total']} absent cells of {absent['cells']}, {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
-
-
-def _inputs(paths) -> list:
-    from benchmeasure.files import sha256_file
-
-    return [{"path": p, "sha256": sha256_file(p)} for p in paths if p is not None]
