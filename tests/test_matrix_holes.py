@@ -108,6 +108,8 @@ def test_reader_rejects_inconsistent_companions(tmp_path):
         assert "count 2 is above the cell's 1 trial" in str(exc)
     else:
         raise AssertionError("a count above its trials was accepted")
+    assert_rejected(run_script("check_response_matrix.py", path, "--n-trials", 3, "--allow-missing"),
+                    "count 2 is above the cell's 1 trial")
     result = subprocess.run([sys.executable, "-c", "from benchmeasure.matrix import read_matrix; "
                              f"read_matrix({str(path)!r}, 3)"], capture_output=True, text=True)
     assert "empty cell" in result.stderr and "--allow-missing" in result.stderr
