@@ -162,7 +162,7 @@ def read_suite(paths: list, item_benchmarks: dict | None = None) -> Suite:
     item_benchmark = first_bench
     for k, name in enumerate(benchmarks):
         if np.all(np.isin(np.flatnonzero(item_benchmark == k), unanswered)):
-            fail(f"benchmark {name!r}: no model answered any of its items")
+            fail(f"{', '.join(map(os.fspath, paths))}: benchmark {name!r}: no model answered any of its items")
     return Suite([str(m) for m in models], [str(i) for i in items], [str(b) for b in benchmarks],
                  item_benchmark, counts, trials)
 
