@@ -211,3 +211,27 @@ def test_fit_suite_from_a_matrix_with_holes(tmp_path):
     assert page.returncode == 0 and "2 benchmarks" in page.stderr, page.stderr     # every benchmark of the suite
     assert_rejected(run_script("fit_suite.py", src, "--matrix", matrix, "--output-dir", tmp_path / "y"),
                     "one of the two")
+
+
+def test_joint_nuts_with_holes_matches_quadrature():
+    """The masked joint posterior (NUTS, K per cell, one absent cell) has the posterior means that brute-force
+    quadrature over all five parameters gives."""
+    from benchmeasure.irt.holes import sample_with_holes
+
+    counts = np.array([[2, 1, 0], [0, 3, 1]])
+    trials = np.array([[3, 1, 0], [2, 3, 2]])
+    theta_draws, b_draws = sample_with_holes(counts, trials, draws=1500, tune=700, chains=2, seed=3)
+    g = np.linspace(-5, 5, 17)
+    grids = np.meshgrid(g, g, g, g, g, indexing="ij", sparse=True)   # θ0, θ1, b0, b1, b2
+    theta, b = grids[:2], grids[2:]
+    logp = sum(-0.5 * x**2 for x in grids)
+    for j in range(2):
+        for i in range(3):
+            eta = theta[j] - b[i]
+            logp = logp + counts[j, i] * eta - trials[j, i] * np.logaddexp(0, eta)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    exact_b = [float((w * x).sum()) for x in b]
+    exact_theta = [float((w * x).sum()) for x in theta]
+    np.testing.assert_allclose(b_draws.mean(axis=0), exact_b, atol=0.08)
+    np.testing.assert_allclose(theta_draws.mean(axis=0), exact_theta, atol=0.08)
