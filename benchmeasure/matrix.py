@@ -65,9 +65,10 @@ class ResponseMatrix:
     def constant_items(self) -> dict:
         """Items solved by every model in every trial (``all_correct``) or by none (``all_wrong``)."""
         total = self.counts.sum(axis=0)
-        full = len(self.models) * self.n_trials
+        full = np.broadcast_to(len(self.models) * self.n_trials if self.trials is None else self.trials.sum(axis=0),
+                               total.shape)
         return {
-            "all_correct": [item for item, t in zip(self.items, total) if t == full],
+            "all_correct": [item for item, t, f in zip(self.items, total, full) if t == f],
             "all_wrong": [item for item, t in zip(self.items, total) if t == 0],
         }
 
@@ -76,8 +77,9 @@ def constant_models(matrix: ResponseMatrix) -> dict:
     """Models that solved every item in every trial (``all_correct``) or none (``all_wrong``): legal, but their
     ability is then set mostly by the prior."""
     total = matrix.counts.sum(axis=1)
-    full = len(matrix.items) * matrix.n_trials
-    return {"all_correct": [m for m, t in zip(matrix.models, total) if t == full],
+    full = np.broadcast_to(len(matrix.items) * matrix.n_trials if matrix.trials is None else matrix.trials.sum(axis=1),
+                           total.shape)
+    return {"all_correct": [m for m, t, f in zip(matrix.models, total, full) if t == f],
             "all_wrong": [m for m, t in zip(matrix.models, total) if t == 0]}
 
 
@@ -150,6 +152,20 @@ def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:
         writer.writerow(["model", *matrix.items])
         for model, row in zip(matrix.models, matrix.counts.tolist()):
             writer.writerow([model, *row])
+
+
+def read_matrix_allowing_holes(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
+    """A count matrix that may have absent cells (blank) and K per cell (``MATRIX.trials.csv``,
+    :mod:`benchmeasure.matrix_holes`); ``trials`` is None when every cell has ``n_trials``."""
+    from .matrix_holes import read_counts_and_trials
+
+    check_n_trials(n_trials)
+    models, items, counts, trials = read_counts_and_trials(path, n_trials)
+    if len(models) < 2 or len(items) < 2:
+        fail(f"{path}: need at least 2 models and 2 items, found {len(models)} models and {len(items)} items")
+    trials = np.asarray(trials, dtype=np.int64).reshape(len(models), len(items))
+    return ResponseMatrix(list(models), list(items), np.asarray(counts, dtype=np.int64).reshape(trials.shape),
+                          n_trials, None if (trials == n_trials).all() else trials)
 
 
 def check_recorded_n_trials(path: str | os.PathLike, n_trials: int) -> None:

@@ -241,6 +241,12 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
     FitResult
     """
     wall_start = time.perf_counter()
+    if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked joint model (irt.holes)
+        if method != "nuts" or route == "collapsed" or sampler == "numpyro":
+            fail("a matrix with absent cells or K per cell is fitted by NUTS on the joint route with nutpie or "
+                 "pymc (--method nuts --route joint or auto); the fused kernel, the posterior mode and the "
+                 "collapsed route assume one K for every cell")
+        route = "joint"
     if fixed_b is not None:
         if method != "nuts":
             fail("--fixed-difficulties needs --method nuts (the posterior mode is not implemented for anchored fits)")
@@ -388,9 +394,11 @@ def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws,
     """The joint route: NUTS on (θ, b) together (on θ and the free b when ``fixed_b`` holds anchors)."""
     from .model import build_model
 
-    model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
-                        parametrization=parametrization,
-                        kernel="pytensor" if sampler == "numpyro" else "fused", fixed_b=fixed_b)
+    trials = getattr(matrix, "trials", None)  # holes: the trials matrix in place of K (PyTensor kernel)
+    model = build_model(matrix.counts, matrix.n_trials if trials is None else trials.astype(float), g,
+                        models=matrix.models, items=matrix.items, parametrization=parametrization,
+                        kernel="pytensor" if sampler == "numpyro" or trials is not None else "fused",
+                        fixed_b=fixed_b)
     names = ["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]
     checked = ["theta", "b"] if fixed_b is None else ["theta", "b_free"]
     idata, compile_time, sampling_time = _run_nuts(
