@@ -77,6 +77,9 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
             answered = new[ttr[:, new].sum(axis=0) > 0]
             for n in anchor_sizes:
                 k = min(n, answered.size)
+                if k == 0:  # no calibration model answered this benchmark in this split: nothing to anchor
+                    anchors[n][name] = answered
+                    continue
                 pick = select_anchors(b_fixed[answered], k, "stratified", seed * 1_000_003 + split * 1009 + step)
                 anchors[n][name] = answered[pick]
             names = order[:step]
