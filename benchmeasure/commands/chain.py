@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     record = {
         "settings": {"order": order, "anchors": args.anchors, "splits": args.splits, "seed": args.seed,
                      "holdout": args.holdout, "level": args.level, "anchor_strategy": "stratified",
-                     "prior": "theta ~ Normal(0, 1) integrated on a 61-point grid; b ~ Normal(0, 1), posterior mode"},
+                     "prior": "theta ~ Normal(0, 1) integrated on a 61-point grid; b ~ Normal(0, 3^2), posterior mode"},
         "models": len(suite.models), "items": {name: len(suite.benchmark_items(name)) for name in order},
         "absent_cells": {"total": absent["total"], "of": absent["cells"],
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
