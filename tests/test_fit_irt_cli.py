@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmeasure.matrix import ResponseMatrix, write_matrix
-from benchmeasure.simulate import simulate_counts
+from benchmeasure.core.matrix import ResponseMatrix, write_matrix
+from benchmeasure.irt.simulate import simulate_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "fit_irt.py"

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_harness_logs import MODELS, _drop_doc, copy_log, edit_samples, lmms
 
-from benchmeasure.errors import InputError
-from benchmeasure.matrix_holes import read_counts_and_trials, trials_path, write_counts_and_trials
-from benchmeasure.response_counts import count_responses
-from benchmeasure.responses import _read_arrow
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.matrix_holes import read_counts_and_trials, trials_path, write_counts_and_trials
+from benchmeasure.core.response_counts import count_responses
+from benchmeasure.core.responses import _read_arrow
 from conftest import assert_rejected, run_script
 
 ROWS = [("a", "q1", "0", "1"), ("a", "q1", "1", "1"), ("a", "q2", "0", "0"), ("a", "q2", "1", "1"),
@@ -110,7 +110,7 @@ def test_reader_rejects_inconsistent_companions(tmp_path):
         raise AssertionError("a count above its trials was accepted")
     assert_rejected(run_script("check_response_matrix.py", path, "--n-trials", 3, "--allow-missing"),
                     "count 2 is above the cell's 1 trial")
-    result = subprocess.run([sys.executable, "-c", "from benchmeasure.matrix import read_matrix; "
+    result = subprocess.run([sys.executable, "-c", "from benchmeasure.core.matrix import read_matrix; "
                              f"read_matrix({str(path)!r}, 3)"], capture_output=True, text=True)
     assert "empty cell" in result.stderr and "--allow-missing" in result.stderr
 
@@ -147,11 +147,11 @@ def test_round_trip_and_garbage_fuzz(tmp_path, k, cells, garbage):
 
 
 def test_checks_with_holes_reduce_to_table5_and_run_through_check(tmp_path):
-    from benchmeasure.checks import check_matrix
-    from benchmeasure.checks_holes import check_matrix_with_holes
-    from benchmeasure.matrix import ResponseMatrix
+    from benchmeasure.analyses.checks import check_matrix
+    from benchmeasure.analyses.checks_holes import check_matrix_with_holes
+    from benchmeasure.core.matrix import ResponseMatrix
 
-    counts = np.array([[2, 2, 1, 0], [2, 1, 0, 1], [1, 0, 1, 0]])   # the worked example of benchmeasure.checks
+    counts = np.array([[2, 2, 1, 0], [2, 1, 0, 1], [1, 0, 1, 0]])   # the worked example of benchmeasure.analyses.checks
     full = check_matrix(ResponseMatrix(["m0", "m1", "m2"], list("abcd"), counts, 2))
     holes = check_matrix_with_holes(counts, np.full(counts.shape, 2))
     assert holes.as_dict() == pytest.approx(full.as_dict(), abs=1e-12)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
 from benchmeasure.suite.calibration import fit_items
 from benchmeasure.suite.predict import correlated_posterior, mixture_prediction, one_ability_nodes
 from benchmeasure.suite.reader import read_suite
@@ -216,7 +216,7 @@ def test_fit_suite_from_a_matrix_with_holes(tmp_path):
 def test_fit_command_with_holes_matches_quadrature(tmp_path):
     """fit --allow-missing (NUTS, joint route, masked likelihood) on a matrix with an absent cell and K per cell:
     the posterior means of b agree with brute-force quadrature; without the option the matrix is refused."""
-    from benchmeasure.matrix_holes import write_counts_and_trials
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
 
     counts = np.array([[2, 1, 0], [0, 3, 1]])
     trials = np.array([[3, 1, 0], [2, 3, 2]])

@@ -3,7 +3,7 @@
 For a calibration table (``item_id,b_mean,b_sd``) the difficulties are put on the
 benchmark's own min–max scale (paper, Section 2) and the ``k`` widest adjacent gaps are the
 targets; a gap [left, right] has target z* = (left + right)/2, its midpoint (paper, Section 4). The gap metric is
-:func:`benchmeasure.metrics.largest_gaps`, the same one ``diagnose_benchmark.py`` reports.
+:func:`benchmeasure.core.metrics.largest_gaps`, the same one ``diagnose_benchmark.py`` reports.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import json
 import os
 from dataclasses import dataclass
 
-from benchmeasure.csv_table import finite_float, read_table
-from benchmeasure.errors import fail
-from benchmeasure.files import read_jsonl_objects
-from benchmeasure.metrics import largest_gaps, normalize_min_max
+from benchmeasure.base.csv_table import finite_float, read_table
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import read_jsonl_objects
+from benchmeasure.core.metrics import largest_gaps, normalize_min_max
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class SeedSet:
         return [item.z for item in self.items]
 
     def targets(self, k: int) -> list:
-        """The ``k`` widest gaps (:class:`benchmeasure.metrics.Gap`), widest first; target z* = midpoint."""
+        """The ``k`` widest gaps (:class:`benchmeasure.core.metrics.Gap`), widest first; target z* = midpoint."""
         return largest_gaps(self.z_values(), k)
 
     def normalize(self, b: float) -> float:

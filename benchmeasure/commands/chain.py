@@ -14,10 +14,17 @@ import re
 import sys
 import time
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
-from benchmeasure.fixed_scale_inputs import input_records
-from benchmeasure.options import OPEN_PROBABILITY, SEED, integer
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    write_json,
+)
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
+from benchmeasure.core.fixed_scale_inputs import input_records
 
 EXAMPLES = """\
 examples:
@@ -78,7 +85,7 @@ def main(argv=None) -> int:
     fixed_names = ["predictions.csv", "summary.csv", "chain.json"]
     plan_outputs(folders=[(args.output_dir, fixed_names)], inputs=inputs)
 
-    from benchmeasure.progress import show_progress
+    from benchmeasure.base.progress import show_progress
     from benchmeasure.suite.chain import COLUMNS, run_chain, single_thread, summarize
     from benchmeasure.suite.reader import read_item_benchmarks, read_suite
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.checks import THRESHOLDS, check_matrix
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import (
+from benchmeasure.analyses.checks import THRESHOLDS, check_matrix
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -17,8 +17,8 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.matrix import read_matrix
-from benchmeasure.options import N_TRIALS
+from benchmeasure.base.options import N_TRIALS
+from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
 examples:
@@ -27,7 +27,7 @@ examples:
   python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32 --output-dir results/checks
 
 thresholds (paper Table 5): model/item information >= 0.3, model/item inversion rate <= 0.3.
-definitions: see benchmeasure/checks.py or docs/analyses.md.
+definitions: see benchmeasure/analyses/checks.py or docs/analyses.md.
 """
 
 LABELS = {
@@ -49,7 +49,7 @@ def parse_args(argv):
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--allow-missing", action="store_true",
                         help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): the figures are computed "
-                             "on present cells with rates (docs/suites.md, benchmeasure/checks_holes.py)")
+                             "on present cells with rates (docs/suites.md, benchmeasure/analyses/checks_holes.py)")
     parser.add_argument("--output-dir", metavar="DIR",
                         help="also write checks.json (figures, settings, input SHA-256, versions) and checks.md here")
     return parser.parse_args(argv)
@@ -99,9 +99,9 @@ def main(argv=None) -> int:
     if args.allow_missing:
         import numpy as np
 
-        from benchmeasure.checks_holes import check_matrix_with_holes
-        from benchmeasure.matrix import ResponseMatrix
-        from benchmeasure.matrix_holes import read_counts_and_trials
+        from benchmeasure.analyses.checks_holes import check_matrix_with_holes
+        from benchmeasure.core.matrix import ResponseMatrix
+        from benchmeasure.core.matrix_holes import read_counts_and_trials
 
         models, items, counts, trials = read_counts_and_trials(args.matrix, args.n_trials)
         matrix = ResponseMatrix(models, items, np.asarray(counts, dtype=np.int64), args.n_trials,

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import result_json
-from benchmeasure.metrics import diagnose
-from benchmeasure.options import TOP_K
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import result_json
+from benchmeasure.base.options import TOP_K
+from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.metrics import diagnose
 
 EXAMPLES = """\
 examples:

@@ -17,10 +17,17 @@ import re
 import sys
 import time
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
-from benchmeasure.fixed_scale_inputs import input_records
-from benchmeasure.options import N_TRIALS
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    write_json,
+)
+from benchmeasure.base.options import N_TRIALS
+from benchmeasure.core.fixed_scale_inputs import input_records
 
 EXAMPLES = """\
 examples:
@@ -65,7 +72,7 @@ def _folder_name(benchmark: str) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
-    from benchmeasure.matrix_holes import trials_path
+    from benchmeasure.core.matrix_holes import trials_path
 
     inputs = [*args.responses, args.matrix, args.item_benchmarks]
     if args.matrix and os.path.isfile(trials_path(args.matrix)):
@@ -73,7 +80,7 @@ def main(argv=None) -> int:
     fixed = ["metrics.csv", "ability.csv", "suite.json"] + (["correlation.csv"] if args.abilities != "one" else [])
     plan_outputs(folders=[(args.output_dir, fixed)], inputs=inputs)
 
-    from benchmeasure.metrics import diagnose
+    from benchmeasure.core.metrics import diagnose
     from benchmeasure.suite.chain import single_thread
     from benchmeasure.suite.fit import fit_suite
     from benchmeasure.suite.reader import read_item_benchmarks, read_suite, suite_from_matrix

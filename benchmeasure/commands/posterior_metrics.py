@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, write_json
-from benchmeasure.metrics import diagnose
-from benchmeasure.options import OPEN_PROBABILITY, TOP_K
-from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
+from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
+from benchmeasure.base.options import OPEN_PROBABILITY, TOP_K
+from benchmeasure.core.metrics import diagnose
 
 EXAMPLES = """\
 examples:

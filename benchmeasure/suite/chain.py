@@ -7,7 +7,7 @@ calibrate. Benchmarks arrive in ``order``; at step t:
    (:func:`~.calibration.fit_items`, fixed-parameter calibration), and — for the concurrent method — every item
    seen so far is refit from the data (warm start);
 2. N anchors of the new benchmark are chosen for each N (stratified by the fixed difficulties,
-   :func:`benchmeasure.anchors.select_anchors`), among items some calibration model answered; earlier
+   :func:`benchmeasure.analyses.anchors.select_anchors`), among items some calibration model answered; earlier
    benchmarks keep theirs;
 3. each held-out model answers only the anchors of the benchmarks seen so far, and its accuracy on each of them
    is predicted with an interval by every method: ``anchor_accuracy`` (raw), ``concurrent`` and ``fixed`` (one
@@ -26,9 +26,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..anchors import select_anchors
-from .calibration import fit_items
-from .predict import (
+from benchmeasure.analyses.anchors import select_anchors
+from benchmeasure.suite.calibration import fit_items
+from benchmeasure.suite.predict import (
     ability_covariance,
     anchor_accuracy_interval,
     correlated_nodes,
@@ -36,7 +36,7 @@ from .predict import (
     mixture_prediction,
     one_ability_nodes,
 )
-from .reader import Suite
+from benchmeasure.suite.reader import Suite
 
 log = logging.getLogger(__name__)
 

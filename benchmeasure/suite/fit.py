@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibration import GRID, fit_items, sigmoid
-from .predict import ability_covariance, correlated_posterior
-from .reader import Suite
+from benchmeasure.suite.calibration import GRID, fit_items, sigmoid
+from benchmeasure.suite.predict import ability_covariance, correlated_posterior
+from benchmeasure.suite.reader import Suite
 
 
 @dataclass(frozen=True)

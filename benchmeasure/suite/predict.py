@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .calibration import GRID, ability_summary, grid_loglik, normalize, sigmoid
+from benchmeasure.suite.calibration import GRID, ability_summary, grid_loglik, normalize, sigmoid
 
 HERMITE_NODES, HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(41)
 HERMITE_WEIGHTS = HERMITE_WEIGHTS / HERMITE_WEIGHTS.sum()

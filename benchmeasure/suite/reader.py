@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import fail
+from benchmeasure.base.errors import fail
 
 REQUIRED = ("model", "item_id", "correct")
 
@@ -169,7 +169,7 @@ def read_suite(paths: list, item_benchmarks: dict | None = None) -> Suite:
 
 def read_item_benchmarks(path: str) -> dict:
     """An item→benchmark file: CSV with columns ``item_id`` (or ``item``) and ``benchmark``."""
-    from ..csv_table import read_table
+    from benchmeasure.base.csv_table import read_table
 
     table = read_table(path, expected="item_id,benchmark")
     header = table.header
@@ -192,7 +192,7 @@ def read_item_benchmarks(path: str) -> dict:
 def suite_from_matrix(path: str, n_trials: int, item_benchmarks: dict | None = None) -> Suite:
     """A count matrix (blank = absent, companion ``.trials.csv`` for K per cell) as a suite; its items belong to
     the benchmarks ``item_benchmarks`` names, or all to one benchmark named after the file."""
-    from ..matrix_holes import read_counts_and_trials
+    from benchmeasure.core.matrix_holes import read_counts_and_trials
 
     models, items, counts, trials = read_counts_and_trials(path, n_trials)
     if item_benchmarks is None:
