@@ -11,7 +11,7 @@ more absent cells are not ranked lower for it). With T the trials matrix (0 = ab
   accuracy on the other items they answered (Σ_{i'≠i} Y / Σ_{i'≠i} T) and compared by their rate Y_ji / T_ji on
   item i; concordant and inverted pairs are pooled as before. Items likewise.
 
-On a complete matrix with K everywhere every figure equals :func:`benchmeasure.analyses.checks.check_matrix`'s (rates are
+On a complete matrix with K everywhere every figure equals ``analyses.checks.check_matrix``'s (rates are
 counts divided by the same constant), which ``tests/test_matrix_holes.py`` asserts.
 """
 
