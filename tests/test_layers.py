@@ -31,12 +31,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     "irt": {"base", "core"},
     "analyses": {"base", "core", "irt"},
     "browse": {"base", "core", "irt", "analyses"},
+    "suite": {"base", "core", "irt", "analyses"},
     "verifier": {"base", "core", "grading"},
     "benchfill": {"base", "core", "grading", "irt", "analyses", "verifier"},
     "scope": {"base", "core", "grading", "irt", "analyses", "verifier"},  # beside benchfill
     "explorer": {"base", "core", "grading", "irt", "analyses", "browse", "verifier", "benchfill"},  # reads run folders
     "serving": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "scope"},
-    "commands": {"base", "core", "grading", "irt", "analyses", "browse", "verifier", "benchfill", "scope", "explorer",
+    "commands": {"base", "core", "grading", "irt", "analyses", "browse", "suite", "verifier", "benchfill", "scope",
+                 "explorer",
                  "serving"},
     "cli": {"base"},  # the command table imports its commands by name only (importlib), so --help is instant
 }

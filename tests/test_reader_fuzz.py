@@ -24,6 +24,9 @@ from benchmeasure.benchfill.gaps import read_calibration
 from benchmeasure.core.difficulty_file import read_difficulty_column, read_item_difficulties
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
+from benchmeasure.core.matrix_holes import read_counts_and_trials
+from benchmeasure.core.wide import read_wide_matrix
+from benchmeasure.suite.reader import read_suite
 from conftest import assert_rejected, run_script
 
 READERS = {
@@ -37,6 +40,11 @@ READERS = {
     "pre/post": ("model,item_id,trial,correct,condition\nm,q0,0,1,pre\nm,q0,0,0,post\nm,q1,0,1,pre\n"
                  "m,q1,0,1,post\n", read_pre_post),
     "table": ("a,b,c\n1,2,3\n4,5,6\n", lambda p: read_table(p, required=("a", "b"))),
+    # holes (issue 19): blank = absent; a wide table read with --allow-missing; a suite's long responses
+    "matrix with holes": ("model,q0,q1,q2\na,0,,2\nb,1,2,\nc,,0,1\n", lambda p: read_counts_and_trials(p, 2)),
+    "wide with holes": (",m0,m1\nq0,1,\nq1,,0\nq2,1,1\n", lambda p: read_wide_matrix(p, 1, True, allow_missing=True)),
+    "suite": ("model,item_id,trial,correct,benchmark\na,q0,0,1,x\na,q1,0,,y\nb,q0,0,0,x\nb,q1,0,1,y\n",
+              lambda p: read_suite([p])),
 }
 
 ODD = st.sampled_from([b"", b" ", b"x", b"\xe9", b"\xff\xfe", b"\x00", b'"', b'"a,b"', b"nan", b"-inf", b"1e999",

@@ -154,27 +154,32 @@ def _strict_orders(counts: np.ndarray) -> tuple[int, int]:
     concordant = inverted = 0
     for s in range(counts.shape[1]):
         value = counts[:, s]
-        key = totals - value
-        if len(key) <= _BLOCK:
-            product = np.sign(key[:, None] - key[None, :]) * np.sign(value[:, None] - value[None, :])
-            concordant += int((product > 0).sum()) // 2
-            inverted += int((product < 0).sum()) // 2
-            continue
-        # many rows (e.g. items): count, for each row a and each distinct value v, the rows with a
-        # strictly smaller key and value v (sorted keys + searchsorted), O(levels · R log R)
-        # instead of the R² comparisons; pairs tied in key or value are skipped as above
-        levels = np.unique(value)
-        below = np.empty((levels.size, len(key)), dtype=np.int64)  # below[l, a]: key < key_a and value == v_l
-        for index, level in enumerate(levels):
-            below[index] = np.searchsorted(np.sort(key[value == level]), key, side="left")
-        level_of = np.searchsorted(levels, value)
-        cumulative = np.cumsum(below, axis=0)                      # value ≤ v_l
-        rows = np.arange(len(key))
-        smaller = np.where(level_of > 0, cumulative[np.maximum(level_of - 1, 0), rows], 0)
-        larger = cumulative[-1] - cumulative[level_of, rows]
-        concordant += int(smaller.sum())   # key_b < key_a and value_b < value_a
-        inverted += int(larger.sum())      # key_b < key_a and value_b > value_a
+        c, i = column_orders(totals - value, value)
+        concordant += c
+        inverted += i
     return concordant, inverted
+
+
+def column_orders(key: np.ndarray, value: np.ndarray) -> tuple[int, int]:
+    """Row pairs ordered the same way (concordant) and the opposite way (inverted) by ``key`` and ``value``;
+    pairs tied in either are skipped."""
+    if len(key) <= _BLOCK:
+        product = np.sign(key[:, None] - key[None, :]) * np.sign(value[:, None] - value[None, :])
+        return int((product > 0).sum()) // 2, int((product < 0).sum()) // 2
+    # many rows (e.g. items): count, for each row a and each distinct value v, the rows with a
+    # strictly smaller key and value v (sorted keys + searchsorted), O(levels · R log R)
+    # instead of the R² comparisons; pairs tied in key or value are skipped as above
+    levels = np.unique(value)
+    below = np.empty((levels.size, len(key)), dtype=np.int64)  # below[l, a]: key < key_a and value == v_l
+    for index, level in enumerate(levels):
+        below[index] = np.searchsorted(np.sort(key[value == level]), key, side="left")
+    level_of = np.searchsorted(levels, value)
+    cumulative = np.cumsum(below, axis=0)                      # value ≤ v_l
+    rows = np.arange(len(key))
+    smaller = np.where(level_of > 0, cumulative[np.maximum(level_of - 1, 0), rows], 0)
+    larger = cumulative[-1] - cumulative[level_of, rows]
+    # key_b < key_a and value_b < value_a (concordant); key_b < key_a and value_b > value_a (inverted)
+    return int(smaller.sum()), int(larger.sum())
 
 
 def inversion_rate(counts: np.ndarray) -> float | None:

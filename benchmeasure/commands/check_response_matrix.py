@@ -47,6 +47,9 @@ def parse_args(argv):
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K", help="trials per model-item pair")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): the figures are computed "
+                             "on present cells with rates (docs/suites.md, benchmeasure/analyses/checks_holes.py)")
     parser.add_argument("--output-dir", metavar="DIR",
                         help="also write checks.json (figures, settings, input SHA-256, versions) and checks.md here")
     return parser.parse_args(argv)
@@ -92,15 +95,30 @@ OUTPUTS = ("checks.md", "checks.json")
 def main(argv=None) -> int:
     args = parse_args(argv)
     plan_outputs(inputs=[args.matrix], folders=[(args.output_dir, OUTPUTS)])
-    matrix = read_matrix(args.matrix, args.n_trials)
-    result = check_matrix(matrix)
+    absent = None
+    if args.allow_missing:
+        import numpy as np
+
+        from benchmeasure.analyses.checks_holes import check_matrix_with_holes
+        from benchmeasure.core.matrix import ResponseMatrix
+        from benchmeasure.core.matrix_holes import read_counts_and_trials
+
+        models, items, counts, trials = read_counts_and_trials(args.matrix, args.n_trials)
+        matrix = ResponseMatrix(models, items, np.asarray(counts, dtype=np.int64), args.n_trials,
+                                np.asarray(trials, dtype=np.int64))
+        result = check_matrix_with_holes(matrix.counts, matrix.trials)
+        absent = int((matrix.trials == 0).sum())
+    else:
+        matrix = read_matrix(args.matrix, args.n_trials)
+        result = check_matrix(matrix)
     if args.output_dir:
         models, items = matrix.shape
         record = {
             **result.as_dict(),
             "failures": result.failures(),
             "thresholds": {name: {"op": op, "limit": limit} for name, (op, limit) in THRESHOLDS.items()},
-            "settings": {"n_trials": matrix.n_trials},
+            "settings": {"n_trials": matrix.n_trials, **({"allow_missing": True} if args.allow_missing else {})},
+            **({} if absent is None else {"absent_cells": absent}),
             "input": {"path": args.matrix, "sha256": sha256_file(args.matrix),
                       "models": models, "items": items},
             "command": command_line(),
@@ -112,8 +130,10 @@ def main(argv=None) -> int:
                 handle.write(markdown(args.matrix, matrix, result))
             write_json(out / "checks.json", record)
     if args.json:
-        print(result_json(result.as_dict()))
+        print(result_json(result.as_dict() if absent is None else {**result.as_dict(), "absent_cells": absent}))
     else:
         print(report(args.matrix, matrix, result), end="")
+        if absent is not None:
+            print(f"Absent cells: {absent} of {matrix.counts.size} (figures on present cells, with rates)")
     return 0
 

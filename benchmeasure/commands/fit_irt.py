@@ -92,6 +92,9 @@ def parse_args(argv):
                              "explore (default: the matrix file's name, or its folder's for response_matrix.csv)")
     parser.add_argument("--save-posterior", action="store_true",
                         help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv, prepare --allow-missing): "
+                             "NUTS on the joint route with the masked likelihood (docs/suites.md)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress and no summary (warnings still shown); without it progress goes to stderr: "
                              "a redrawn line on a terminal, a line every 10 s when stderr is a file")
@@ -114,7 +117,12 @@ def validate(args):
 
     plan_outputs(inputs=[args.matrix, args.guessing_csv, args.fixed_difficulties],
                  folders=[(args.output_dir, OUTPUTS)])
-    matrix = read_matrix(args.matrix, args.n_trials)
+    if args.allow_missing:
+        from benchmeasure.core.matrix import read_matrix_allowing_holes
+
+        matrix = read_matrix_allowing_holes(args.matrix, args.n_trials)
+    else:
+        matrix = read_matrix(args.matrix, args.n_trials)
     if args.guessing_csv is not None:
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
     else:  # --guessing's range, like every number's, is checked as the option is parsed (benchmeasure.base.options)
@@ -166,18 +174,29 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     matrix, guessing = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
-    from benchmeasure.analyses.checks import warn_if_failing
+    if matrix.trials is None:
+        from benchmeasure.analyses.checks import warn_if_failing
 
-    warn_if_failing(matrix)
+        warn_if_failing(matrix)
+    else:
+        from benchmeasure.analyses.checks_holes import check_matrix_with_holes
+
+        failures = check_matrix_with_holes(matrix.counts, matrix.trials).failures()
+        if failures:
+            print("warning: response matrix fails the pre-fit checks (paper Table 5, on present cells): "
+                  + "; ".join(failures) + " — the fit proceeds", file=sys.stderr)
 
     from benchmeasure.irt.diagnostics import warnings_for
     from benchmeasure.irt.fit import fit_1pl
+
+    def joint_or(route):
+        return "joint" if args.fixed_b is not None or matrix.trials is not None else route
 
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trials per cell) with "
-        + (f"NUTS ({args.sampler}, {'joint' if args.fixed_b is not None else args.settings.resolved_route()}"
+        + (f"NUTS ({args.sampler}, {joint_or(args.settings.resolved_route())}"
            f" route, {args.chains} chains x "
            f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (marginal mode)"))
     result = fit_1pl(matrix, guessing=guessing, settings=args.settings, progress=show_progress, fixed_b=args.fixed_b)
@@ -191,6 +210,14 @@ def main(argv=None) -> int:
     from benchmeasure.core.difficulty_file import default_benchmark_name
 
     diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
+    if matrix.trials is not None:
+        absent = matrix.trials == 0
+        diagnostics["absent_cells"] = {
+            "total": int(absent.sum()),
+            "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
+            "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
+        say(f"note: {int(absent.sum())} absent cells (per model and item in diagnostics.json), fitted with the "
+            "masked likelihood on the joint route")
     write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])

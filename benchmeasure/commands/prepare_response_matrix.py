@@ -106,6 +106,9 @@ def parse_args(argv):
     parser.add_argument("--output", required=True, metavar="MATRIX_CSV",
                         help="where to write the matrix (parent folders are created)")
     parser.add_argument("--quiet", action="store_true", help="do not print the summary line on stderr")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="keep absent cells (no response) and cells with fewer than K trials: the matrix has "
+                             "blank cells and a companion MATRIX.trials.csv (docs/suites.md)")
     wide = parser.add_argument_group("wide tables (--from wide)")
     wide.add_argument("--items-as-rows", action="store_true",
                       help="with --from wide: the table has one row per item and one column per model")
@@ -171,7 +174,7 @@ def matrix_from_logs(args) -> tuple[ResponseMatrix, list, object]:
     logs = [read_log(args.harness, Path(path), options) for path in args.responses]
     if args.model is not None:
         logs = [replace(logs[0], model=args.model)]
-    matrix, rows = logs_to_matrix(logs, args.metric, args.n_trials, args.threshold, args.grade)
+    matrix, rows = logs_to_matrix(logs, args.metric, args.n_trials, args.threshold, args.grade, args.allow_missing)
     inputs = [{"path": str(log.path), "sha256": sha256_file(log.path), "model": log.model, "task": log.task}
               for log in logs]
     return matrix, inputs, rows
@@ -217,7 +220,7 @@ def not_long_format(path: str) -> None:
              "model and one column per item is read with --from wide (add --items-as-rows when the rows are items)")
 
 
-def read_plain(path: str, n_trials: int):
+def read_plain(path: str, n_trials: int, allow_missing: bool = False):
     """A plain responses CSV: the standard library, or PyArrow for a very large file when it is installed."""
     not_long_format(path)
     if os.path.isfile(path) and os.path.getsize(path) > FAST_BYTES:
@@ -231,13 +234,15 @@ def read_plain(path: str, n_trials: int):
         else:
             from benchmeasure.core.responses import read_responses_csv
 
-            return read_responses_csv(path, n_trials)
-    return count_responses(path, n_trials)
+            return read_responses_csv(path, n_trials, allow_missing)
+    return count_responses(path, n_trials, allow_missing)
 
 
 def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
     """The record written to ``<output>.json``."""
     settings = {"n_trials": args.n_trials}
+    if args.allow_missing:
+        settings["allow_missing"] = True
     if args.harness == "wide":
         settings.update({"from": "wide", "items_as_rows": args.items_as_rows})
     elif args.harness is not None:
@@ -247,8 +252,19 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
                          "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
     harness_package = FORMATS[args.harness].package if args.harness in FORMATS else None
-    return {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings,
-            "inputs": inputs, "command": command_line(),
+    record = {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings}
+    if getattr(matrix, "trials", None) is not None:
+        from benchmeasure.core.matrix_holes import trials_path
+
+        trials = matrix.trials.tolist() if hasattr(matrix.trials, "tolist") else matrix.trials
+        per_model = {m: sum(1 for t in row if t == 0) for m, row in zip(matrix.models, trials)}
+        per_item = {item: sum(1 for row in trials if row[i] == 0) for i, item in enumerate(matrix.items)}
+        record["trials_file"] = trials_path(args.output)
+        record["absent_cells"] = {"total": sum(per_model.values()),
+                                  "per_model": {m: c for m, c in per_model.items() if c},
+                                  "per_item": {i: c for i, c in per_item.items() if c}}
+        record["cells_with_fewer_trials"] = sum(1 for row in trials for t in row if 0 < t < args.n_trials)
+    return {**record, "inputs": inputs, "command": command_line(),
             "package_versions": package_versions(["numpy", "pandas", *([harness_package] if harness_package else [])])}
 
 
@@ -258,17 +274,23 @@ def main(argv=None) -> int:
     if args.harness == "wide" and args.responses_out:
         fail("--responses-out applies to harness logs; a wide table has no per-trial rows")
     # every output checked before what may be gigabytes of input is read; none may be an input
-    plan_outputs(files=[args.output, f"{args.output}.json", args.responses_out], inputs=input_files(args.responses))
+    companion = None
+    if args.allow_missing:
+        from benchmeasure.core.matrix_holes import trials_path
+
+        companion = trials_path(args.output)
+    plan_outputs(files=[args.output, f"{args.output}.json", args.responses_out, companion],
+                 inputs=input_files(args.responses))
     rows = None
     if args.harness == "wide":
         from benchmeasure.core.wide import read_wide_matrix
 
-        matrix = read_wide_matrix(args.responses[0], args.n_trials, args.items_as_rows)
+        matrix = read_wide_matrix(args.responses[0], args.n_trials, args.items_as_rows, args.allow_missing)
         inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
     elif args.harness is not None:
         matrix, inputs, rows = matrix_from_logs(args)
     else:
-        matrix = read_plain(args.responses[0], args.n_trials)
+        matrix = read_plain(args.responses[0], args.n_trials, args.allow_missing)
         inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]
     with all_or_nothing():  # the matrix, its record and --responses-out: all or none
         if args.responses_out:
@@ -277,8 +299,17 @@ def main(argv=None) -> int:
         write_json(f"{args.output}.json", provenance(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
-        trials = f"{args.n_trials} trial{'s' if args.n_trials != 1 else ''}"
-        print(f"wrote {args.output}: {n_models} models x {n_items} items, {trials} each "
-              f"({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+        trials = getattr(matrix, "trials", None)
+        if trials is None:
+            print(f"wrote {args.output}: {n_models} models x {n_items} items, {args.n_trials} "
+                  f"trial{'s' if args.n_trials != 1 else ''} each "
+                  f"({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+        else:
+            flat = [t for row in (trials.tolist() if hasattr(trials, "tolist") else trials) for t in row]
+            print(f"wrote {args.output} and {companion}: {n_models} models x {n_items} items, "
+                  f"{flat.count(0)} absent cells ({flat.count(0) / len(flat):.2%})"
+                  + (f", {sum(1 for t in flat if 0 < t < args.n_trials)} with fewer than {args.n_trials} trials"
+                     if args.n_trials > 1 else "") + f"; "
+                  f"per model and item in {args.output}.json ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return 0
 

@@ -39,12 +39,16 @@ class ResponseMatrix:
         ``counts[j, i]`` is how many of the ``n_trials`` responses of model j to item i were correct.
     n_trials : int
         Responses collected per model–item pair (the binomial size K).
+    trials : ndarray of int64, shape (M, N), or None
+        Trials per cell when they differ (``prepare --allow-missing``): 0 = absent cell, at most ``n_trials``.
+        None (the default): every cell has ``n_trials`` (:mod:`benchmeasure.core.matrix_holes`).
     """
 
     models: list
     items: list
     counts: np.ndarray
     n_trials: int
+    trials: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple:
@@ -62,9 +66,10 @@ class ResponseMatrix:
     def constant_items(self) -> dict:
         """Items solved by every model in every trial (``all_correct``) or by none (``all_wrong``)."""
         total = self.counts.sum(axis=0)
-        full = len(self.models) * self.n_trials
+        full = np.broadcast_to(len(self.models) * self.n_trials if self.trials is None else self.trials.sum(axis=0),
+                               total.shape)
         return {
-            "all_correct": [item for item, t in zip(self.items, total) if t == full],
+            "all_correct": [item for item, t, f in zip(self.items, total, full) if t == f],
             "all_wrong": [item for item, t in zip(self.items, total) if t == 0],
         }
 
@@ -73,8 +78,9 @@ def constant_models(matrix: ResponseMatrix) -> dict:
     """Models that solved every item in every trial (``all_correct``) or none (``all_wrong``): legal, but their
     ability is then set mostly by the prior."""
     total = matrix.counts.sum(axis=1)
-    full = len(matrix.items) * matrix.n_trials
-    return {"all_correct": [m for m, t in zip(matrix.models, total) if t == full],
+    full = np.broadcast_to(len(matrix.items) * matrix.n_trials if matrix.trials is None else matrix.trials.sum(axis=1),
+                           total.shape)
+    return {"all_correct": [m for m, t, f in zip(matrix.models, total, full) if t == f],
             "all_wrong": [m for m, t in zip(matrix.models, total) if t == 0]}
 
 
@@ -137,7 +143,8 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
         for item, cell in zip(items, row[1:]):
             text = cell.strip()
             if not text:
-                fail(f"{path}: line {line}, model {model!r}, item {item!r}: empty cell")
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: empty cell (an absent answer; "
+                     "this command needs a complete matrix, see --allow-missing in docs/suites.md)")
             if len(text) > 12 or not INTEGER.fullmatch(text):  # int() would also take '+1', '1_0' and '٣'
                 shown = text if len(text) <= 24 else f"{text[:20]}… ({len(text)} characters)"
                 fail(f"{path}: line {line}, model {model!r}, item {item!r}: {shown!r} is not an integer count "
@@ -165,6 +172,20 @@ def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:
     from benchmeasure.core.response_counts import write_count_table
 
     write_count_table(matrix, path)
+
+
+def read_matrix_allowing_holes(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
+    """A count matrix that may have absent cells (blank) and K per cell (``MATRIX.trials.csv``,
+    :mod:`benchmeasure.core.matrix_holes`); ``trials`` is None when every cell has ``n_trials``."""
+    from benchmeasure.core.matrix_holes import read_counts_and_trials
+
+    check_n_trials(n_trials)
+    models, items, counts, trials = read_counts_and_trials(path, n_trials)
+    if len(models) < 2 or len(items) < 2:
+        fail(f"{path}: need at least 2 models and 2 items, found {len(models)} models and {len(items)} items")
+    trials = np.asarray(trials, dtype=np.int64).reshape(len(models), len(items))
+    return ResponseMatrix(list(models), list(items), np.asarray(counts, dtype=np.int64).reshape(trials.shape),
+                          n_trials, None if (trials == n_trials).all() else trials)
 
 
 def check_recorded_n_trials(path: str | os.PathLike, n_trials: int) -> None:

@@ -34,14 +34,17 @@ class CountTable:
     items: list
     counts: list  # counts[j][i]
     n_trials: int
+    trials: list | None = None  # trials[j][i] when cells differ (0 = absent; --allow-missing), else None
 
     @property
     def shape(self) -> tuple:
         return len(self.models), len(self.items)
 
 
-def count_responses(path: str | os.PathLike, n_trials: int) -> CountTable:
-    """Read and validate a long-format responses CSV; count correct trials per (model, item)."""
+def count_responses(path: str | os.PathLike, n_trials: int, allow_missing: bool = False) -> CountTable:
+    """Read and validate a long-format responses CSV; count correct trials per (model, item).
+
+    ``allow_missing``: absent cells and cells with fewer than ``n_trials`` trials are kept (``trials``)."""
     path = os.fspath(path)
     if n_trials < 1:
         fail(f"--n-trials must be a positive integer, got {n_trials}")
@@ -74,11 +77,20 @@ def count_responses(path: str | os.PathLike, n_trials: int) -> CountTable:
     if not seen:
         fail(f"{path}: no responses (header only?)")
     model_names, item_names = list(models), list(items)
-    wrong = [(tally[2], j, i, tally[0]) for (j, i), tally in pairs.items() if tally[0] != n_trials]
+    wrong = [(tally[2], j, i, tally[0]) for (j, i), tally in pairs.items()
+             if tally[0] > n_trials or (tally[0] != n_trials and not allow_missing)]
     if wrong:
         line, j, i, got = min(wrong)
         fail(f"{path} line {line}: model {model_names[j]!r}, item {item_names[i]!r} has {got} "
-             f"trial{'s' if got != 1 else ''}, expected --n-trials {n_trials}")
+             f"trial{'s' if got != 1 else ''}, expected --n-trials {n_trials}"
+             + ("" if got > n_trials else " (--allow-missing accepts fewer)"))
+    if allow_missing:
+        trials = [[0] * len(items) for _ in models]
+        counts = [[0] * len(items) for _ in models]
+        for (j, i), tally in pairs.items():
+            trials[j][i], counts[j][i] = tally[0], tally[1]
+        complete = all(t == n_trials for row in trials for t in row)
+        return CountTable(model_names, item_names, counts, n_trials, None if complete else trials)
     counts = [[0] * len(items) for _ in models]
     present = [[False] * len(items) for _ in models]
     for (j, i), tally in pairs.items():
@@ -89,12 +101,20 @@ def count_responses(path: str | os.PathLike, n_trials: int) -> CountTable:
             if not answered:
                 holder = model_names[next(k for k in range(len(models)) if present[k][i])]
                 fail(f"{path}: model {model_names[j]!r} has no responses for item {item_names[i]!r} "
-                     f"(model {holder!r} has {n_trials})")
+                     f"(model {holder!r} has {n_trials}); --allow-missing keeps absent cells")
     return CountTable(model_names, item_names, counts, n_trials)
 
 
 def write_count_table(table, path: str | os.PathLike) -> None:
-    """Write a count matrix CSV (``model,<item>,…``), atomically; ``table`` is a CountTable or ResponseMatrix."""
+    """Write a count matrix CSV (``model,<item>,…``), atomically; ``table`` is a CountTable or ResponseMatrix.
+
+    A table with ``trials`` (holes or K per cell) is written with its companion trials file
+    (:mod:`benchmeasure.core.matrix_holes`); a complete one exactly as always."""
+    if getattr(table, "trials", None) is not None:
+        from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+        write_counts_and_trials(table.models, table.items, table.counts, table.trials, path)
+        return
     counts = table.counts.tolist() if hasattr(table.counts, "tolist") else table.counts
     with atomic_write(path) as handle:
         writer = csv.writer(handle, lineterminator="\n")

@@ -45,7 +45,7 @@ def _recode(codes: np.ndarray, names: list, order: np.ndarray) -> tuple[np.ndarr
 
 def assemble_matrix(model_codes: np.ndarray, model_names: list, item_codes: np.ndarray, item_names: list,
                     trial_codes: np.ndarray, trial_names: list, correct: np.ndarray, n_trials: int,
-                    locate: Callable[[int], str]) -> ResponseMatrix:
+                    locate: Callable[[int], str], allow_missing: bool = False) -> ResponseMatrix:
     """Validate long-format responses given as integer codes and count correct trials per cell.
 
     Parameters
@@ -59,6 +59,8 @@ def assemble_matrix(model_codes: np.ndarray, model_names: list, item_codes: np.n
         Required number of rows (distinct trials) per (model, item) pair.
     locate : callable
         ``locate(r)`` describes where row r came from (``"responses.csv line 7"``).
+    allow_missing : bool
+        Keep absent cells and cells with 1 … ``n_trials`` trials (the matrix's ``trials``).
 
     Returns
     -------
@@ -103,20 +105,22 @@ def assemble_matrix(model_codes: np.ndarray, model_names: list, item_codes: np.n
              f"(already at {locate(earlier)})")
 
     per_pair = np.bincount(pair, minlength=n_models * n_items)
-    wrong = np.flatnonzero(per_pair[pair] != n_trials)
+    wrong = np.flatnonzero((per_pair[pair] > n_trials) | ((per_pair[pair] != n_trials) & (not allow_missing)))
     if wrong.size:
         r = int(wrong[0])
         got = int(per_pair[pair[r]])
-        fail(f"{locate(r)}: {describe(r)} has {got} trial{'s' if got != 1 else ''}, expected --n-trials {n_trials}")
+        fail(f"{locate(r)}: {describe(r)} has {got} trial{'s' if got != 1 else ''}, expected --n-trials {n_trials}"
+             + ("" if got > n_trials else " (--allow-missing accepts fewer)"))
     missing = np.flatnonzero(per_pair == 0)
-    if missing.size:
+    if missing.size and not allow_missing:
         j, k = divmod(int(missing[0]), n_items)
         holder = models[int(np.flatnonzero(per_pair.reshape(n_models, n_items)[:, k])[0])]
         fail(f"{locate(-1)}: model {models[j]!r} has no responses for item {items[k]!r} "
-             f"(model {holder!r} has {n_trials})")
+             f"(model {holder!r} has {n_trials}); --allow-missing keeps absent cells")
 
     counts = np.bincount(pair, weights=correct, minlength=n_models * n_items)
-    return ResponseMatrix(models, items, counts.reshape(n_models, n_items).astype(np.int64), n_trials)
+    trials = None if (per_pair == n_trials).all() else per_pair.reshape(n_models, n_items).astype(np.int64)
+    return ResponseMatrix(models, items, counts.reshape(n_models, n_items).astype(np.int64), n_trials, trials)
 
 
 def factorize(values) -> tuple[np.ndarray, list]:
@@ -150,7 +154,7 @@ class _Coder:
         return mapping[local]
 
 
-def read_responses_csv(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
+def read_responses_csv(path: str | os.PathLike, n_trials: int, allow_missing: bool = False) -> ResponseMatrix:
     """Read a ``model,item_id,trial,correct`` CSV (other columns ignored) into a count matrix, fast.
 
     PyArrow's streaming CSV reader parses blocks of the file in parallel (it refuses a row whose field count
@@ -164,16 +168,18 @@ def read_responses_csv(path: str | os.PathLike, n_trials: int) -> ResponseMatrix
     path = os.fspath(path)
     check_n_trials(n_trials)
     try:
-        return _read_arrow(path, n_trials)
+        return _read_arrow(path, n_trials, allow_missing)
     except InputError:
         from benchmeasure.core.response_counts import count_responses
 
-        table = count_responses(path, n_trials)
-        counts = np.asarray(table.counts, dtype=np.int64).reshape(len(table.models), len(table.items))
-        return ResponseMatrix(table.models, table.items, counts, n_trials)
+        table = count_responses(path, n_trials, allow_missing)
+        shape = (len(table.models), len(table.items))
+        counts = np.asarray(table.counts, dtype=np.int64).reshape(shape)
+        trials = None if table.trials is None else np.asarray(table.trials, dtype=np.int64).reshape(shape)
+        return ResponseMatrix(table.models, table.items, counts, n_trials, trials)
 
 
-def _read_arrow(path: str, n_trials: int) -> ResponseMatrix:
+def _read_arrow(path: str, n_trials: int, allow_missing: bool = False) -> ResponseMatrix:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -206,4 +212,5 @@ def _read_arrow(path: str, n_trials: int) -> ResponseMatrix:
         return path if r < 0 else f"{path} data row {r + 1}"
 
     return assemble_matrix(joined["model"], coders["model"].names, joined["item_id"], coders["item_id"].names,
-                           joined["trial"], coders["trial"].names, joined["correct"], n_trials, locate)
+                           joined["trial"], coders["trial"].names, joined["correct"], n_trials, locate,
+                           allow_missing)

@@ -52,7 +52,8 @@ def _cell_value(text: str, n_trials: int) -> int | str:
     return value
 
 
-def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool = False):
+def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool = False,
+                     allow_missing: bool = False):
     """Read a wide table of counts as a :class:`~benchmeasure.core.matrix.ResponseMatrix` (models × items).
 
     Parameters
@@ -63,6 +64,9 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
     items_as_rows : bool
         False: one row per model, one column per item. True: one row per item, one column per model
         (ChemBench's layout); the matrix is transposed on reading.
+    allow_missing : bool
+        An empty cell is an absent answer (the matrix's ``trials`` is 0 there; a present cell has K trials)
+        instead of an error; a model with no answer at all is still an error.
 
     Raises
     ------
@@ -89,6 +93,9 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
             first_line[name] = line
             values = []
             for position, (column, cell) in enumerate(zip(columns, fields[1:]), start=2):
+                if allow_missing and not cell.strip():
+                    values.append(-1)
+                    continue
                 value = _cell_value(cell.strip(), n_trials)
                 if isinstance(value, str):
                     pair = (f"model {column!r}, item {name!r}" if items_as_rows
@@ -111,5 +118,12 @@ def read_wide_matrix(path: str | os.PathLike, n_trials: int, items_as_rows: bool
         logging.getLogger(__name__).warning(
             "%s: read as %d models × %d items (one row per model); far more models than items usually means the "
             "rows are items: if so, add --items-as-rows", path, len(models), len(items))
-    warn_unreached_n_trials(path, counts, n_trials)
-    return ResponseMatrix(list(models), list(items), counts, n_trials)
+    absent = counts < 0
+    warn_unreached_n_trials(path, np.where(absent, 0, counts), n_trials)
+    if not absent.any():
+        return ResponseMatrix(list(models), list(items), counts, n_trials)
+    silent = np.flatnonzero(absent.all(axis=1))
+    if silent.size:
+        fail(f"{path}: model {models[silent[0]]!r} has no answers at all (every cell of it is empty)")
+    trials = np.where(absent, 0, n_trials).astype(np.int64)
+    return ResponseMatrix(list(models), list(items), np.where(absent, 0, counts), n_trials, trials)

@@ -199,6 +199,15 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     if unknown:
         raise TypeError(f"fit_1pl() got an unexpected keyword argument {unknown[0]!r}")
     s = settings if settings is not None else FitSettings(**fields)
+    if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked joint model
+        if s.method != "nuts" or s.route == "collapsed" or s.sampler == "numpyro":
+            fail("a matrix with absent cells or K per cell is fitted by NUTS on the joint route with nutpie or "
+                 "pymc (--method nuts --route joint or auto); the fused kernel, the posterior mode and the "
+                 "collapsed route assume one K for every cell")
+        if s.observation != "binomial":
+            fail(f"a matrix with absent cells or K per cell is fitted with the binomial observation model only, "
+                 f"not {s.observation!r}")
+        s = dataclasses.replace(s, route="joint")
     if fixed_b is not None:
         if s.method != "nuts":
             fail("--fixed-difficulties needs --method nuts (the posterior mode is not implemented for anchored fits)")
@@ -353,10 +362,11 @@ def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitR
 
     s = run.settings
     observation = get_observation(s.observation)
-    model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
-                        parametrization=s.parametrization,
-                        kernel="pytensor" if s.sampler == "numpyro" else "fused", fixed_b=fixed_b,
-                        observation=observation)
+    trials = getattr(matrix, "trials", None)  # holes: the trials matrix in place of K (PyTensor kernel)
+    model = build_model(matrix.counts, matrix.n_trials if trials is None else trials.astype(float), g,
+                        models=matrix.models, items=matrix.items, parametrization=s.parametrization,
+                        kernel="pytensor" if s.sampler == "numpyro" or trials is not None else "fused",
+                        fixed_b=fixed_b, observation=observation)
     own = [p.name for p in observation.parameters]  # the observation model's parameters (beta-binomial: rho)
     names = (["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]) + own
     checked = (["theta", "b"] if fixed_b is None else ["theta", "b_free"]) + own

@@ -113,7 +113,7 @@ def check_logs(logs: list) -> None:
 
 
 def logs_to_matrix(logs: list, metric: str | None, n_trials: int, threshold: float = 0.5,
-                   grade_kind: str | None = None) -> tuple[ResponseMatrix, Rows]:
+                   grade_kind: str | None = None, allow_missing: bool = False) -> tuple[ResponseMatrix, Rows]:
     """Validate and count the logs' rows (:func:`benchmeasure.core.responses.assemble_matrix`).
 
     Returns
@@ -142,7 +142,7 @@ def logs_to_matrix(logs: list, metric: str | None, n_trials: int, threshold: flo
 
     try:
         matrix = assemble_matrix(model_codes, model_names, item_codes, item_names, trial_codes, trial_names,
-                                 np.asarray(rows.correct, dtype=np.int64), n_trials, locate)
+                                 np.asarray(rows.correct, dtype=np.int64), n_trials, locate, allow_missing)
     except InputError:
         # assemble_matrix (shared with the CSV path) is the check; here its message is said in the
         # logs' terms: the log that lacks the document, and one log that has it

@@ -1,0 +1,168 @@
+"""Growing Pains: benchmarks arrive in order; held-out models answer only anchors; predict their accuracy.
+
+Reads a suite of long responses (``model,item_id[,trial],correct[,benchmark]``; ``.gz`` allowed; holes and K per
+cell allowed), runs the protocol of :mod:`benchmeasure.suite.chain` and prints, per number of anchors and
+method, the mean absolute error (points), Spearman ρ and the coverage of the prediction intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import sys
+import time
+
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    write_json,
+)
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
+from benchmeasure.core.fixed_scale_inputs import input_records
+
+EXAMPLES = """\
+examples:
+  benchmeasure chain data/mmlu_pro/responses.csv.gz --order math,physics,law --anchors 10,25,50,100 \\
+      --splits 10 --seed 1 --output-dir runs/mmlu_pro_chain
+  benchmeasure chain data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --order gsm8k,math_l5 \\
+      --anchors 10,25,50,100 --splits 10 --seed 1 --output-dir runs/zeroeval_chain
+  benchmeasure chain responses.csv --item-benchmarks item_benchmark.csv --seed 1 --output-dir runs/chain
+
+input: one or more CSVs with columns model,item_id,correct and optionally trial and benchmark (a file without a
+  benchmark column is one benchmark named after the file: gsm8k.csv.gz → gsm8k). An empty correct, or no row,
+  is an absent cell; each cell has as many trials as rows (distinct trial IDs).
+output: DIR/predictions.csv (split,step,benchmark,model,method,n_anchors,predicted,low,high,observed),
+  DIR/summary.csv (per N and method: MAE in points, Spearman rho, coverage, each with its standard error over
+  splits), DIR/difficulty/<benchmark>.csv (item,b_mean: every item calibrated on every model, one scale),
+  DIR/chain.json (settings, absent cells per model, inputs and their SHA-256).
+methods: anchor_accuracy (raw), concurrent (refit every item each step, one ability), fixed (earlier items
+  fixed, one ability), fixed_correlated (earlier items fixed, one ability per benchmark, correlated).
+"""
+
+
+def _anchor_list(text: str) -> list:
+    parse = integer(1, 1_000_000)
+    values = [parse(part.strip()) for part in text.split(",") if part.strip()]
+    if not values or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct positive integers separated by commas, got {text!r}")
+    return values
+
+
+def parse_args(argv):
+    parser = ArgumentParser(prog="benchmeasure chain", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("responses", nargs="+", metavar="RESPONSES_CSV", help="long responses (.csv or .csv.gz)")
+    parser.add_argument("--order", default=None, metavar="B1,B2,...",
+                        help="benchmarks in order of arrival (default: as they first appear); others are left out")
+    parser.add_argument("--anchors", type=_anchor_list, default=[10, 25, 50, 100], metavar="N1,N2,...",
+                        help="anchors per benchmark to compare (default 10,25,50,100)")
+    parser.add_argument("--splits", type=integer(1, 1000), default=10, help="random splits of the models (default 10)")
+    parser.add_argument("--seed", type=SEED, default=0, metavar="S",
+                        help="random seed of the splits and anchors (default 0)")
+    parser.add_argument("--holdout", type=OPEN_PROBABILITY, default=0.25,
+                        help="share of models held out in each split (default 0.25)")
+    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.90,
+                        help="mass of the prediction intervals (default 0.90)")
+    parser.add_argument("--item-benchmarks", default=None, metavar="CSV",
+                        help="item_id,benchmark file naming the benchmark of items whose file has no benchmark column")
+    parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser.parse_args(argv)
+
+
+def _file_name(benchmark: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", benchmark).strip("._") or "benchmark"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    inputs = [*args.responses, args.item_benchmarks]
+    fixed_names = ["predictions.csv", "summary.csv", "chain.json"]
+    plan_outputs(folders=[(args.output_dir, fixed_names)], inputs=inputs)
+
+    from benchmeasure.base.progress import show_progress
+    from benchmeasure.suite.chain import COLUMNS, run_chain, single_thread, summarize
+    from benchmeasure.suite.reader import read_item_benchmarks, read_suite
+
+    mapping = read_item_benchmarks(args.item_benchmarks) if args.item_benchmarks else None
+    suite = read_suite(args.responses, mapping)
+    order = suite.benchmarks if args.order is None else [name.strip() for name in args.order.split(",")]
+    unknown = [name for name in order if name not in suite.benchmarks]
+    if unknown:
+        fail(f"--order: benchmark {unknown[0]!r} is in no responses file (benchmarks: {', '.join(suite.benchmarks)})")
+    if len(set(order)) != len(order):
+        fail("--order: a benchmark is named twice")
+    if len(suite.models) < 4:
+        fail(f"need at least 4 models to hold some out, found {len(suite.models)}")
+    names = {name: f"{_file_name(name)}.csv" for name in order}
+    if len(set(names.values())) != len(names):
+        fail("two benchmarks' names give the same file name under difficulty/; rename one")
+    plan_outputs(folders=[(args.output_dir, fixed_names), (os.path.join(args.output_dir, "difficulty"),
+                                                           list(names.values()))], inputs=inputs)
+    if not args.quiet:
+        show_progress("benchmeasure.suite", stream=sys.stderr)
+    with single_thread():
+        from benchmeasure.suite.chain import calibrate_suite
+
+        rows = run_chain(suite, order, args.anchors, args.splits, args.seed, holdout=args.holdout, level=args.hdi_prob)
+        summary = summarize(rows, args.anchors)
+        difficulty = calibrate_suite(suite, order)
+    absent = suite.absent_cells()
+    record = {
+        "settings": {"order": order, "anchors": args.anchors, "splits": args.splits, "seed": args.seed,
+                     "holdout": args.holdout, "level": args.hdi_prob, "anchor_strategy": "stratified",
+                     "prior": "theta ~ Normal(0, 1) integrated on a 61-point grid; b ~ Normal(0, 3^2), posterior mode"},
+        "models": len(suite.models), "items": {name: len(suite.benchmark_items(name)) for name in order},
+        "absent_cells": {"total": absent["total"], "of": absent["cells"],
+                         "per_model": {m: c for m, c in absent["per_model"].items() if c},
+                         "items_with_absent_cells": sum(1 for c in absent["per_item"].values() if c)},
+        "summary": summary, "inputs": input_records(inputs), "command": command_line(),
+        "package_versions": package_versions(["numpy", "scipy", "pandas"]),
+        "wall_time_s": time.perf_counter() - start,
+    }
+    with all_or_nothing():
+        with atomic_write(os.path.join(args.output_dir, "predictions.csv")) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(COLUMNS)
+            writer.writerows((*row[:6], *(f"{v:.6f}" for v in row[6:])) for row in rows)
+        with atomic_write(os.path.join(args.output_dir, "summary.csv")) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            keys = list(summary[0])
+            writer.writerow(keys)
+            writer.writerows(["" if s[k] is None else (f"{s[k]:.6g}" if isinstance(s[k], float) else s[k])
+                              for k in keys] for s in summary)
+        for name in order:
+            with atomic_write(os.path.join(args.output_dir, "difficulty", names[name])) as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["item", "b_mean"])
+                writer.writerows((suite.items[i], f"{difficulty[i]:.8g}") for i in suite.benchmark_items(name))
+        write_json(os.path.join(args.output_dir, "chain.json"), record)
+    print(format_summary(summary, args.hdi_prob))
+    print(f"wrote {args.output_dir}/predictions.csv ({len(rows)} rows), summary.csv, difficulty/ "
+          f"({len(order)} benchmarks), chain.json in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return 0
+
+
+
+def format_summary(summary: list, level: float) -> str:
+    def cell(s, key, digits):
+        value, se = s[key], s[f"{key}_se"]
+        if value is None:
+            return "—"
+        return f"{value:.{digits}f}" + (f" ± {se:.{digits}f}" if se is not None else "")
+
+    header = f"{'N':>5}  {'method':<17} {'MAE (points)':>14} {'Spearman rho':>15} {f'{level:.0%} coverage':>15}"
+    lines = [header]
+    for s in summary:
+        lines.append(f"{s['n_anchors']:>5}  {s['method']:<17} {cell(s, 'mae_points', 2):>14} "
+                     f"{cell(s, 'spearman', 3):>15} {cell(s, 'coverage', 3):>15}")
+    lines.append("(mean ± standard error over splits; rho: mean over (split, step, benchmark) groups of "
+                 "held-out models)")
+    return "\n".join(lines)

@@ -1,0 +1,154 @@
+"""Fit a suite (several benchmarks, holes allowed) on one scale; per-benchmark difficulties and metrics.
+
+Reads long responses (``model,item_id[,trial],correct[,benchmark]``, ``.gz`` allowed) or a count matrix with holes
+(``--matrix``, from ``prepare --allow-missing``), calibrates every item at once by marginal maximum a posteriori
+(EM over an ability grid; absent cells add nothing to the likelihood) and writes one difficulty file per
+benchmark with its DDM, Max Gap and Top-5 Gap Sum (each benchmark min–max normalized on its own, as the paper
+does), the abilities and, with ``--abilities correlated``, one ability per model per benchmark and the
+correlation of abilities across benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import sys
+import time
+
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    write_json,
+)
+from benchmeasure.base.options import N_TRIALS
+from benchmeasure.core.fixed_scale_inputs import input_records
+
+EXAMPLES = """\
+examples:
+  benchmeasure fit-suite data/mmlu_pro/responses.csv.gz --output-dir runs/mmlu_pro_suite
+  benchmeasure fit-suite data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --abilities correlated \\
+      --output-dir runs/zeroeval_suite
+  benchmeasure fit-suite --matrix matrix.csv --n-trials 4 --item-benchmarks item_benchmark.csv --output-dir runs/s
+
+output: DIR/<benchmark>/difficulty.csv (item,b_mean,b_sd: one scale for the whole suite), DIR/metrics.csv (per
+  benchmark: items, DDM, Max Gap, Top-5 Gap Sum, each benchmark normalized on its own), DIR/ability.csv
+  (model,theta_mean,theta_sd,absent_cells[,theta_<benchmark>...]), DIR/correlation.csv (--abilities
+  correlated), DIR/suite.json (settings, absent cells per model and item, inputs and their SHA-256).
+"""
+
+
+def parse_args(argv):
+    parser = ArgumentParser(prog="benchmeasure fit-suite", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("responses", nargs="*", metavar="RESPONSES_CSV", help="long responses (.csv or .csv.gz)")
+    parser.add_argument("--matrix", metavar="MATRIX_CSV", help="a count matrix instead (blank = absent; "
+                        "MATRIX.trials.csv beside it gives K per cell)")
+    parser.add_argument("--n-trials", type=N_TRIALS, metavar="K", help="with --matrix: the most trials of a cell")
+    parser.add_argument("--item-benchmarks", metavar="CSV", help="item_id,benchmark file (items of files without "
+                        "a benchmark column, or of --matrix)")
+    parser.add_argument("--abilities", choices=("one", "correlated"), default="one",
+                        help="one ability per model (default, the paper's) or one per benchmark, correlated")
+    parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
+    args = parser.parse_args(argv)
+    if bool(args.responses) == bool(args.matrix):
+        fail("give RESPONSES_CSV files or --matrix MATRIX_CSV (one of the two)")
+    if args.matrix and args.n_trials is None:
+        fail("--matrix needs --n-trials K")
+    if args.n_trials is not None and not args.matrix:
+        fail("--n-trials applies to --matrix only (long responses give the trials of each cell)")
+    return args
+
+
+def _folder_name(benchmark: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", benchmark).strip("._") or "benchmark"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    from benchmeasure.core.matrix_holes import trials_path
+
+    inputs = [*args.responses, args.matrix, args.item_benchmarks]
+    if args.matrix and os.path.isfile(trials_path(args.matrix)):
+        inputs.append(trials_path(args.matrix))
+    fixed = ["metrics.csv", "ability.csv", "suite.json"] + (["correlation.csv"] if args.abilities != "one" else [])
+    plan_outputs(folders=[(args.output_dir, fixed)], inputs=inputs)
+
+    from benchmeasure.core.metrics import diagnose
+    from benchmeasure.suite.chain import single_thread
+    from benchmeasure.suite.fit import fit_suite
+    from benchmeasure.suite.reader import read_item_benchmarks, read_suite, suite_from_matrix
+
+    mapping = read_item_benchmarks(args.item_benchmarks) if args.item_benchmarks else None
+    suite = (suite_from_matrix(args.matrix, args.n_trials, mapping) if args.matrix
+             else read_suite(args.responses, mapping))
+    folders = {name: _folder_name(name) for name in suite.benchmarks}
+    if len(set(folders.values())) != len(folders):
+        fail("two benchmarks' names give the same folder name; rename one")
+    plan_outputs(folders=[(args.output_dir, fixed), *((os.path.join(args.output_dir, f), ["difficulty.csv"])
+                                                      for f in folders.values())], inputs=inputs)
+    with single_thread():
+        result = fit_suite(suite, args.abilities)
+    metrics = []
+    for name in suite.benchmarks:
+        items = suite.benchmark_items(name)
+        if items.size < 2:
+            metrics.append((name, int(items.size), None))
+            continue
+        metrics.append((name, int(items.size), diagnose(result.b[items].tolist(), where=f"benchmark {name!r}")))
+    absent = suite.absent_cells()
+    record = {
+        "settings": {"abilities": args.abilities, "estimator": "marginal maximum a posteriori (EM, 61-point grid)",
+                     "prior": "theta ~ Normal(0, 1); b ~ Normal(0, 3^2)"},
+        "models": len(suite.models), "items": len(suite.items), "em_iterations": result.iterations,
+        "benchmarks": {name: int(size) for name, size, _ in metrics},
+        "absent_cells": {"total": absent["total"], "of": absent["cells"],
+                         "per_model": {m: c for m, c in absent["per_model"].items() if c},
+                         "per_item": {i: c for i, c in absent["per_item"].items() if c}},
+        "inputs": input_records(inputs), "command": command_line(),
+        "package_versions": package_versions(["numpy", "scipy", "pandas"]),
+        "wall_time_s": time.perf_counter() - start,
+    }
+    with all_or_nothing():
+        for name, folder in folders.items():
+            with atomic_write(os.path.join(args.output_dir, folder, "difficulty.csv")) as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["item", "b_mean", "b_sd"])
+                writer.writerows((suite.items[i], f"{result.b[i]:.8g}", f"{result.b_sd[i]:.6g}")
+                                 for i in suite.benchmark_items(name))
+        with atomic_write(os.path.join(args.output_dir, "metrics.csv")) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(["benchmark", "items", "ddm", "max_gap", "top5_gap_sum"])
+            for name, size, d in metrics:
+                writer.writerow([name, size, *(("", "", "") if d is None else
+                                               (f"{d.ddm:.6g}", f"{d.max_gap:.6g}", f"{d.top_k_gap_sum:.6g}"))])
+        with atomic_write(os.path.join(args.output_dir, "ability.csv")) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            extra = ([] if result.per_benchmark is None else
+                     [f"theta_{folders[n]}" for n in suite.benchmarks] + [f"sd_{folders[n]}" for n in suite.benchmarks])
+            writer.writerow(["model", "theta_mean", "theta_sd", "absent_cells", *extra])
+            for j, model in enumerate(suite.models):
+                more = ([] if result.per_benchmark is None else
+                        [f"{v:.6g}" for v in (*result.per_benchmark[j], *result.per_benchmark_sd[j])])
+                writer.writerow([model, f"{result.theta[j]:.6g}", f"{result.theta_sd[j]:.6g}",
+                                 absent["per_model"][model], *more])
+        if result.correlation is not None:
+            with atomic_write(os.path.join(args.output_dir, "correlation.csv")) as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["benchmark", *suite.benchmarks])
+                writer.writerows([name, *(f"{v:.4f}" for v in row)]
+                                 for name, row in zip(suite.benchmarks, result.correlation))
+        write_json(os.path.join(args.output_dir, "suite.json"), record)
+    for name, size, d in metrics:
+        shown = "fewer than 2 items" if d is None else f"DDM {d.ddm:.3f}, Max Gap {d.max_gap:.3f}, " \
+                                                        f"Top-5 {d.top_k_gap_sum:.3f}"
+        print(f"{name}: {size} items, {shown}")
+    print(f"wrote {args.output_dir}: {len(suite.benchmarks)} benchmarks, {len(suite.models)} models, "
+          f"{absent['total']} absent cells of {absent['cells']}, {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,109 @@
+"""Count matrices with holes and K per cell: the companion trials file. Standard library only.
+
+A complete matrix (every cell answered ``--n-trials`` times) is written exactly as before: one CSV of counts.
+A matrix with absent cells or cells with fewer trials (``prepare --allow-missing``) is two files:
+
+* the counts, ``response_matrix.csv``: as before, but an absent cell is **blank**;
+* the trials, ``response_matrix.trials.csv`` (:func:`trials_path`): the same header and rows, each cell the
+  number of trials of that model on that item (1 … K), blank where absent.
+
+So each file alone says which cells are absent, and the pair says K per cell. A reader that supports holes
+(:func:`read_counts_and_trials`) checks that the two agree: the same models and items in the same order, blank in
+the same cells, and no count above its cell's trials (``count 3 > 2 trials`` is an error). A reader that does not
+support holes refuses a blank cell, and names ``--allow-missing``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+from benchmeasure.base.csv_table import read_table
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import atomic_write
+
+
+def trials_path(matrix_path: str | os.PathLike) -> str:
+    """``x/response_matrix.csv`` → ``x/response_matrix.trials.csv`` (``.trials.csv`` appended otherwise)."""
+    path = os.fspath(matrix_path)
+    stem = path[:-4] if path.lower().endswith(".csv") else path
+    return f"{stem}.trials.csv"
+
+
+def has_holes(trials, n_trials: int) -> bool:
+    """Whether a trials table (rows of ints; 0 = absent) differs from K everywhere."""
+    return trials is not None and any(t != n_trials for row in trials for t in row)
+
+
+def write_counts_and_trials(models: list, items: list, counts, trials, path: str | os.PathLike) -> None:
+    """The counts (blank where ``trials`` is 0) and the companion trials file, atomically."""
+    counts = counts.tolist() if hasattr(counts, "tolist") else counts
+    trials = trials.tolist() if hasattr(trials, "tolist") else trials
+    for target, table in ((path, counts), (trials_path(path), trials)):
+        with atomic_write(target) as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(["model", *items])
+            for model, row, k_row in zip(models, table, trials):
+                writer.writerow([model, *("" if k == 0 else value for value, k in zip(row, k_row))])
+
+
+def _read_cells(path: str, n_trials: int, what: str) -> tuple[list, list, list, list]:
+    table = read_table(path, expected="a header 'model,<item>,…'")
+    if table.header[0] != "model":
+        fail(f"{path}: first header column must be 'model', found {table.header[0]!r}")
+    items = table.header[1:]
+    models, values, lines = [], [], []
+    for line, row in zip(table.lines, table.rows):
+        model = row[0]
+        if not model.strip():
+            fail(f"{path}: line {line}, column 'model': blank model ID")
+        cells = []
+        for item, cell in zip(items, row[1:]):
+            text = cell.strip()
+            if not text:
+                cells.append(None)
+                continue
+            if len(text) > 9 or not text.isascii() or not text.isdigit():
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: {text[:24]!r} is not {what} in "
+                     f"[0, {n_trials}] (blank = absent)")
+            value = int(text)
+            if value > n_trials:
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: {what} {value} is outside "
+                     f"[0, {n_trials}] (--n-trials {n_trials})")
+            cells.append(value)
+        models.append(model)
+        values.append(cells)
+        lines.append(line)
+    if len(set(models)) != len(models):
+        dup = next(m for m in models if models.count(m) > 1)
+        fail(f"{path}: model ID {dup!r} appears on more than one row")
+    return models, items, values, lines
+
+
+def read_counts_and_trials(path: str | os.PathLike, n_trials: int) -> tuple[list, list, list, list]:
+    """(models, items, counts, trials) of a matrix that may have holes; trials 0 = absent.
+
+    Without a companion file every present cell has ``n_trials`` trials. Rejected: a companion whose models,
+    items or blank cells differ from the counts'; a count above its cell's trials; a cell with 0 trials in the
+    companion; a model with no answer at all.
+    """
+    path = os.fspath(path)
+    models, items, counts, lines = _read_cells(path, n_trials, "an integer count")
+    companion = trials_path(path)
+    if os.path.isfile(companion):
+        t_models, t_items, trials, _ = _read_cells(companion, n_trials, "a number of trials")
+        if t_models != models or t_items != items:
+            fail(f"{companion}: its models or items differ from {path}'s (same header and rows, in order)")
+    else:
+        trials = [[None if c is None else n_trials for c in row] for row in counts]
+    for model, line, c_row, t_row in zip(models, lines, counts, trials):
+        for item, c, t in zip(items, c_row, t_row):
+            if (c is None) != (t is None) or t == 0:
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: absent in one of {path} and "
+                     f"{companion} only (a blank cell must be blank in both; trials are 1 or more)")
+            if c is not None and c > t:
+                fail(f"{path}: line {line}, model {model!r}, item {item!r}: count {c} is above the cell's "
+                     f"{t} trial{'s' * (t != 1)} ({companion})")
+        if all(t is None for t in t_row):
+            fail(f"{path}: line {line}: model {model!r} has no answers at all (every cell is blank)")
+    return (models, items, [[c or 0 for c in row] for row in counts], [[t or 0 for t in row] for row in trials])

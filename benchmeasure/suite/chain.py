@@ -1,0 +1,191 @@
+"""The Growing Pains protocol: benchmarks arrive in order and join one scale through anchors.
+
+For each of ``splits`` random splits, a share of the models (``holdout``, 25 %) is held out; the others
+calibrate. Benchmarks arrive in ``order``; at step t:
+
+1. the new benchmark's items are calibrated on the calibration models with every earlier item fixed
+   (:func:`~.calibration.fit_items`, fixed-parameter calibration), and — for the concurrent method — every item
+   seen so far is refit from the data (warm start);
+2. N anchors of the new benchmark are chosen for each N (stratified by the fixed difficulties,
+   :func:`benchmeasure.analyses.anchors.select_anchors`), among items some calibration model answered; earlier
+   benchmarks keep theirs;
+3. each held-out model answers only the anchors of the benchmarks seen so far, and its accuracy on each of them
+   is predicted with an interval by every method: ``anchor_accuracy`` (raw), ``concurrent`` and ``fixed`` (one
+   ability, grid posterior), ``fixed_correlated`` (one ability per benchmark, correlated; Laplace).
+
+Every row of the result is one (split, step, benchmark, model, method, N) prediction with its observed
+accuracy (over the model's present cells of the benchmark).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from benchmeasure.analyses.anchors import select_anchors
+from benchmeasure.suite.calibration import fit_items
+from benchmeasure.suite.predict import (
+    ability_covariance,
+    anchor_accuracy_interval,
+    correlated_nodes,
+    correlated_posterior,
+    mixture_prediction,
+    one_ability_nodes,
+)
+from benchmeasure.suite.reader import Suite
+
+log = logging.getLogger(__name__)
+
+METHODS = ("anchor_accuracy", "concurrent", "fixed", "fixed_correlated")
+COLUMNS = ("split", "step", "benchmark", "model", "method", "n_anchors", "predicted", "low", "high", "observed")
+
+
+def split_models(n_models: int, holdout: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    n_test = min(n_models - 2, max(1, round(holdout * n_models)))
+    perm = rng.permutation(n_models)
+    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: int, *, holdout: float = 0.25,
+              level: float = 0.90, prior_sd: float = 3.0) -> list:
+    """All predictions of the protocol, as a list of row tuples in :data:`COLUMNS` order."""
+    rng = np.random.default_rng(seed)
+    bench_items = {name: suite.benchmark_items(name) for name in order}
+    counts, trials = suite.counts, suite.trials
+    rows = []
+    for split in range(splits):
+        train, test = split_models(len(suite.models), holdout, rng)
+        ctr, ttr = counts[train], trials[train]
+        cte, tte = counts[test], trials[test]
+        b_fixed = np.full(len(suite.items), np.nan)
+        b_conc = np.full(len(suite.items), np.nan)
+        anchors: dict = {n: {} for n in anchor_sizes}
+        seen = np.zeros(0, dtype=np.int64)
+        start = time.perf_counter()
+        for step, name in enumerate(order, 1):
+            new = bench_items[name]
+            seen = np.concatenate([seen, new])
+            free = np.isin(seen, new)
+            b_fixed[seen], _, it_f = fit_items(ctr[:, seen], ttr[:, seen], b_fixed[seen], free, prior_sd=prior_sd)
+            start_conc = np.where(np.isfinite(b_conc[seen]), b_conc[seen], b_fixed[seen])
+            b_conc[seen], _, it_c = fit_items(ctr[:, seen], ttr[:, seen], start_conc, np.ones(seen.size, bool),
+                                              prior_sd=prior_sd)
+            answered = new[ttr[:, new].sum(axis=0) > 0]
+            for n in anchor_sizes:
+                k = min(n, answered.size)
+                if k == 0:  # no calibration model answered this benchmark in this split: nothing to anchor
+                    anchors[n][name] = answered
+                    continue
+                pick = select_anchors(b_fixed[answered], k, "stratified", seed * 1_000_003 + split * 1009 + step)
+                anchors[n][name] = answered[pick]
+            names = order[:step]
+            mu, sigma = ability_covariance([ctr[:, bench_items[d]] for d in names],
+                                           [ttr[:, bench_items[d]] for d in names],
+                                           [b_fixed[bench_items[d]] for d in names])
+            population = {"fixed": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_fixed[seen]]),
+                          "concurrent": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_conc[seen]])}
+            for n in anchor_sizes:
+                rows.extend(_predict_step(split, step, names, n, anchors[n], bench_items, cte, tte, b_fixed,
+                                          b_conc, mu, sigma, population, level, [suite.models[j] for j in test]))
+            log.info("split %d/%d step %d/%d %s: %d items, EM %d (fixed) %d (concurrent) iterations, %.1f s",
+                     split + 1, splits, step, len(order), name, new.size, it_f, it_c, time.perf_counter() - start)
+    return rows
+
+
+def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_fixed, b_conc, mu, sigma, population,
+                  level, test_models) -> list:
+    all_anchors = np.concatenate([anchor_sets[d] for d in names])
+    nodes = {method: one_ability_nodes(cte[:, all_anchors], tte[:, all_anchors], b[all_anchors],
+                                       float(population[method][0][0]), float(np.sqrt(population[method][1][0, 0])))
+             for method, b in (("fixed", b_fixed), ("concurrent", b_conc))}
+    joint = correlated_posterior([cte[:, anchor_sets[d]] for d in names], [tte[:, anchor_sets[d]] for d in names],
+                                 [b_fixed[anchor_sets[d]] for d in names], mu, sigma)
+    rows = []
+    for d_index, d in enumerate(names):
+        items, chosen = bench_items[d], anchor_sets[d]
+        rest = np.setdiff1d(items, chosen)
+        total = tte[:, items].sum(axis=1)
+        has = total > 0
+        observed = np.where(has, cte[:, items].sum(axis=1) / np.maximum(total, 1), np.nan)
+        a_correct, a_trials = cte[:, chosen].sum(axis=1), tte[:, chosen].sum(axis=1)
+        results = {"anchor_accuracy": anchor_accuracy_interval(a_correct, a_trials, total, level)}
+        for method, b in (("concurrent", b_conc), ("fixed", b_fixed)):
+            results[method] = mixture_prediction(*nodes[method], b[rest], tte[:, rest].astype(float), a_correct,
+                                                 total, level)
+        corr_nodes = correlated_nodes(*joint, d_index)
+        results["fixed_correlated"] = mixture_prediction(*corr_nodes, b_fixed[rest], tte[:, rest].astype(float),
+                                                         a_correct, total, level)
+        for method in METHODS:
+            pred, low, high = results[method]
+            for j in np.flatnonzero(has & (a_trials > 0)):
+                rows.append((split, step, d, test_models[j], method, n, float(pred[j]), float(low[j]),
+                             float(high[j]), float(observed[j])))
+    return rows
+
+
+def summarize(rows: list, anchor_sizes: list) -> list:
+    """Per (N, method): MAE in points, mean Spearman ρ over (split, step, benchmark) groups of ≥ 3 held-out
+    models, interval coverage — each with its standard error over splits. Returns dicts."""
+    from scipy.stats import spearmanr
+
+    out = []
+    bench_code: dict = {}
+    data = np.array([(r[0], r[1], bench_code.setdefault(r[2], len(bench_code)), r[5], r[6], r[7], r[8], r[9])
+                     for r in rows], dtype=float)
+    methods = np.array([r[4] for r in rows])
+    for n in anchor_sizes:
+        for method in METHODS:
+            sel = (data[:, 3] == n) & (methods == method)
+            part = data[sel]
+            if not part.size:
+                continue
+            split_mae, split_cov, split_rho = [], [], []
+            for s in np.unique(part[:, 0]):
+                ps = part[part[:, 0] == s]
+                split_mae.append(np.mean(np.abs(ps[:, 4] - ps[:, 7])) * 100)
+                split_cov.append(np.mean((ps[:, 5] <= ps[:, 7]) & (ps[:, 7] <= ps[:, 6])))
+                rhos = []
+                for key in {(r[1], r[2]) for r in ps}:
+                    g = ps[(ps[:, 1] == key[0]) & (ps[:, 2] == key[1])]
+                    if len(g) >= 3 and np.ptp(g[:, 4]) > 0 and np.ptp(g[:, 7]) > 0:
+                        rhos.append(spearmanr(g[:, 4], g[:, 7]).statistic)
+                if rhos:
+                    split_rho.append(float(np.mean(rhos)))
+            out.append({"n_anchors": int(n), "method": method, "rows": int(sel.sum()),
+                        **_mean_se("mae_points", split_mae), **_mean_se("spearman", split_rho),
+                        **_mean_se("coverage", split_cov)})
+    return out
+
+
+def _mean_se(name: str, values: list) -> dict:
+    values = np.asarray(values, dtype=float)
+    if not values.size:
+        return {name: None, f"{name}_se": None}
+    se = float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else None
+    return {name: float(values.mean()), f"{name}_se": se}
+
+
+def calibrate_suite(suite: Suite, order: list, prior_sd: float = 3.0) -> np.ndarray:
+    """Every item of the benchmarks in ``order`` calibrated on every model at once (one scale); NaN elsewhere."""
+    items = np.concatenate([suite.benchmark_items(name) for name in order])
+    b = np.full(len(suite.items), np.nan)
+    b[items], _, _ = fit_items(suite.counts[:, items], suite.trials[:, items], np.zeros(items.size),
+                               np.ones(items.size, dtype=bool), prior_sd=prior_sd)
+    return b
+
+
+@contextlib.contextmanager
+def single_thread() -> Iterator[None]:
+    """One BLAS thread: the products here are small, and on a shared machine extra threads only wait
+    (a 22 × 6,000 by 6,000 × 61 product took 0.05 s on one thread and 0.6 s on two, 2 cores under load)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
