@@ -141,12 +141,9 @@ def parse_args(argv):
              "needs nothing beyond Python)")
     if args.items_as_rows and args.harness != "wide":
         fail("--items-as-rows needs --from wide (it describes a wide table's orientation)")
-    # options that describe harness logs only, in the order they are named when misused
-    used = [flag for flag, value in (("--metric", args.metric), ("--filter", args.filter_name),
-                                     ("--scorer", args.scorer), ("--partial", args.partial),
-                                     ("--perturbation", args.perturbation), ("--grade", args.grade),
-                                     ("--model", args.model), ("--responses-out", args.responses_out))
-            if value is not None]
+    # options that describe harness logs only: the log group's flags without a default, in their order
+    used = [action.option_strings[0] for action in logs._group_actions
+            if action.dest != "harness" and action.default is None and getattr(args, action.dest) is not None]
     if args.harness == "wide":
         if used:
             fail(f"{used[0]} applies to harness logs only, not to --from wide")

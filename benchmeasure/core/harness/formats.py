@@ -25,8 +25,8 @@ class ReadOptions:
     perturbation: str | None = None
 
 
-#: ReadOptions field → the command-line flag that sets it (prepare_response_matrix.py)
-OPTION_FLAGS = {"filter_name": "--filter", "metric": "--metric", "scorer": "--scorer", "partial": "--partial",
+#: ReadOptions field → the command-line flag that sets it, in the order prepare names them when misused
+OPTION_FLAGS = {"metric": "--metric", "filter_name": "--filter", "scorer": "--scorer", "partial": "--partial",
                 "perturbation": "--perturbation"}
 
 
