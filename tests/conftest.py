@@ -168,3 +168,25 @@ os.fsync = fsync
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
+
+
+def wheel_and_venv(root: Path) -> tuple[Path, Path]:
+    """Build the project's wheel from a copy of the package (this interpreter's setuptools, no network) under
+    ``root`` and create an empty venv beside it (no system site packages); returns (wheel, venv folder)."""
+    import shutil
+    import venv
+
+    pytest.importorskip("setuptools")
+    source = root / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "benchmeasure", source / "benchmeasure", symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
+                            str(root / "dist"), str(source)], cwd=root, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (root / "dist").glob("benchmeasure-*.whl")
+    env_dir = root / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    return wheel, env_dir

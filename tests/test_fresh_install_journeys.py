@@ -15,12 +15,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import venv
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, wheel_and_venv
 
 pytestmark = pytest.mark.slow
 
@@ -32,20 +30,8 @@ def _run(argv, cwd, env=None, timeout=900):
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
     """(bin folder of the venv, a working folder outside the checkout, the environment to run in)."""
-    pytest.importorskip("setuptools")
     root = tmp_path_factory.mktemp("fresh")
-    source = root / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "benchmeasure", source / "benchmeasure", symlinks=False,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", root / "dist",
-                  source], cwd=root)
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (root / "dist").glob("benchmeasure-*.whl")
-    env_dir = root / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    wheel, env_dir = wheel_and_venv(root)
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[benchfill]",

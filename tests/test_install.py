@@ -8,15 +8,12 @@ with --no-index into a venv without system site packages, so nothing of the chec
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-import venv
 
 import pytest
 
 from benchmeasure.cli import COMMANDS
-from conftest import ROOT
+from conftest import ROOT, wheel_and_venv
 
 
 def _run(argv, cwd, **kw):
@@ -25,20 +22,8 @@ def _run(argv, cwd, **kw):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    pytest.importorskip("setuptools")
     root = tmp_path_factory.mktemp("install")
-    source = root / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "benchmeasure", source / "benchmeasure", symlinks=False,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", root / "dist",
-                  source], cwd=root)
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (root / "dist").glob("benchmeasure-*.whl")
-    env_dir = root / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    wheel, env_dir = wheel_and_venv(root)
     done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], cwd=root)
     assert done.returncode == 0, done.stderr
     elsewhere = root / "elsewhere"
