@@ -279,12 +279,30 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         Progress("1PL fit", chains=chains) if progress else None)
     with (shown if shown is not None else contextlib.nullcontext()):
         if route == "collapsed":
-            return _fit_collapsed(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune,
-                                  draws=draws, target_accept=target_accept, seed_used=seed_used, cores=cores,
-                                  adaptation=adaptation, progress=shown)
-        return _fit_joint(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune, draws=draws,
-                          target_accept=target_accept, seed_used=seed_used, cores=cores, adaptation=adaptation,
-                          parametrization=parametrization, progress=shown, fixed_b=fixed_b)
+            result = _fit_collapsed(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune,
+                                    draws=draws, target_accept=target_accept, seed_used=seed_used, cores=cores,
+                                    adaptation=adaptation, progress=shown)
+        else:
+            result = _fit_joint(matrix, g, settings, wall_start, sampler=sampler, chains=chains, tune=tune,
+                                draws=draws, target_accept=target_accept, seed_used=seed_used, cores=cores,
+                                adaptation=adaptation, parametrization=parametrization, progress=shown,
+                                fixed_b=fixed_b)
+    return _finish(result, matrix, g, fixed_b, seed_used)
+
+
+def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int) -> FitResult:
+    """Tied items get their pooled b_mean/b_sd (irt/ties.py); K > 1 fits get the dispersion check
+    (irt/dispersion.py)."""
+    from .dispersion import dispersion_check
+    from .ties import pool_ties, tie_groups, tie_summary
+
+    result.diagnostics["ties"] = tie_summary(matrix.counts, g)
+    b_draws = result.draws("b")
+    if fixed_b is None:
+        result.b_mean, result.b_sd = pool_ties(tie_groups(matrix.counts, g), b_draws)
+    result.diagnostics["dispersion"] = dispersion_check(matrix.counts, matrix.n_trials, result.draws("theta"),
+                                                        b_draws, g, seed=seed)
+    return result
 
 
 def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, seed_used, cores, adaptation,
