@@ -27,19 +27,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import runpy
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+runpy.run_path(str(Path(__file__).resolve().parent.parent / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
-from benchmeasure.irt.fit import fit_1pl
-from benchmeasure.irt.quadrature import sample
-from benchmeasure.matrix import ResponseMatrix
-from benchmeasure.metrics import diagnose
-from benchmeasure.noise_aware import report
+from benchmeasure.irt.fit import fit_1pl  # noqa: E402
+from benchmeasure.irt.quadrature import sample  # noqa: E402
+from benchmeasure.matrix import ResponseMatrix  # noqa: E402
+from benchmeasure.metrics import diagnose  # noqa: E402
+from benchmeasure.noise_aware import report  # noqa: E402
 
 METRICS = ("ddm", "max_gap", "top5_gap_sum")
 WORLDS = ("normal", "uniform", "band", "clusters")
