@@ -18,9 +18,9 @@ Definitions used in every report:
   (b_hi − b_lo) ≥ 2 √(σ_lo² + σ_hi²): the chance that noise alone put the two edge items in
   this order is then ≲ 2 % (Gaussian approximation);
 * the benchmark's **resolution** is the narrowest true band that would show as a resolved
-  gap at the typical σ (median posterior sd) and the typical density (items per unit of b
-  over the posterior means' range): 2 D(σ, λ) + 2√2 σ, divided by that range (normalized
-  units, like Max Gap).
+  gap at the typical σ (median posterior sd) and the typical density (distinct posterior
+  means per unit of b over their range; tied items, which share one posterior, count once):
+  2 D(σ, λ) + 2√2 σ, divided by that range (normalized units, like Max Gap).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def benchmark_resolution(b_mean, b_sd) -> dict:
     b, s = _check(b_mean, b_sd)
     span = max(b) - min(b)
     sigma = statistics.median(s)
-    density = len(b) / span
+    density = len(set(b)) / span   # distinct values: tied items (one shared posterior) move together
     depth = filled_depth(sigma, density)
     width = 2 * depth + SEPARATION * math.sqrt(2) * sigma
     return {"resolution": width / span, "typical_sd": sigma, "items_per_unit": density,
