@@ -49,9 +49,31 @@ def fixed_range_draws(b_draws, low: float, high: float, top_k: int = 5) -> dict:
             f"top{top_k}_gap_sum": gaps[:, :top_k].sum(axis=1)}
 
 
+K1_REFUSAL = ("not reported: the fit has one trial per cell (K = 1), where the noise-aware estimator is biased "
+              "(bench/bench_gap_calibration.py: DDM +0.04 to +0.11, Max Gap up to +0.18 at n = 40); the plug-in "
+              "and the per-draw intervals are reported, and each gap's resolution says whether it can be trusted")
+
+
+def n_trials_beside(posterior_path) -> int | None:
+    """K from the ``diagnostics.json`` of the fit folder holding ``posterior_path`` (None when there is none)."""
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(os.fspath(posterior_path).rstrip("/"))), "diagnostics.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle).get("input", {}).get("n_trials")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
 def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: int = 0,
-           replicates: int = 200) -> dict:
+           replicates: int = 200, n_trials: int | None = None) -> dict:
     """Everything ``posterior-metrics`` prints: per metric the four summaries, plus the resolution and gaps.
+
+    With ``n_trials == 1`` the noise-aware ``estimate``/``low``/``high`` are None and ``refused``
+    says why (:data:`K1_REFUSAL`).
 
     Returns ``{"metrics": {name: {...}}, "resolution": float, "resolution_detail": {...}, "gaps": [...],
     "population": {...}}``.
@@ -61,14 +83,17 @@ def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: i
     point = diagnose(list(mean), top_k=top_k).as_dict()
     own = metric_draws(b, top_k)
     fixed = fixed_range_draws(b, float(mean.min()), float(mean.max()), top_k)
-    noisy, population = population_draws(b, replicates=replicates, seed=seed)
-    aware = metric_draws(noisy, top_k)
+    refused = K1_REFUSAL if n_trials == 1 else None
+    if refused is None:
+        noisy, population = population_draws(b, replicates=replicates, seed=seed)
+        aware = metric_draws(noisy, top_k)
     gaps = gap_table(mean, sd, items, top_k)
     resolution = benchmark_resolution(mean, sd)
     metrics = {}
     for name in own:
-        s = summarize_draws(aware[name], probability)
-        entry = {"plugin": point[name], "estimate": s.mean, "low": s.low, "high": s.high,
+        s = summarize_draws(aware[name], probability) if refused is None else None
+        entry = {"plugin": point[name], "estimate": s and s.mean, "low": s and s.low, "high": s and s.high,
+                 "refused": refused,
                  "per_draw_min_max": summarize_draws(own[name], probability).as_dict(),
                  "per_draw_fixed_range": summarize_draws(fixed[name], probability).as_dict(),
                  "at_posterior_mean": point[name]}
@@ -79,9 +104,9 @@ def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: i
             entry["resolved"] = all(g["resolved"] for g in gaps)
             entry["resolved_gaps"] = sum(g["resolved"] for g in gaps)
         metrics[name] = entry
-    pop = {"penalty": population["penalty"], "bins": population["bins"],
-           "draws": int(noisy.shape[0]), "replicates": replicates, "seed": seed,
-           "min_effective_draws": population["min_effective_draws"],
-           "median_effective_draws": population["median_effective_draws"]}
+    pop = None if refused else {
+        "penalty": population["penalty"], "bins": population["bins"], "draws": int(noisy.shape[0]),
+        "replicates": replicates, "seed": seed, "min_effective_draws": population["min_effective_draws"],
+        "median_effective_draws": population["median_effective_draws"]}
     return {"metrics": metrics, "resolution": resolution["resolution"], "resolution_detail": resolution,
             "gaps": gaps, "population": pop, "labels": METRIC_NOTE}

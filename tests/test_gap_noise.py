@@ -152,3 +152,15 @@ def test_benchfill_targets_resolved_gaps_first_and_warns(tmp_path, caplog):
     # without posterior sds the paper's order (widest first) is kept
     plain = _seed_set(tmp_path / "p", [0, 0, 0, 0, 0])
     assert [(t.left, t.right) for t in plain.targets(1)] == [pytest.approx((1.6 / 3, 1.0))]
+
+
+def test_noise_aware_estimate_refused_for_a_k1_fit(tmp_path):
+    path, d = _draws_with_band(tmp_path)
+    (tmp_path / "diagnostics.json").write_text(json.dumps({"input": {"n_trials": 1}}))
+    rec = json.loads(run_script("posterior_metrics.py", path, "--json").stdout)
+    for name in METRICS:
+        m = rec["metrics"][name]
+        assert m["estimate"] is m["low"] is m["high"] is None and "K = 1" in m["refused"]
+        assert m["plugin"] == pytest.approx(diagnose(list(d.mean(axis=0))).as_dict()[name], abs=1e-12)
+    assert rec["settings"]["n_trials"] == 1 and rec["population"] is None
+    assert "refused (K = 1)" in run_script("posterior_metrics.py", path).stdout

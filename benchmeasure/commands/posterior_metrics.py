@@ -7,7 +7,7 @@ import argparse
 
 from benchmeasure.errors import ArgumentParser, fail
 from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, write_json
-from benchmeasure.noise_aware import report
+from benchmeasure.noise_aware import n_trials_beside, report
 from benchmeasure.options import OPEN_PROBABILITY, SEED, TOP_K, integer
 from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
 
@@ -63,8 +63,9 @@ def main(argv=None) -> int:
     items, draws = read_posterior_b(args.posterior, args.variable)
     if draws.shape[0] < 2:
         fail(f"{args.posterior}: {draws.shape[0]} posterior draw; intervals need at least 2")
+    n_trials = n_trials_beside(args.posterior)
     rec = report(items, draws, top_k=args.top_k, probability=args.probability, seed=args.seed,
-                 replicates=args.replicates)
+                 replicates=args.replicates, n_trials=n_trials)
     record = {
         "items": len(items), "draws": int(draws.shape[0]), "top_k": args.top_k,
         "interval": f"central {args.probability:g} (equal-tailed quantiles)",
@@ -72,7 +73,8 @@ def main(argv=None) -> int:
         "resolution_detail": rec["resolution_detail"], "gaps": rec["gaps"], "population": rec["population"],
         "labels": rec["labels"],
         "input": args.posterior, "input_sha256": input_sha256(args.posterior), "command": command_line(),
-        "settings": {"seed": args.seed, "replicates": args.replicates, "probability": args.probability},
+        "settings": {"seed": args.seed, "replicates": args.replicates, "probability": args.probability,
+                     "n_trials": n_trials},
         "package_versions": package_versions(["numpy", "scipy", "xarray"]),
     }
     if args.output:
@@ -91,13 +93,15 @@ def main(argv=None) -> int:
         resolved = {True: "yes", False: "NO"}.get(m.get("resolved"), "")
         if "resolved_gaps" in m:
             resolved = f"{m['resolved_gaps']} of {len(rec['gaps'])}"
+        aware = "refused (K = 1)" if m["refused"] else f"{m['estimate']:.4f} [{m['low']:.4f}, {m['high']:.4f}]"
         print(f"| {name} | {m['plugin']:.4f} | [{own['low']:.4f}, {own['high']:.4f}] | "
-              f"[{fixed['low']:.4f}, {fixed['high']:.4f}] | {m['estimate']:.4f} [{m['low']:.4f}, {m['high']:.4f}] "
-              f"| {resolved} |")
+              f"[{fixed['low']:.4f}, {fixed['high']:.4f}] | {aware} | {resolved} |")
     for name, m in record["metrics"].items():
         if not m["per_draw_min_max"]["low"] <= m["plugin"] <= m["per_draw_min_max"]["high"]:
             print(f"note: the plug-in {name} lies outside the own-min-max interval: each draw's range is wider "
                   "than the posterior means' range (tails of noise); see the fixed-range interval")
+    if rec["metrics"]["ddm"]["refused"]:
+        print(f"note: noise-aware estimate {rec['metrics']['ddm']['refused']}")
     if rec["metrics"]["max_gap"].get("resolved") is False:
         g = rec["gaps"][0]
         print(f"note: the widest gap ({g['lower_item']} to {g['upper_item']}) is not resolved: its edges are "
