@@ -82,7 +82,7 @@ start_server() {  # start_server DATA SEED: the simulation server in the backgro
   local log="$1/server.log" pid="$1/server.pid" limit=${BENCHFILL_SIM_START_S:-120}
   local serve=("$PY" -m benchmeasure serve)
   "${serve[@]}" start --name sim --pid-file "$pid" --log "$log" -- \
-    "$PY" -m benchmeasure.sim.server --world "$1/world.json" --port 0 --seed "$2" > /dev/null || exit 1
+    "$PY" -m benchmeasure.serving.sim.server --world "$1/world.json" --port 0 --seed "$2" > /dev/null || exit 1
   SERVE_STOP=("${serve[@]}" stop --name sim --pid-file "$pid" --grace 5 --label run_experiment)
   trap '"${SERVE_STOP[@]}" 2>/dev/null || true' EXIT
   # Wait for its "listening on URL" line and for URL/models to answer (a loaded machine may take a while).

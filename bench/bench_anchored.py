@@ -9,7 +9,7 @@ and anchor draws:
 
 * ``raw / random``         — the model's plain accuracy on random anchors;
 * ``IRT / <strategy>``     — ``score_models.py``'s prediction (:func:`benchmeasure.irt.anchored.score_model`)
-                             from random, stratified and information anchors (:mod:`benchmeasure.anchors`);
+                             from random, stratified and information anchors (:mod:`benchmeasure.analyses.anchors`);
 * ``raw / stratified``     — plain accuracy on the stratified anchors (stratified sampling without IRT);
 * a floor that says what the 1PL can reach at all: ``1PL exact`` repeats the IRT prediction on
   answers *simulated* from the 1PL itself (the model's ability from all its 2,854 answers, the
@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
-from benchmeasure.anchors import select_anchors  # noqa: E402
+from benchmeasure.analyses.anchors import select_anchors  # noqa: E402
 from benchmeasure.irt.anchored import ability_posterior, score_model  # noqa: E402
 
 DATA = ROOT / "data" / "chembench" / "binary_matrix.csv"
@@ -48,8 +48,8 @@ ROWS = ["raw / random", "IRT / random", "raw / stratified", "IRT / stratified", 
 
 
 def calibrate(counts, models, items, method: str, seed: int, draws: int):
+    from benchmeasure.core.matrix import ResponseMatrix
     from benchmeasure.irt.fit import fit_1pl
-    from benchmeasure.matrix import ResponseMatrix
 
     result = fit_1pl(ResponseMatrix(models, items, counts, 1), method=method, seed=seed, chains=4,
                      tune=draws, draws=draws)
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.method, args.anchor_draws, args.ks = "map", 3, "25,100"
     ks = [int(k) for k in args.ks.split(",")]
-    from benchmeasure.wide import read_wide_matrix
+    from benchmeasure.core.wide import read_wide_matrix
 
     matrix = read_wide_matrix(args.matrix, 1, items_as_rows=True)
     counts = matrix.counts.astype(float)

@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
-from benchmeasure.sim.dataset import make_sim_benchmark  # noqa: E402
-from benchmeasure.sim.server import serve  # noqa: E402
-from benchmeasure.sim.world import TAG, World  # noqa: E402
+from benchmeasure.serving.sim.dataset import make_sim_benchmark  # noqa: E402
+from benchmeasure.serving.sim.server import serve  # noqa: E402
+from benchmeasure.serving.sim.world import TAG, World  # noqa: E402
 
 CLI = [sys.executable, str(ROOT / "propose" / "benchfill.py")]
 

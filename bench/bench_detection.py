@@ -19,7 +19,7 @@ import numpy as np
 
 runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
-from benchmeasure.detection import stratified_test, tallies_from_outcomes  # noqa: E402
+from benchmeasure.analyses.detection import stratified_test, tallies_from_outcomes  # noqa: E402
 
 
 def shuffle_p_value(pre, post, permutations, seed):

@@ -12,9 +12,9 @@ min–max normalized metrics do not see.
 
 * ``plugin`` — the paper's value (metric of the posterior means) with the per-draw min–max
   interval the project reported before;
-* ``new`` — the noise-aware estimator of :mod:`benchmeasure.noise_aware` and its interval;
+* ``new`` — the noise-aware estimator of :mod:`benchmeasure.analyses.noise_aware` and its interval;
 * for Max Gap also ``fillcorr`` — the plug-in gap plus the depth noise is expected to fill
-  (:mod:`benchmeasure.resolution`), a check of the filled-depth formula (no interval).
+  (:mod:`benchmeasure.core.resolution`), a check of the filled-depth formula (no interval).
 
 Prints bias, RMSE and 94 % coverage side by side, plus how often the widest gap was marked
 resolved. The whole grid (4 worlds × n ∈ {40, 300, 2000} × K ∈ {1, 8, 32} × 8 replications)
@@ -35,11 +35,11 @@ import numpy as np
 
 runpy.run_path(str(Path(__file__).resolve().parent.parent / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
+from benchmeasure.analyses.noise_aware import report  # noqa: E402
+from benchmeasure.core.matrix import ResponseMatrix  # noqa: E402
+from benchmeasure.core.metrics import diagnose  # noqa: E402
 from benchmeasure.irt.fit import fit_1pl  # noqa: E402
 from benchmeasure.irt.quadrature import sample  # noqa: E402
-from benchmeasure.matrix import ResponseMatrix  # noqa: E402
-from benchmeasure.metrics import diagnose  # noqa: E402
-from benchmeasure.noise_aware import report  # noqa: E402
 
 METRICS = ("ddm", "max_gap", "top5_gap_sum")
 WORLDS = ("normal", "uniform", "band", "clusters")

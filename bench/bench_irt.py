@@ -76,8 +76,8 @@ N_MODELS, N_TRIALS = 12, 8
 def simulate(n_items: int, seed: int):
     import numpy as np
 
-    from benchmeasure.matrix import ResponseMatrix
-    from benchmeasure.simulate import simulate_counts
+    from benchmeasure.core.matrix import ResponseMatrix
+    from benchmeasure.irt.simulate import simulate_counts
 
     rng = np.random.default_rng(seed)
     theta = rng.normal(size=N_MODELS)

@@ -56,8 +56,8 @@ PEAK_GB_TARGET = 3.0
 
 
 def simulate_file(models: int, items: int, n_trials: int, scale: float, seed: int, folder: Path) -> tuple[Path, dict]:
-    from benchmeasure.matrix import ResponseMatrix, write_matrix
-    from benchmeasure.simulate import simulate_counts
+    from benchmeasure.core.matrix import ResponseMatrix, write_matrix
+    from benchmeasure.irt.simulate import simulate_counts
 
     rng = np.random.default_rng(seed)
     theta = rng.normal(size=models) * scale

@@ -17,7 +17,7 @@ def cpu_name() -> str:
 
 def versions(names: list[str]) -> str:
     """``"pymc 6.x, nutpie 0.y, ..."`` for the installed versions of ``names`` (those not installed left out)."""
-    from benchmeasure.files import package_versions
+    from benchmeasure.base.files import package_versions
 
     found = package_versions(names)
     return ", ".join(f"{name} {found[name]}" for name in names if found[name] is not None)

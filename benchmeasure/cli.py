@@ -17,7 +17,7 @@ import sys
 from typing import NamedTuple
 
 from benchmeasure import __version__
-from benchmeasure.errors import fail, name_next_parser, run_cli
+from benchmeasure.base.errors import fail, name_next_parser, run_cli
 
 
 class Command(NamedTuple):
@@ -142,7 +142,7 @@ def setup_logging() -> logging.Handler:
 
     Library modules log with ``logging.getLogger(__name__)`` and never print. Records of WARNING and above
     under the ``benchmeasure`` logger reach this handler; a command that shows a library's progress lines
-    (INFO) turns them on with :func:`benchmeasure.progress.show_progress`, which prints them bare, as before.
+    (INFO) turns them on with :func:`benchmeasure.base.progress.show_progress`, which prints them bare, as before.
     Installed once per process, so calling a command twice from Python doubles nothing.
     """
     logger = logging.getLogger("benchmeasure")

@@ -58,9 +58,9 @@ def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t", b
     reply by a random time drawn in arrival order from ``jitter_seed`` (replies then finish in a shuffled order).
     Returns (run folder, environment for ``propose/benchfill.py run``, server); shut the server down when done.
     """
-    from benchmeasure.sim.dataset import make_sim_benchmark
-    from benchmeasure.sim.server import serve
-    from benchmeasure.sim.world import World
+    from benchmeasure.serving.sim.dataset import make_sim_benchmark
+    from benchmeasure.serving.sim.server import serve
+    from benchmeasure.serving.sim.world import World
 
     data = tmp_path / f"data{seed}"
     config = make_sim_benchmark(data, seed, client=client, search=search, truth=True)
@@ -129,9 +129,9 @@ def filled_runs(tmp_path_factory):
 
     Returns ``(calibration.csv, run folder, mass-fill folder)``. About 25 s; shared by the explorer tests.
     """
-    from benchmeasure.sim.dataset import make_sim_benchmark
-    from benchmeasure.sim.server import serve
-    from benchmeasure.sim.world import World
+    from benchmeasure.serving.sim.dataset import make_sim_benchmark
+    from benchmeasure.serving.sim.server import serve
+    from benchmeasure.serving.sim.world import World
 
     root = tmp_path_factory.mktemp("filled")
     data = root / "data"

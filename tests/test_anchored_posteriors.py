@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from benchmeasure.anchors import item_information, select_anchors
+from benchmeasure.analyses.anchors import item_information, select_anchors
+from benchmeasure.base.errors import InputError
 from benchmeasure.benchfill.calibration import posterior_b
-from benchmeasure.errors import InputError
 from benchmeasure.irt.anchored import ability_posterior, difficulty_posterior, predict_accuracy
 
 

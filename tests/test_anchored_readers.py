@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmeasure.ability_file import read_ability_table
-from benchmeasure.difficulty_file import read_item_difficulties
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.ability_file import read_ability_table
+from benchmeasure.core.difficulty_file import read_item_difficulties
 
 CELL = st.one_of(st.sampled_from(["0.5", "-1", "nan", "inf", "", "x", "1e3", " 2 ", "m1", "m2", '"a,b"']),
                  st.text(max_size=6))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmeasure.benchfill.config import load_config
-from benchmeasure.sim.dataset import make_sim_benchmark
+from benchmeasure.serving.sim.dataset import make_sim_benchmark
 from conftest import BENCHFILL_CLI as CLI
 from conftest import ROOT, assert_rejected
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmeasure.base.errors import InputError
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, read_events, run_lock
 from benchmeasure.benchfill.records import Call, Plan
-from benchmeasure.errors import InputError
 
 REPO = str(Path(__file__).resolve().parents[1])
 

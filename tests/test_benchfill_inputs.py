@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmeasure.base.errors import InputError
 from benchmeasure.benchfill.eventlog import read_events
 from benchmeasure.benchfill.mass_fill import read_limits
 from benchmeasure.benchfill.records import EVENT_TYPES, event_from_dict
 from benchmeasure.benchfill.run_folder import RunFolder
-from benchmeasure.errors import InputError
-from benchmeasure.sim.dataset import make_sim_benchmark
+from benchmeasure.serving.sim.dataset import make_sim_benchmark
 from conftest import BENCHFILL_CLI as CLI
 from conftest import FULL_DISK, ROOT, assert_rejected, sim_run
 
@@ -276,7 +276,7 @@ time.sleep(600)
 
 
 def test_the_fit_ends_with_its_parent_without_the_linux_death_signal(tmp_path):
-    # The portable guard (benchmeasure.lifetime.exit_with_parent): the fit is started without the parent-death
+    # The portable guard (benchmeasure.base.lifetime.exit_with_parent): the fit is started without the parent-death
     # signal, as on macOS, by a parent that names itself in BENCHMEASURE_PARENT_PID and is then killed (-9).
     config = truth_config(tmp_path)
     matrix = config.parent / "response_matrix.csv"

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from benchmeasure.benchfill.mass_fill import Limits, State, next_step, origin_order
-from benchmeasure.metrics import largest_gaps, max_gap, normalize_min_max
-from benchmeasure.sim.dataset import make_sim_benchmark
-from benchmeasure.sim.server import serve
-from benchmeasure.sim.world import World
+from benchmeasure.core.metrics import largest_gaps, max_gap, normalize_min_max
+from benchmeasure.serving.sim.dataset import make_sim_benchmark
+from benchmeasure.serving.sim.server import serve
+from benchmeasure.serving.sim.world import World
 from conftest import kill_after_progress, wait_for_lock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def test_next_step_targets_widest_untried_gap_and_caps_budgets():
 
 
 def test_limits_and_origin_ids_checked():
-    from benchmeasure.errors import InputError
+    from benchmeasure.base.errors import InputError
 
     for bad in (Limits(), Limits(target_max_gap=0.1), Limits(target_max_gap=1.0, max_items=2), Limits(max_calls=0)):
         with pytest.raises(InputError):

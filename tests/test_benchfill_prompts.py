@@ -8,7 +8,7 @@ import pytest
 from benchmeasure.benchfill.gaps import read_pool
 from benchmeasure.benchfill.prompts import parse_child
 from benchmeasure.grading import grade
-from benchmeasure.llm_client import MalformedReply
+from benchmeasure.verifier.llm_client import MalformedReply
 from benchmeasure.verifier.validity import reference_parseable
 
 INSTRUCTIONS = [{"id": "punctuation:no_comma", "kwargs": {}},

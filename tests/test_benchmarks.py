@@ -3,8 +3,8 @@
 
 import pytest
 
-from benchmeasure.benchmarks import find_benchmarks, load_benchmark
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.benchmarks import find_benchmarks, load_benchmark
 from conftest import make_benchmark
 
 

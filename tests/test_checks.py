@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmeasure.checks import check_matrix, inversion_rate, separation_reliability, warn_if_failing
-from benchmeasure.matrix import ResponseMatrix, write_matrix
+from benchmeasure.analyses.checks import check_matrix, inversion_rate, separation_reliability, warn_if_failing
+from benchmeasure.core.matrix import ResponseMatrix, write_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "check_response_matrix.py"
@@ -180,7 +180,7 @@ def test_cli_output_dir_that_is_a_file_is_rejected(tmp_path):
 
 def test_inversion_counts_with_many_rows_equal_the_pairwise_definition():
     """Above 512 rows the counts come from sorted keys; they must equal the all-pairs comparison."""
-    from benchmeasure.checks import _strict_orders
+    from benchmeasure.analyses.checks import _strict_orders
 
     def all_pairs(counts):
         counts = np.asarray(counts, dtype=float)

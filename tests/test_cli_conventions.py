@@ -78,7 +78,7 @@ def test_help_and_usage_errors(script):
 
 
 def test_closed_stdout_is_not_success():
-    code = ("from benchmeasure.errors import run_cli\n"
+    code = ("from benchmeasure.base.errors import run_cli\n"
             "def main(argv):\n    raise BrokenPipeError\n"
             "run_cli(main)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

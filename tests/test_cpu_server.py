@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
 from benchmeasure.serving.cpu_server import ENTRY_MODULE, plan_server, stop, wait_ready
 from benchmeasure.verifier.panel import load_panel, panel_from_dict
 from conftest import ROOT, assert_rejected, run_script

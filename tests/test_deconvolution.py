@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad
 
+from benchmeasure.core.resolution import filled_depth
 from benchmeasure.irt.deconvolution import _objective, bin_likelihoods, fit_density, resample_draws
-from benchmeasure.resolution import filled_depth
 
 THETA = np.array([-0.8, 1.1])
 K = 3

@@ -51,7 +51,7 @@ def check_chembench(real, stdout):
     diagnostics = json.loads((real / "diagnostics.json").read_text())
     assert diagnostics["input"]["models"] == 22 and diagnostics["divergences"] == 0
     part = stdout[stdout.index("==> C3. "):stdout.index("==> C4. ")]
-    from benchmeasure.metrics import diagnose
+    from benchmeasure.core.metrics import diagnose
 
     expected = diagnose(b, top_k=5)
     assert f"DDM: {expected.ddm:.6f}" in part and f"Max Gap: {expected.max_gap:.6f}" in part

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import hypergeom
 
-from benchmeasure.detection import PrePost, read_pre_post, stratified_test, tallies_from_outcomes
+from benchmeasure.analyses.detection import PrePost, read_pre_post, stratified_test, tallies_from_outcomes
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "detect_improvement.py"

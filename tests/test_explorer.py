@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
 from benchmeasure.explorer.collect import compact_ids, item_id, parse_posterior, read_questions
 from benchmeasure.explorer.filled import read_filled, read_records
 from benchmeasure.explorer.page import inert_json, render

@@ -1,11 +1,11 @@
-"""benchmeasure/files.py: the shared JSON Lines reader."""
+"""benchmeasure/base/files.py: the shared JSON Lines reader."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmeasure.errors import InputError
-from benchmeasure.files import read_jsonl_objects, write_json
+from benchmeasure.base.errors import InputError
+from benchmeasure.base.files import read_jsonl_objects, write_json
 
 
 def test_objects_come_with_their_line_numbers_and_blank_lines_are_skipped(tmp_path):

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmeasure.matrix import ResponseMatrix, write_matrix
-from benchmeasure.simulate import simulate_counts
+from benchmeasure.core.matrix import ResponseMatrix, write_matrix
+from benchmeasure.irt.simulate import simulate_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "fit_irt.py"
@@ -141,7 +141,7 @@ def test_same_seed_identical_outputs_and_quiet(nuts_runs):
 def test_saved_posterior_reads_back(nuts_runs, matrix_file):
     import xarray as xr
 
-    from benchmeasure.matrix import read_matrix
+    from benchmeasure.core.matrix import read_matrix
 
     _, out, _, _ = nuts_runs
     tree = xr.open_datatree(out / "posterior.zarr", engine="zarr")

@@ -12,8 +12,8 @@ import pytest
 
 from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.mass_fill import Limits, State, next_step
-from benchmeasure.matrix import ResponseMatrix, write_matrix
-from benchmeasure.metrics import diagnose
+from benchmeasure.core.matrix import ResponseMatrix, write_matrix
+from benchmeasure.core.metrics import diagnose
 from tests.conftest import assert_rejected, run_script
 
 METRICS = ("ddm", "max_gap", "top5_gap_sum")

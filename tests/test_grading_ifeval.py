@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
 from benchmeasure.grading import grade
 from benchmeasure.grading.ifeval import CHECKS, follows, parse_instructions
 

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmeasure.errors import InputError
-from benchmeasure.harness import read_inspect_log
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.harness import read_inspect_log
 from conftest import ROOT, assert_rejected, run_script
 
 pytest.importorskip("inspect_ai")

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from benchmeasure.core.harness import binarize, read_lighteval_log, read_lm_eval_log, read_lmms_log
 from benchmeasure.grading import grade
-from benchmeasure.harness import binarize, read_lighteval_log, read_lm_eval_log, read_lmms_log
 from conftest import ROOT, assert_rejected, run_script
 
 FIX = ROOT / "tests" / "fixtures" / "harness_logs"

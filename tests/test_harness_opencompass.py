@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmeasure.errors import InputError
-from benchmeasure.harness import logs_to_matrix, read_opencompass_log
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.harness import logs_to_matrix, read_opencompass_log
 from conftest import ROOT, assert_rejected, run_script
 
 RESULTS = ROOT / "tests" / "fixtures" / "harness_logs" / "opencompass" / "results"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt import quadrature as q
 from benchmeasure.irt.collapsed import CollapsedData, draw_difficulties, quadrature_check
-from benchmeasure.matrix import ResponseMatrix
-from benchmeasure.simulate import simulate_counts
+from benchmeasure.irt.simulate import simulate_counts
 
 M, N, K = 7, 25, 3
 

@@ -10,11 +10,11 @@ import pytest
 pytest.importorskip("pymc")
 pytest.importorskip("nutpie")
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.diagnostics import summarize_diagnostics, warnings_for
 from benchmeasure.irt.fit import check_guessing, fit_1pl, posterior_mode
-from benchmeasure.matrix import ResponseMatrix
-from benchmeasure.simulate import simulate_counts
+from benchmeasure.irt.simulate import simulate_counts
 
 
 def _matrix(n_models, n_items, n_trials, seed, guessing=0.0):

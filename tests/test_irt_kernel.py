@@ -10,7 +10,7 @@ pytest.importorskip("numba")
 
 from benchmeasure.irt.kernel import LoglikData
 from benchmeasure.irt.likelihood import log_likelihood
-from benchmeasure.simulate import simulate_counts
+from benchmeasure.irt.simulate import simulate_counts
 
 M, N, K = 5, 37, 6
 

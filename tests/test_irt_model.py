@@ -10,7 +10,7 @@ pytest.importorskip("pymc")
 
 from benchmeasure.irt.likelihood import log_likelihood
 from benchmeasure.irt.model import Rotation, build_model
-from benchmeasure.simulate import simulate_counts
+from benchmeasure.irt.simulate import simulate_counts
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (3, 7), (12, 40)])

@@ -1,4 +1,4 @@
-"""scripts/label_validity.py (benchmeasure.label_validity, benchmeasure.ability_accuracy)."""
+"""scripts/label_validity.py (benchmeasure.analyses.label_validity, benchmeasure.analyses.ability_accuracy)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmeasure.label_validity import auc
+from benchmeasure.analyses.label_validity import auc
 from conftest import ROOT, assert_rejected, run_script
 
 # easy items b = 0, 1, 2; hard items b = 1.5, 3: hard above easy in 5 of 6 pairs
@@ -128,7 +128,7 @@ def test_bad_flags_and_outputs(files, tmp_path):
 
 
 def test_chembench_labels_file_reads_as_published():
-    from benchmeasure.label_validity import read_labels
+    from benchmeasure.analyses.label_validity import read_labels
 
     labels = read_labels(ROOT / "data" / "chembench" / "difficulty_dict.json")
     assert len(labels) == 2854 and set(labels) == {str(i) for i in range(2854)}

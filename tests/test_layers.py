@@ -152,7 +152,7 @@ def rule_breaks(path: Path) -> list[str]:
                 and node.value.id == "sys"):
             found.append((node.lineno, "sys.path is not edited in the package"))
         elif isinstance(node, ast.Name) and node.id == "__file__":
-            found.append((node.lineno, "no walk up the tree from __file__: use benchmeasure.resources"))
+            found.append((node.lineno, "no walk up the tree from __file__: use benchmeasure.base.resources"))
         elif (runs_children and isinstance(node, ast.Constant) and isinstance(node.value, str)
               and id(node) not in docstrings
               and (SCRIPT_PATH.fullmatch(node.value) or (node.value in TREE_FOLDERS and id(node) in joined))):

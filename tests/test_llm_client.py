@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from benchmeasure.benchfill.eventlog import EventLog
-from benchmeasure.llm_client import Endpoint, LLMCallError, LLMClient, MalformedReply
+from benchmeasure.verifier.llm_client import Endpoint, LLMCallError, LLMClient, MalformedReply
 
 OK_BODY = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hello"}}],

@@ -249,8 +249,8 @@ def test_real_lmms_eval_sends_the_panel_models_key_and_writes_it_nowhere(tmp_pat
 
 @pytest.fixture
 def sure_server():
-    from benchmeasure.sim.server import serve
-    from benchmeasure.sim.world import World
+    from benchmeasure.serving.sim.server import serve
+    from benchmeasure.serving.sim.world import World
 
     srv, url = serve(World({"sure": 40.0, "never": -40.0}, seed=5))
     yield url
@@ -258,7 +258,7 @@ def sure_server():
 
 
 def _rollout_inputs(tmp_path, url):
-    from benchmeasure.sim.world import item_text
+    from benchmeasure.serving.sim.world import item_text
 
     panel = tmp_path / "panel.toml"
     panel.write_text(f'[rollouts]\ndefault = 2\n[[model]]\nname = "sure"\ntemperature = 1.0\nbase_url = "{url}"\n'

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.fit import posterior_mode
 from benchmeasure.irt.marginal_mode import marginal_mode
-from benchmeasure.matrix import ResponseMatrix
 
 
 def _brute_log_posterior(b, y, k, g):

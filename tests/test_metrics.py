@@ -1,4 +1,4 @@
-"""DDM, gaps, Max Gap and Top-k Gap Sum: hand-computed values and properties (benchmeasure.metrics)."""
+"""DDM, gaps, Max Gap and Top-k Gap Sum: hand-computed values and properties (benchmeasure.core.metrics)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import wasserstein_distance
 
-from benchmeasure.errors import InputError
-from benchmeasure.metrics import (
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.metrics import (
     ddm,
     diagnose,
     gaps,

@@ -1,5 +1,5 @@
 """Numeric options: NaN, infinities, out-of-range and absurd values are one error line, exit 2, for every command
-(benchmeasure/options.py; issue 15, item 4 and the rule on numeric option parsing)."""
+(benchmeasure/base/options.py; issue 15, item 4 and the rule on numeric option parsing)."""
 
 from __future__ import annotations
 

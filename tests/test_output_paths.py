@@ -1,4 +1,4 @@
-"""Output paths (benchmeasure/files.py: plan_outputs, all_or_nothing, atomic_write) through the command line.
+"""Output paths (benchmeasure/base/files.py: plan_outputs, all_or_nothing, atomic_write) through the command line.
 
 Issue 15, item 1 and the rule "one output-path check used by every command, before any input is read": an
 output naming an input, a device, a folder or another output is one error line and nothing changes; a
@@ -163,8 +163,8 @@ def test_two_outputs_leave_nothing_when_the_second_fails(files):
 
 
 def test_write_json_refuses_nan(files):
-    from benchmeasure.errors import InputError
-    from benchmeasure.files import write_json
+    from benchmeasure.base.errors import InputError
+    from benchmeasure.base.files import write_json
 
     with pytest.raises(InputError, match=r"metrics\.ddm is not a finite number"):
         write_json(files / "x.json", {"metrics": {"ddm": float("nan")}})

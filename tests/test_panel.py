@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
 from benchmeasure.verifier.panel import load_panel
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from benchmeasure.plots import _ecdf, plot_before_after, plot_benchmarks
+from benchmeasure.analyses.plots import _ecdf, plot_before_after, plot_benchmarks
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "plot_difficulty.py"

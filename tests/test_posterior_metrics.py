@@ -1,4 +1,4 @@
-"""Tests of per-draw metric intervals (benchmeasure.posterior_metrics) and scripts/posterior_metrics.py."""
+"""Tests of per-draw metric intervals (benchmeasure.analyses.posterior_metrics) and scripts/posterior_metrics.py."""
 
 import json
 import subprocess
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from benchmeasure import metrics
-from benchmeasure.errors import InputError
-from benchmeasure.posterior_metrics import metric_draws, posterior_intervals, read_posterior_b, summarize_draws
+from benchmeasure.analyses.posterior_metrics import metric_draws, posterior_intervals, read_posterior_b, summarize_draws
+from benchmeasure.base.errors import InputError
+from benchmeasure.core import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "posterior_metrics.py"

@@ -1,4 +1,4 @@
-"""scripts/prepare_response_matrix.py (benchmeasure.responses) through its command line."""
+"""scripts/prepare_response_matrix.py (benchmeasure.core.responses) through its command line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""prepare_response_matrix.py --from wide (benchmeasure.wide): wide tables of counts, both orientations."""
+"""prepare_response_matrix.py --from wide (benchmeasure.core.wide): wide tables of counts, both orientations."""
 
 from __future__ import annotations
 

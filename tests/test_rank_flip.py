@@ -1,4 +1,4 @@
-"""Tests of Theorem 2.1's bound (benchmeasure.rank_flip) and scripts/rank_flip_bound.py."""
+"""Tests of Theorem 2.1's bound (benchmeasure.analyses.rank_flip) and scripts/rank_flip_bound.py."""
 
 import hashlib
 import json
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from benchmeasure.errors import InputError
-from benchmeasure.matrix import ResponseMatrix, write_matrix
-from benchmeasure.rank_flip import rank_flip_bound, w1_to_uniform
+from benchmeasure.analyses.rank_flip import rank_flip_bound, w1_to_uniform
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.matrix import ResponseMatrix, write_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "rank_flip_bound.py"

@@ -15,15 +15,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from benchmeasure.analyses.detection import read_pre_post
+from benchmeasure.analyses.posterior_metrics import read_posterior_b
+from benchmeasure.analyses.summary import read_domains
+from benchmeasure.base.csv_table import read_table
+from benchmeasure.base.errors import InputError
 from benchmeasure.benchfill.gaps import read_calibration
-from benchmeasure.csv_table import read_table
-from benchmeasure.detection import read_pre_post
-from benchmeasure.difficulty_file import read_difficulty_column, read_item_difficulties
-from benchmeasure.errors import InputError
-from benchmeasure.guessing import read_guessing_csv
-from benchmeasure.matrix import read_matrix
-from benchmeasure.posterior_metrics import read_posterior_b
-from benchmeasure.summary import read_domains
+from benchmeasure.core.difficulty_file import read_difficulty_column, read_item_difficulties
+from benchmeasure.core.guessing import read_guessing_csv
+from benchmeasure.core.matrix import read_matrix
 from conftest import assert_rejected, run_script
 
 READERS = {

@@ -1,4 +1,4 @@
-"""Tests of the reported-vs-local comparison (benchmeasure.reproduce) and scripts/reproduce_tables.py."""
+"""Tests of the reported-vs-local comparison (benchmeasure.analyses.reproduce) and scripts/reproduce_tables.py."""
 
 import csv
 import json
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmeasure.checks import check_matrix
-from benchmeasure.matrix import ResponseMatrix, write_matrix
-from benchmeasure.reproduce import REPORTED_DIR, compare_all, markdown, read_reported
+from benchmeasure.analyses.checks import check_matrix
+from benchmeasure.analyses.reproduce import REPORTED_DIR, compare_all, markdown, read_reported
+from benchmeasure.core.matrix import ResponseMatrix, write_matrix
 from conftest import BENCHFILL_CLI, make_benchmark, sim_run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The plain responses reader (benchmeasure/response_counts.py) on a bare Python, and against the PyArrow route.
+"""The plain responses reader (benchmeasure/core/response_counts.py) on a bare Python, and against the PyArrow route.
 
 Issue 15, item 6 (the paper's first call works before any virtual environment) and item 2 (rows read wrongly
 without a word): a row with more or fewer fields than the header, a blank trial ID and a repeated header are
@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmeasure.errors import InputError
-from benchmeasure.response_counts import count_responses
-from benchmeasure.responses import read_responses_csv
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.response_counts import count_responses
+from benchmeasure.core.responses import read_responses_csv
 from conftest import ROOT, assert_rejected, run_script
 
 GOOD = "model,item_id,trial,correct\n" + "".join(

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.special import comb
 
-from benchmeasure.matrix import ResponseMatrix, write_matrix
-from benchmeasure.robustness import bic, bic_comparison, correlation_summary, markdown, max_draw_log_likelihood
-from benchmeasure.simulate import simulate_counts
+from benchmeasure.analyses.robustness import bic, bic_comparison, correlation_summary, markdown, max_draw_log_likelihood
+from benchmeasure.core.matrix import ResponseMatrix, write_matrix
+from benchmeasure.irt.simulate import simulate_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "irt_robustness.py"
@@ -170,9 +170,9 @@ def test_cli_fit_dir_and_guessing_csv_rejected(map_fit, tmp_path, args, fragment
 
 @pytest.mark.slow
 def test_cli_table6_and_bic_from_a_saved_fit(tmp_path):
-    from benchmeasure.matrix import read_matrix
-    from benchmeasure.posterior_metrics import read_posterior_b
-    from benchmeasure.robustness import read_fit_dir
+    from benchmeasure.analyses.posterior_metrics import read_posterior_b
+    from benchmeasure.analyses.robustness import read_fit_dir
+    from benchmeasure.core.matrix import read_matrix
 
     path = _matrix_file(tmp_path)
     fit_dir = _fit(path, tmp_path / "fit", "--chains", 2, "--draws", 100, "--tune", 100, "--seed", 1,

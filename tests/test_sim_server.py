@@ -13,8 +13,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from benchmeasure.sim.server import serve
-from benchmeasure.sim.world import World, item_text
+from benchmeasure.serving.sim.server import serve
+from benchmeasure.serving.sim.world import World, item_text
 from conftest import assert_rejected
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmeasure.benchmarks import find_benchmarks
-from benchmeasure.summary import markdown_table, marked_counts, summarize
+from benchmeasure.analyses.summary import markdown_table, marked_counts, summarize
+from benchmeasure.core.benchmarks import find_benchmarks
 from conftest import make_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ environment (``.venv-irt``, Python >= 3.12), while the BenchFill loop may run in
 environment (``.venv-benchfill``, Python 3.11). So the fit runs as ``python -m benchmeasure fit``
 with the IRT interpreter — ``$BENCHMEASURE_IRT_PYTHON`` if set, else the checkout's ``.venv-irt/bin/python``
 — and its ``ability.csv`` (``model,theta_mean,…``) is read back. The fit dies with the process that
-started it (:mod:`benchmeasure.lifetime`: Linux's parent-death signal, and on every system the fit's own
+started it (:mod:`benchmeasure.base.lifetime`: Linux's parent-death signal, and on every system the fit's own
 check of its parent each second), so a ``kill -9`` of ``run`` during the first-use fit leaves no fit running.
 
 The cache is keyed by the matrix file's SHA-256, its trial count and guessing, in
@@ -25,12 +25,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmeasure.ability_file import read_ability_table
-from benchmeasure.errors import fail
-from benchmeasure.files import sha256_file
-from benchmeasure.lifetime import PARENT_PID_ENV, die_with_parent
-from benchmeasure.matrix import read_matrix
-from benchmeasure.resources import import_root, project_path
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import sha256_file
+from benchmeasure.base.lifetime import PARENT_PID_ENV, die_with_parent
+from benchmeasure.base.resources import import_root, project_path
+from benchmeasure.core.ability_file import read_ability_table
+from benchmeasure.core.matrix import read_matrix
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def cache_key(matrix: str | os.PathLike, n_trials: int, guessing: float) -> str:
 
 
 def read_abilities(path: str | os.PathLike) -> dict:
-    """``{model: theta_mean}`` from an ``ability.csv`` (:func:`benchmeasure.ability_file.read_ability_table`)."""
+    """``{model: theta_mean}`` from an ``ability.csv`` (:func:`benchmeasure.core.ability_file.read_ability_table`)."""
     return read_ability_table(path)
 
 

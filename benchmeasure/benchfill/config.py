@@ -27,8 +27,8 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from benchmeasure.errors import fail, file_errors
-from benchmeasure.resources import project_path
+from benchmeasure.base.errors import fail, file_errors
+from benchmeasure.base.resources import project_path
 
 try:  # Python >= 3.11
     import tomllib
@@ -114,7 +114,7 @@ class RunConfig:
     validity: dict = field(default_factory=dict)
 
     def path(self, value: str) -> Path:
-        """A config path resolved against the project folder (the checkout; :mod:`benchmeasure.resources`)."""
+        """A config path resolved against the project folder (the checkout; :mod:`benchmeasure.base.resources`)."""
         return project_path(expand(value))
 
     def as_dict(self) -> dict:

@@ -22,8 +22,8 @@ import os
 import time
 from pathlib import Path
 
+from benchmeasure.base.errors import fail, file_errors
 from benchmeasure.benchfill.records import Call, Record, event_from_dict
-from benchmeasure.errors import fail, file_errors
 
 EVENTS = "events.jsonl"
 LOCK = "run.lock"

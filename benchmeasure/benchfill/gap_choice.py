@@ -1,7 +1,7 @@
 """Aim at gaps that exist: order target gaps so that resolved ones come first.
 
 A gap between two neighbouring items is *resolved* when its two edge items' difficulties are at
-least :data:`benchmeasure.resolution.SEPARATION` (2) posterior sds of their difference apart
+least :data:`benchmeasure.core.resolution.SEPARATION` (2) posterior sds of their difference apart
 (b_hi − b_lo ≥ 2 √(σ_lo² + σ_hi²)); otherwise the two items may be in the wrong order and the
 "gap" an artifact of estimation noise (docs/gap_noise.md). BenchFill and mass fill keep the
 paper's order — widest first — among resolved gaps, then take unresolved ones, and log a
@@ -15,7 +15,7 @@ import bisect
 import logging
 import math
 
-from benchmeasure.resolution import SEPARATION
+from benchmeasure.core.resolution import SEPARATION
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 For a calibration table (``item_id,b_mean,b_sd``) the difficulties are put on the
 benchmark's own min–max scale (paper, Section 2) and the ``k`` widest adjacent gaps are the
 targets; a gap [left, right] has target z* = (left + right)/2, its midpoint (paper, Section 4). The gap metric is
-:func:`benchmeasure.metrics.largest_gaps`, the same one ``diagnose_benchmark.py`` reports.
+:func:`benchmeasure.core.metrics.largest_gaps`, the same one ``diagnose_benchmark.py`` reports.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import json
 import os
 from dataclasses import dataclass
 
-from benchmeasure.csv_table import finite_float, read_table
-from benchmeasure.errors import fail
-from benchmeasure.files import read_jsonl_objects
-from benchmeasure.metrics import largest_gaps, normalize_min_max
+from benchmeasure.base.csv_table import finite_float, read_table
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import read_jsonl_objects
+from benchmeasure.core.metrics import largest_gaps, normalize_min_max
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,12 @@ class SeedSet:
         return [item.b_sd / (self.b_max - self.b_min) for item in self.items]
 
     def targets(self, k: int) -> list:
-        """The ``k`` target gaps (:class:`benchmeasure.metrics.Gap`); target z* = midpoint.
+        """The ``k`` target gaps (:class:`benchmeasure.core.metrics.Gap`); target z* = midpoint.
 
         The paper's choice is the ``k`` widest; here resolved gaps come first (widest first among
         them), then unresolved ones (:mod:`.gap_choice`), and each unresolved target is logged.
         """
-        from .gap_choice import resolved_first, warn_unresolved
+        from benchmeasure.benchfill.gap_choice import resolved_first, warn_unresolved
 
         chosen = resolved_first(largest_gaps(self.z_values()), self.z_values(), self.sd_values())[:k]
         warn_unresolved(chosen)

@@ -40,8 +40,8 @@ from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import parse_child
 from benchmeasure.benchfill.records import Annotation, GapDone, Plan, Reannotation
-from benchmeasure.llm_client import KEY_HEADER, Endpoint
 from benchmeasure.verifier.base import Candidate
+from benchmeasure.verifier.llm_client import KEY_HEADER, Endpoint
 
 BENCHFILL = "benchfill"
 BASELINE = "baseline"

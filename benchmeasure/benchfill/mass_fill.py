@@ -48,6 +48,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import atomic_write, command_line, package_versions, read_jsonl_objects, write_json
 from benchmeasure.benchfill.config import load_config
 from benchmeasure.benchfill.eventlog import lock_holder, run_lock, select
 from benchmeasure.benchfill.gaps import load_seed_set
@@ -55,9 +57,7 @@ from benchmeasure.benchfill.loop import BENCHFILL
 from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, MassResult, MassStep
 from benchmeasure.benchfill.run_folder import MASS_MARKER, RunFolder
 from benchmeasure.benchfill.runner import init_run, open_loop
-from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, command_line, package_versions, read_jsonl_objects, write_json
-from benchmeasure.metrics import Gap, ddm, largest_gaps, max_gap, top_k_gap_sum
+from benchmeasure.core.metrics import Gap, ddm, largest_gaps, max_gap, top_k_gap_sum
 
 FILLED = "filled_benchmark.json"
 RECORDS = "mass_fill_records.csv"
@@ -194,7 +194,7 @@ def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: 
     floor = limits.target_max_gap or 0.0
     open_gaps = [g for g in largest_gaps(z) if (g.left, g.right) not in state.tried and g.width > floor]
     if sd is not None:  # resolved gaps first (gap_choice); inserted items take the originals' median sd
-        from .gap_choice import resolved_first, warn_unresolved
+        from benchmeasure.benchfill.gap_choice import resolved_first, warn_unresolved
 
         chosen = resolved_first(open_gaps, z, list(sd) + [statistics.median(sd)] * (len(z) - len(sd)))[:1]
         warn_unresolved(chosen)

@@ -17,9 +17,9 @@ from pathlib import Path
 from string import Template
 from typing import ClassVar
 
-from benchmeasure.errors import fail
-from benchmeasure.llm_client import MalformedReply
-from benchmeasure.resources import package_file
+from benchmeasure.base.errors import fail
+from benchmeasure.base.resources import package_file
+from benchmeasure.verifier.llm_client import MalformedReply
 
 DEFAULT_DIR = package_file("benchfill", "templates")  # propose/prompts/ in a checkout links here
 TEMPLATES = ("rewrite.txt", "rewrite_baseline.txt", "reference_line.txt")

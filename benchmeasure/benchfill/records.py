@@ -5,7 +5,7 @@ its class here; :func:`event_from_dict` checks every field (name and JSON type) 
 dataclass, so a damaged journal is one error naming its line and field, never a ``KeyError``
 later. ``to_dict`` gives the object written back. The names are the ones used everywhere — in
 the code, the journal, ``summary.json`` and the CSV outputs — and a gap's endpoints are ``left`` /
-``right`` as in :class:`benchmeasure.metrics.Gap`. Journals written before the renames are still
+``right`` as in :class:`benchmeasure.core.metrics.Gap`. Journals written before the renames are still
 read (``z_L`` / ``z_R`` → ``left`` / ``right``; see CHANGELOG.md).
 
 Events (paper, Section 4, Figure 4: plan a round, rewrite, verify, annotate, select):
@@ -25,9 +25,9 @@ import typing
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import RENAMED_FIELDS
 from benchmeasure.benchfill.gaps import Item
-from benchmeasure.errors import fail
-from benchmeasure.files import RENAMED_FIELDS
 
 _KINDS = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "list": (list,), "dict": (dict,)}
 

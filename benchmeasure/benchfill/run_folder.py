@@ -15,10 +15,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import atomic_write, sha256_file
 from benchmeasure.benchfill.config import RunConfig, check_name, config_from_dict
 from benchmeasure.benchfill.eventlog import EVENTS, read_events
-from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, sha256_file
 
 CONFIG = "config.json"
 MASS_MARKER = "mass_fill.json"  # present in mass-fill folders, which 'benchfill.py run' refuses

@@ -25,6 +25,9 @@ import os
 import time
 from pathlib import Path
 
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import atomic_write, package_versions, sha256_file, write_json
+from benchmeasure.base.resources import project_path
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
 from benchmeasure.benchfill.config import check_name, load_config
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
@@ -35,10 +38,7 @@ from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, Gap
 from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
 from benchmeasure.benchfill.summary import format_table, independent_deviation, table2
 from benchmeasure.benchfill.validity_check import ValidityCheck
-from benchmeasure.errors import fail
-from benchmeasure.files import atomic_write, package_versions, sha256_file, write_json
-from benchmeasure.llm_client import LLMClient
-from benchmeasure.resources import project_path
+from benchmeasure.verifier.llm_client import LLMClient
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.panel_verifier import PanelVerifier
 from benchmeasure.verifier.rollouts import DirectRollouts

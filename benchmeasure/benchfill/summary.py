@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from benchmeasure.metrics import largest_gaps, top_k_gap_sum
+from benchmeasure.core.metrics import largest_gaps, top_k_gap_sum
 
 
 def oracle_points(z, count: int) -> list:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from benchmeasure.grading import grade
-from benchmeasure.llm_client import Endpoint
+from benchmeasure.verifier.llm_client import Endpoint
 from benchmeasure.verifier.validity import ValidityPolicy, confirmed_by_solve, static_checks
 
 

@@ -10,11 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.options import SEED, integer
+from benchmeasure.base.progress import show_progress
 from benchmeasure.benchfill import runner
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.llm_client import LLMCallError
-from benchmeasure.options import SEED, integer
-from benchmeasure.progress import show_progress
+from benchmeasure.verifier.llm_client import LLMCallError
 
 EXAMPLES = """examples:
   python propose/benchfill.py init --config propose/configs/aime24.toml --name first
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
         print(runner.status(args.folder))
     else:
         from benchmeasure.benchfill.abilities import fit_abilities
-        from benchmeasure.sim.dataset import calibrate_from_fit, make_sim_benchmark
+        from benchmeasure.serving.sim.dataset import calibrate_from_fit, make_sim_benchmark
 
         if args.items < 10:
             fail(f"--items must be at least 10, got {args.items}")

@@ -15,11 +15,18 @@ import time
 
 import numpy as np
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
-from benchmeasure.fixed_scale_inputs import input_records, read_counts
-from benchmeasure.guessing import add_guessing_options, guessing_from_options
-from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    write_json,
+)
+from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY
+from benchmeasure.core.fixed_scale_inputs import input_records, read_counts
+from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
 EXAMPLES = """\
 examples:
@@ -60,12 +67,12 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     inputs = [args.responses, args.abilities, args.guessing_csv, args.reference_difficulty]
     plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
-    from benchmeasure.ability_file import read_ability_table
+    from benchmeasure.core.ability_file import read_ability_table
 
     abilities = read_ability_table(args.abilities)
     reference = None
     if args.reference_difficulty is not None:
-        from benchmeasure.difficulty_file import read_difficulty_column
+        from benchmeasure.core.difficulty_file import read_difficulty_column
 
         values = read_difficulty_column(args.reference_difficulty, "b_mean").values
         reference = (min(values), max(values))

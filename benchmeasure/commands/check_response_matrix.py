@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.checks import THRESHOLDS, check_matrix
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import (
+from benchmeasure.analyses.checks import THRESHOLDS, check_matrix
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -17,8 +17,8 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.matrix import read_matrix
-from benchmeasure.options import N_TRIALS
+from benchmeasure.base.options import N_TRIALS
+from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
 examples:
@@ -27,7 +27,7 @@ examples:
   python scripts/check_response_matrix.py my_benchmark/response_matrix.csv --n-trials 32 --output-dir results/checks
 
 thresholds (paper Table 5): model/item information >= 0.3, model/item inversion rate <= 0.3.
-definitions: see benchmeasure/checks.py or docs/analyses.md.
+definitions: see benchmeasure/analyses/checks.py or docs/analyses.md.
 """
 
 LABELS = {

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from benchmeasure.compare import compare
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import result_json
-from benchmeasure.options import TOP_K
+from benchmeasure.analyses.compare import compare
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import result_json
+from benchmeasure.base.options import TOP_K
+from benchmeasure.core.difficulty_file import read_difficulty_column
 
 EXAMPLE = """\
 example (the bundled simulated benchmark):

@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.options import N_TRIALS, PORT
-from benchmeasure.resources import project_path
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.options import N_TRIALS, PORT
+from benchmeasure.base.resources import project_path
 from benchmeasure.serving.cpu_model import prepare_model
 from benchmeasure.serving.cpu_run import command_line_rollouts, run_chain
 from benchmeasure.serving.cpu_server import plan_server, running_server

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.detection import read_pre_post, stratified_test
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
-from benchmeasure.options import OPEN_PROBABILITY, SEED, integer
+from benchmeasure.analyses.detection import read_pre_post, stratified_test
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
 examples:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import result_json
-from benchmeasure.metrics import diagnose
-from benchmeasure.options import TOP_K
-from benchmeasure.resolution import benchmark_resolution, gap_table
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import result_json
+from benchmeasure.base.options import TOP_K
+from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.metrics import diagnose
+from benchmeasure.core.resolution import benchmark_resolution, gap_table
 
 PLUGIN_LABEL = ("plug-in (the paper's value: metric of the posterior-mean difficulties; noise fills gaps, "
                 "so a gap that is not resolved may be noise; intervals: posterior_metrics.py)")
@@ -63,7 +63,7 @@ def benchmark_name(path: str) -> str:
 
 def _posterior_sds(path: str):
     """The file's b_sd column when every row has one (a NUTS fit), else None (MAP fits leave it empty)."""
-    from benchmeasure.csv_table import read_table
+    from benchmeasure.base.csv_table import read_table
 
     table = read_table(path)
     if "b_sd" not in table.header or any(not cell.strip() for cell in table.column("b_sd")):

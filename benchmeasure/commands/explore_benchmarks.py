@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 from benchmeasure import __version__
-from benchmeasure.benchmarks import skipped_warning
-from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.analyses.summary import DEFAULT_DOMAINS, read_domains
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import atomic_write, check_output_path, command_line, package_versions
+from benchmeasure.base.options import OPEN_PROBABILITY, integer, number
+from benchmeasure.core.benchmarks import skipped_warning
 from benchmeasure.explorer.collect import (
     QUESTION_FIELDS,
     attach_filled,
@@ -22,9 +25,6 @@ from benchmeasure.explorer.collect import (
     recut_questions,
 )
 from benchmeasure.explorer.page import render_within
-from benchmeasure.files import atomic_write, check_output_path, command_line, package_versions
-from benchmeasure.options import OPEN_PROBABILITY, integer, number
-from benchmeasure.summary import DEFAULT_DOMAINS, read_domains
 
 log = logging.getLogger("benchmeasure.explorer")
 MAX_MB = 5.0  # default page budget: bench/bench_explorer.py shows 25 benchmarks x 10,000 items fit in it
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     if args.question_chars < 0:
         fail(f"--question-chars must be 0 or more, got {args.question_chars}")
     if args.posterior or args.probability is not None:  # NumPy only where a posterior is read
-        from benchmeasure.posterior_metrics import PROBABILITY
+        from benchmeasure.analyses.posterior_metrics import PROBABILITY
 
         args.probability = PROBABILITY if args.probability is None else args.probability
         if not 0 < args.probability < 1:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.options import GUESSING, N_TRIALS, SEED
+from benchmeasure.base.progress import show_progress
 from benchmeasure.benchfill.abilities import fit_abilities
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.options import GUESSING, N_TRIALS, SEED
-from benchmeasure.progress import show_progress
 
 EXAMPLES = """examples:
   python verifier/fit_ability.py data/matrix/aime24_response_matrix.csv --n-trials 32

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import plan_outputs
-from benchmeasure.guessing import read_guessing_csv
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import plan_outputs
+from benchmeasure.base.lifetime import exit_with_parent
+from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
+from benchmeasure.core.guessing import read_guessing_csv
+from benchmeasure.core.matrix import read_matrix
 from benchmeasure.irt.fit import POSTERIOR_NAME
-from benchmeasure.lifetime import exit_with_parent
-from benchmeasure.matrix import read_matrix
-from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 
 EXAMPLES = """\
 examples:
@@ -106,7 +106,7 @@ def validate(args):
     matrix = read_matrix(args.matrix, args.n_trials)
     if args.guessing_csv is not None:
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
-    else:  # --guessing's range, like every number's, is checked as the option is parsed (benchmeasure.options)
+    else:  # --guessing's range, like every number's, is checked as the option is parsed (benchmeasure.base.options)
         guessing = 0.0 if args.guessing is None else args.guessing
     guessing = check_guessing(guessing, len(matrix.items), matrix.items)
     if args.sampler == "nutpie" and args.tune < 1:  # the library's check, named by the option
@@ -125,7 +125,7 @@ def read_fixed_difficulties(args, matrix):
         fail("--fixed-difficulties needs --method nuts (no posterior mode for anchored fits)")
     if args.route == "collapsed" or args.sampler == "numpyro":
         fail("--fixed-difficulties runs on the joint route with --sampler nutpie or pymc (--route joint or auto)")
-    from benchmeasure.difficulty_file import read_item_difficulties
+    from benchmeasure.core.difficulty_file import read_item_difficulties
 
     items, values = read_item_difficulties(args.fixed_difficulties)
     position = {item: i for i, item in enumerate(matrix.items)}
@@ -147,11 +147,11 @@ def read_fixed_difficulties(args, matrix):
 
 def main(argv=None) -> int:
     wall_start = time.perf_counter()
-    exit_with_parent()  # started by BenchFill's ability fit: end with it (benchmeasure.lifetime)
+    exit_with_parent()  # started by BenchFill's ability fit: end with it (benchmeasure.base.lifetime)
     args = parse_args(argv)
     matrix, guessing = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
-    from benchmeasure.checks import warn_if_failing
+    from benchmeasure.analyses.checks import warn_if_failing
 
     warn_if_failing(matrix)
 

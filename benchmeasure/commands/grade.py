@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.options import SECONDS
 from benchmeasure.grading import KINDS, grade
 from benchmeasure.grading.extract import extract_math_answer
-from benchmeasure.options import SECONDS
 
 EPILOG = r"""examples:
   python verifier/grade.py --kind math --reference '\frac{1}{2}' --response 'so \boxed{0.5}'

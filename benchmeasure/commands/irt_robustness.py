@@ -7,8 +7,8 @@ import csv
 import sys
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import (
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -17,9 +17,9 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.guessing import read_guessing_csv
-from benchmeasure.matrix import read_matrix
-from benchmeasure.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
+from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
+from benchmeasure.core.guessing import read_guessing_csv
+from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
 examples:
@@ -99,8 +99,8 @@ def main(argv=None) -> int:
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
     else:
         guessing = 0.0 if args.guessing is None else args.guessing
-    from benchmeasure.checks import warn_if_failing
-    from benchmeasure.robustness import markdown, read_fit_dir, run_robustness
+    from benchmeasure.analyses.checks import warn_if_failing
+    from benchmeasure.analyses.robustness import markdown, read_fit_dir, run_robustness
 
     saved = None
     if args.fit_dir is not None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from benchmeasure.ability_accuracy import ability_accuracy, as_dicts, read_abilities
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, plan_outputs, sha256_file, write_json
-from benchmeasure.label_validity import LEVEL, N_BOOT, label_validity, read_labels
-from benchmeasure.matrix import read_matrix
-from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY, SEED, integer
+from benchmeasure.analyses.ability_accuracy import ability_accuracy, as_dicts, read_abilities
+from benchmeasure.analyses.label_validity import LEVEL, N_BOOT, label_validity, read_labels
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import command_line, package_versions, plan_outputs, sha256_file, write_json
+from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, SEED, integer
+from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
 example (the bundled ChemBench data, after the demo's fit):

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import all_or_nothing, atomic_write, plan_outputs, write_json
-from benchmeasure.options import N_TRIALS, SEED, integer
-from benchmeasure.resources import project_path
-from benchmeasure.simulate import gapped_difficulties, simulate_trials
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, write_json
+from benchmeasure.base.options import N_TRIALS, SEED, integer
+from benchmeasure.base.resources import project_path
+from benchmeasure.irt.simulate import gapped_difficulties, simulate_trials
 
 
 def main(argv=None) -> int:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.options import integer, number
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.options import integer, number
 
 EXAMPLES = """examples:
   # create a run folder: stop at Max Gap 0.05, or after 20 items or 5000 model calls, whichever comes first
@@ -61,9 +61,9 @@ def main(argv=None) -> int:
     p.add_argument("folder")
     args = parser.parse_args(argv)
     # Imported after parsing so that --help answers at once (the loop pulls in the openai SDK).
+    from benchmeasure.base.progress import show_progress
     from benchmeasure.benchfill import mass_fill, runner
-    from benchmeasure.llm_client import LLMCallError
-    from benchmeasure.progress import show_progress
+    from benchmeasure.verifier.llm_client import LLMCallError
 
     if args.command == "init":
         limits = mass_fill.Limits(**limits_of(args))

@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser, fail
+from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.verifier.panel import load_panel
 
 EPILOG = """examples:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import plan_outputs
-from benchmeasure.metrics import check_unit_interval, normalize_min_max
-from benchmeasure.options import TOP_K, integer
-from benchmeasure.plots import figure_paths, plot_before_after, plot_benchmarks
+from benchmeasure.analyses.plots import figure_paths, plot_before_after, plot_benchmarks
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import plan_outputs
+from benchmeasure.base.options import TOP_K, integer
+from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.metrics import check_unit_interval, normalize_min_max
 
 EXAMPLES = """\
 examples:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import command_line, package_versions, plan_outputs, result_json, write_json
-from benchmeasure.noise_aware import n_trials_beside, report
-from benchmeasure.options import OPEN_PROBABILITY, SEED, TOP_K, integer
-from benchmeasure.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
+from benchmeasure.analyses.noise_aware import n_trials_beside, report
+from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, TOP_K, integer
 
 EXAMPLES = """\
 examples:

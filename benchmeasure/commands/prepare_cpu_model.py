@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser
+from benchmeasure.base.errors import ArgumentParser
 from benchmeasure.serving.cpu_model import CACHE_ENV, prepare_model
 
 EXAMPLES = f"""\

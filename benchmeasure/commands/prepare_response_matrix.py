@@ -1,7 +1,7 @@
 """Turn graded responses (one row per model, item and trial) into a model × item count matrix.
 
 The rows come from a ``model,item_id,trial,correct`` CSV, or (``--from``) straight from
-evaluation-harness sample logs (``benchmeasure/harness/``, ``docs/harness_logs.md``).
+evaluation-harness sample logs (``benchmeasure/core/harness/``, ``docs/harness_logs.md``).
 Beside the matrix, ``<output>.json`` records how it was made: the inputs and their SHA-256,
 the settings, the command and the package versions.
 """
@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import (
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -27,18 +27,18 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
+from benchmeasure.base.options import N_TRIALS, number
+from benchmeasure.core.response_counts import count_responses, write_count_table
 from benchmeasure.grading import KINDS
-from benchmeasure.options import N_TRIALS, number
-from benchmeasure.response_counts import count_responses, write_count_table
 
 try:  # NumPy and pandas: the harness formats, the wide tables and the fast reader of very large files
-    from benchmeasure.harness import FORMATS, HARNESSES, PARTIAL_CHOICES
+    from benchmeasure.core.harness import FORMATS, HARNESSES, PARTIAL_CHOICES
     NEEDS = None
 except ModuleNotFoundError as exc:  # a bare Python (the paper's first call, before any venv): plain CSV only
     FORMATS, HARNESSES, PARTIAL_CHOICES, NEEDS = {}, (), None, exc.name
 
 if TYPE_CHECKING:
-    from benchmeasure.matrix import ResponseMatrix
+    from benchmeasure.core.matrix import ResponseMatrix
 
 #: Plain CSVs above this size go to the PyArrow reader when NumPy, pandas and PyArrow are installed
 #: (bench/bench_prepare_matrix.py); below it, and on a bare Python, the standard library reads them.
@@ -165,7 +165,7 @@ def matrix_from_logs(args) -> tuple[ResponseMatrix, list, object]:
     """
     if args.model is not None and len(args.responses) != 1:
         fail(f"--model renames a single log; {len(args.responses)} logs were given")
-    from benchmeasure.harness import ReadOptions, logs_to_matrix, read_log
+    from benchmeasure.core.harness import ReadOptions, logs_to_matrix, read_log
 
     options = ReadOptions(filter_name=args.filter_name, metric=args.metric, scorer=args.scorer, partial=args.partial,
                           perturbation=args.perturbation)
@@ -210,7 +210,7 @@ def read_plain(path: str, n_trials: int):
             print(f"note: {path} is large; installing numpy, pandas and pyarrow (pip install -r "
                   "requirements_irt.txt) reads it many times faster", file=sys.stderr)
         else:
-            from benchmeasure.responses import read_responses_csv
+            from benchmeasure.core.responses import read_responses_csv
 
             return read_responses_csv(path, n_trials)
     return count_responses(path, n_trials)
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
     plan_outputs(files=[args.output, f"{args.output}.json", args.responses_out], inputs=input_files(args.responses))
     rows = None
     if args.harness == "wide":
-        from benchmeasure.wide import read_wide_matrix
+        from benchmeasure.core.wide import read_wide_matrix
 
         matrix = read_wide_matrix(args.responses[0], args.n_trials, args.items_as_rows)
         inputs = [{"path": args.responses[0], "sha256": sha256_file(args.responses[0])}]

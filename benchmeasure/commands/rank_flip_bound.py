@@ -6,9 +6,9 @@ import argparse
 import itertools
 from pathlib import Path
 
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import (
+from benchmeasure.analyses.rank_flip import rank_flip_bound
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -18,10 +18,10 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.matrix import read_matrix
-from benchmeasure.metrics import check_unit_interval, normalize_min_max
-from benchmeasure.options import N_TRIALS, number
-from benchmeasure.rank_flip import rank_flip_bound
+from benchmeasure.base.options import N_TRIALS, number
+from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.matrix import read_matrix
+from benchmeasure.core.metrics import check_unit_interval, normalize_min_max
 
 EXAMPLES = """\
 examples:

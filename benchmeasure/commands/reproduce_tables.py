@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
-from benchmeasure.reproduce import TABLES, compare_all, markdown, write_csv
-from benchmeasure.resources import project_path
+from benchmeasure.analyses.reproduce import TABLES, compare_all, markdown, write_csv
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    write_json,
+)
+from benchmeasure.base.resources import project_path
 
 EXAMPLES = """\
 examples:

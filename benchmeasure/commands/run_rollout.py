@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import (
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -32,10 +32,10 @@ from benchmeasure.files import (
     read_jsonl_objects,
     sha256_file,
 )
+from benchmeasure.base.options import N_TRIALS, SECONDS, integer
 from benchmeasure.grading import KINDS, kind_for
-from benchmeasure.llm_client import LLMCallError, LLMClient
-from benchmeasure.options import N_TRIALS, SECONDS, integer
 from benchmeasure.verifier.base import Candidate
+from benchmeasure.verifier.llm_client import LLMCallError, LLMClient
 from benchmeasure.verifier.lmms_backend import LmmsEvalError, LmmsRollouts, default_executable
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.rollouts import DirectRollouts

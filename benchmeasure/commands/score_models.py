@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from benchmeasure.errors import ArgumentParser, fail
-from benchmeasure.files import (
+from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -25,9 +25,9 @@ from benchmeasure.files import (
     plan_outputs,
     write_json,
 )
-from benchmeasure.fixed_scale_inputs import benchmark_difficulties, input_records, read_counts
-from benchmeasure.guessing import add_guessing_options, guessing_from_options
-from benchmeasure.options import N_TRIALS, OPEN_PROBABILITY, integer
+from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, integer
+from benchmeasure.core.fixed_scale_inputs import benchmark_difficulties, input_records, read_counts
+from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
 EXAMPLES = """\
 examples:
@@ -88,7 +88,7 @@ def difficulty_draws(args, items: list) -> np.ndarray | None:
     """Draws (S, N) in the difficulty file's item order, thinned evenly to --max-draws."""
     if args.difficulty_draws is None:
         return None
-    from benchmeasure.posterior_metrics import read_posterior_b
+    from benchmeasure.analyses.posterior_metrics import read_posterior_b
 
     draw_items, draws = read_posterior_b(args.difficulty_draws, "b")
     unknown_items(args.difficulty, items, draw_items, args.difficulty_draws)

@@ -1,7 +1,7 @@
 """Choose k anchor items from a calibrated benchmark, to evaluate future models cheaply.
 
 A new model answers only the anchors; ``score_models.py`` then places it on the benchmark's scale and
-predicts its accuracy on every item. Strategies (:mod:`benchmeasure.anchors`): ``stratified`` (one item
+predicts its accuracy on every item. Strategies (:mod:`benchmeasure.analyses.anchors`): ``stratified`` (one item
 drawn from each of k equal-size difficulty strata), ``information`` (greedy, maximizing the expected log
 posterior precision of θ), ``random``. Every strategy is seeded.
 """
@@ -15,11 +15,18 @@ import time
 
 import numpy as np
 
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import all_or_nothing, atomic_write, command_line, package_versions, plan_outputs, write_json
-from benchmeasure.fixed_scale_inputs import benchmark_difficulties, input_records
-from benchmeasure.guessing import add_guessing_options, guessing_from_options
-from benchmeasure.options import N_TRIALS, SEED, integer
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    plan_outputs,
+    write_json,
+)
+from benchmeasure.base.options import N_TRIALS, SEED, integer
+from benchmeasure.core.fixed_scale_inputs import benchmark_difficulties, input_records
+from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
 EXAMPLES = """\
 examples:
@@ -60,12 +67,12 @@ def main(argv=None) -> int:
     items, b = benchmark_difficulties(args.difficulty)
     abilities = None
     if args.abilities is not None:
-        from benchmeasure.ability_file import read_ability_table
+        from benchmeasure.core.ability_file import read_ability_table
 
         abilities = np.asarray(list(read_ability_table(args.abilities).values()), dtype=float)
     guessing = np.asarray(guessing_from_options(args, items, "difficulty file"), dtype=float)
 
-    from benchmeasure.anchors import select_anchors
+    from benchmeasure.analyses.anchors import select_anchors
 
     chosen = select_anchors(b, args.k, args.strategy, args.seed, guessing=guessing, abilities=abilities,
                             n_trials=args.n_trials)

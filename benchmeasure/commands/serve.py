@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.lifetime import alive
-from benchmeasure.options import SECONDS, integer, number
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.lifetime import alive
+from benchmeasure.base.options import SECONDS, integer, number
 from benchmeasure.serving.process import (
     ServerExited,
     ServerTimeout,

@@ -15,8 +15,8 @@ import sys
 import threading
 from pathlib import Path
 
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.options import PORT, SECONDS
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.options import PORT, SECONDS
 from benchmeasure.serving.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
 

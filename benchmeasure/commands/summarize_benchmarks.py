@@ -6,9 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmeasure.benchmarks import find_benchmarks, skipped_warning
-from benchmeasure.errors import ArgumentParser
-from benchmeasure.files import (
+from benchmeasure.analyses.summary import (
+    DEFAULT_DOMAINS,
+    THRESHOLDS,
+    markdown_table,
+    marked_counts,
+    read_domains,
+    summarize,
+    write_csv,
+)
+from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
     command_line,
@@ -18,15 +26,7 @@ from benchmeasure.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.summary import (
-    DEFAULT_DOMAINS,
-    THRESHOLDS,
-    markdown_table,
-    marked_counts,
-    read_domains,
-    summarize,
-    write_csv,
-)
+from benchmeasure.core.benchmarks import find_benchmarks, skipped_warning
 
 EXAMPLES = """\
 examples:

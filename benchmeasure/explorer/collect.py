@@ -1,9 +1,9 @@
 """Gather what the explorer page shows: benchmarks, their metrics, posteriors and filled runs.
 
-Every number comes from the package's own definitions — :func:`benchmeasure.metrics.diagnose`
+Every number comes from the package's own definitions — :func:`benchmeasure.core.metrics.diagnose`
 (DDM, Max Gap, Top-5 Gap Sum and the five widest gaps; paper, Section 2 and Table 1),
-:data:`benchmeasure.summary.THRESHOLDS` (the Table 1 highlights and the project page's
-"k/25" counts), :mod:`benchmeasure.posterior_metrics` (94% intervals, ECDF band) and
+:data:`benchmeasure.analyses.summary.THRESHOLDS` (the Table 1 highlights and the project page's
+"k/25" counts), :mod:`benchmeasure.analyses.posterior_metrics` (94% intervals, ECDF band) and
 :mod:`benchmeasure.explorer.filled` (before/after, paper Figure 5) — and is formatted here,
 in Python, to the three decimals of Table 1, so the page shows exactly what
 ``diagnose_benchmark.py`` prints.
@@ -22,13 +22,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmeasure.benchmarks import DIFFICULTY, TEST, find_benchmarks, load_benchmark
-from benchmeasure.difficulty_file import read_difficulty_column
-from benchmeasure.errors import fail
+from benchmeasure.analyses.summary import LABELS, THRESHOLDS, SummaryRow, marked_counts
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import read_jsonl_objects, sha256_file
+from benchmeasure.core.benchmarks import DIFFICULTY, TEST, find_benchmarks, load_benchmark
+from benchmeasure.core.difficulty_file import read_difficulty_column
+from benchmeasure.core.metrics import Diagnosis, diagnose
 from benchmeasure.explorer.filled import FilledRun, read_filled
-from benchmeasure.files import read_jsonl_objects, sha256_file
-from benchmeasure.metrics import Diagnosis, diagnose
-from benchmeasure.summary import LABELS, THRESHOLDS, SummaryRow, marked_counts
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ def posterior_path(path: Path) -> Path:
 
 def attach_posteriors(entries: list, specs: list, probability: float) -> list:
     """Attach each ``--posterior`` to its benchmark; returns the posterior paths read."""
-    from benchmeasure.posterior_metrics import input_sha256, read_posterior_b
+    from benchmeasure.analyses.posterior_metrics import input_sha256, read_posterior_b
 
     read = {}
     for spec in specs:
@@ -221,8 +221,8 @@ def posterior_view(draws, probability: float, source: str) -> dict:
     """
     import numpy as np
 
-    from benchmeasure.noise_aware import report
-    from benchmeasure.posterior_metrics import ecdf_band
+    from benchmeasure.analyses.noise_aware import report
+    from benchmeasure.analyses.posterior_metrics import ecdf_band
 
     rec = report(None, draws, top_k=TOP_K, probability=probability)
     grid = np.linspace(0.0, 1.0, BAND_POINTS)
@@ -359,7 +359,7 @@ def item_id(ids, index: int) -> str:
 
 
 def benchmark_view(entry: Entry, domains: dict) -> dict:
-    """One benchmark's page record; the table row follows :class:`benchmeasure.summary.SummaryRow`."""
+    """One benchmark's page record; the table row follows :class:`benchmeasure.analyses.summary.SummaryRow`."""
     d = entry.diagnosis()
     row = SummaryRow(entry.name, domains.get(entry.name, ""), d.ddm, d.max_gap, d.top_k_gap_sum, d.items)
     low, span = min(entry.b), max(entry.b) - min(entry.b)

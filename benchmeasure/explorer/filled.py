@@ -26,14 +26,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmeasure.base.csv_table import finite_float, read_table
+from benchmeasure.base.errors import fail, file_errors
+from benchmeasure.base.files import RENAMED_FIELDS, sha256_file
 from benchmeasure.benchfill.gaps import SeedSet, load_seed_set
 from benchmeasure.benchfill.records import Annotation
 from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
 from benchmeasure.benchfill.summary import reduction
-from benchmeasure.csv_table import finite_float, read_table
-from benchmeasure.errors import fail, file_errors
-from benchmeasure.files import RENAMED_FIELDS, sha256_file
-from benchmeasure.metrics import diagnose
+from benchmeasure.core.metrics import diagnose
 
 RUN_SUMMARY, RUN_RECORDS = "summary.json", "new_item_records.csv"
 MASS_SUMMARY, MASS_RECORDS = "mass_fill_summary.json", "mass_fill_records.csv"
@@ -139,7 +139,7 @@ class FilledRun:
         return sum(item.deviation for item in self.items) / len(self.items) if self.items else None
 
     def metrics(self, top_k: int = 5) -> dict:
-        """DDM, Max Gap and Top-k Gap Sum before and after (:func:`benchmeasure.metrics.diagnose`)."""
+        """DDM, Max Gap and Top-k Gap Sum before and after (:func:`benchmeasure.core.metrics.diagnose`)."""
         return {label: diagnose(z, top_k=top_k, normalized=True, where=f"{self.folder} ({label})")
                 for label, z in (("before", self.z_before()), ("after", self.z_after()))}
 

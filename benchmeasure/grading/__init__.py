@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 KINDS = ("math", "choice", "ifeval")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 RELATIONS = ("less than", "at least")
 

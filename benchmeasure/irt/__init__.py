@@ -14,11 +14,11 @@ __all__ = ["FitResult", "fit_1pl", "per_parameter", "summarize_diagnostics"]
 
 def __getattr__(name):
     if name in ("fit_1pl", "FitResult"):
-        from . import fit
+        from benchmeasure.irt import fit
 
         return getattr(fit, name)
     if name in ("summarize_diagnostics", "per_parameter"):
-        from . import diagnostics
+        from benchmeasure.irt import diagnostics
 
         return getattr(diagnostics, name)
     raise AttributeError(name)

@@ -106,7 +106,7 @@ def sample_model(model, *, draws: int = 1000, tune: int = 1000, chains: int = 4,
     """
     import pymc as pm
 
-    from .diagnostics import summarize_diagnostics
+    from benchmeasure.irt.diagnostics import summarize_diagnostics
 
     start = time.perf_counter()
     with model:

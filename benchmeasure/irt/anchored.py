@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .quadrature import LOG_SQRT_2PI, Grid, log_integrand, make_grid
+from benchmeasure.irt.quadrature import LOG_SQRT_2PI, Grid, log_integrand, make_grid
 
 SUMMARY_STEP_FACTOR = 0.1  # grid step = 0.1·σ_min, σ_min the narrowest posterior the curvature bound allows
 HDI_PROB = 0.94            # ArviZ's default credible mass, as the rest of the project reports

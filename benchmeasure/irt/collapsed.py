@@ -34,7 +34,7 @@ import math
 import numba
 import numpy as np
 
-from .quadrature import Grid, _logf_general, cell_loglik, chord_cumulative, chord_draw, make_grid
+from benchmeasure.irt.quadrature import Grid, _logf_general, cell_loglik, chord_cumulative, chord_draw, make_grid
 
 
 class CollapsedData:
@@ -398,7 +398,7 @@ def _with_grid(data: CollapsedData, grid: Grid) -> CollapsedData:
 
 def _edge_weight(data: CollapsedData, theta: np.ndarray) -> float:
     """Largest normalized end-node weight over every group's integrand at θ."""
-    from .quadrature import edge_weight
+    from benchmeasure.irt.quadrature import edge_weight
 
     grid = data.grid
     worst = 0.0
@@ -408,7 +408,7 @@ def _edge_weight(data: CollapsedData, theta: np.ndarray) -> float:
         a = grid.log_weights[None, :] - data.c_values[:, None] * grid.nodes[None, :] - data.n_trials * s_sum[None, :]
         worst = max(worst, float(edge_weight(a).max()))
     if data.gu.size:
-        from .quadrature import log_integrand
+        from benchmeasure.irt.quadrature import log_integrand
 
         a = log_integrand(data.yu, data.n_trials, theta, grid, guessing=data.gu[:, None], side="item")
         worst = max(worst, float(edge_weight(a).max()))

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ..errors import fail
+from benchmeasure.base.errors import fail
 
 PENALTIES = (0.01, 0.1, 1.0, 10.0, 100.0)
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)

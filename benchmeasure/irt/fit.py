@@ -1,6 +1,6 @@
 """Fit the paper's Bayesian 1PL model (Appendix C.3) to a response matrix.
 
-    from benchmeasure.matrix import read_matrix
+    from benchmeasure.core.matrix import read_matrix
     from benchmeasure.irt.fit import fit_1pl
 
     result = fit_1pl(read_matrix("response_matrix.csv", n_trials=2), seed=1)
@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import fail
-from ..matrix import ResponseMatrix
-from .diagnostics import per_parameter, summarize_diagnostics
+from benchmeasure.base.errors import fail
+from benchmeasure.core.matrix import ResponseMatrix
+from benchmeasure.irt.diagnostics import per_parameter, summarize_diagnostics
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 METHODS = ("nuts", "map")
@@ -273,7 +273,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
         return _fit_map(matrix, g, settings, wall_start)
     if cores is None:
         cores = min(chains, available_cpus())
-    from .progress import Progress
+    from benchmeasure.irt.progress import Progress
 
     shown = progress if isinstance(progress, Progress) else (
         Progress("1PL fit", chains=chains) if progress else None)
@@ -293,8 +293,8 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, method: str = "nuts", sampl
 def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int) -> FitResult:
     """Tied items get their pooled b_mean/b_sd (irt/ties.py); K > 1 fits get the dispersion check
     (irt/dispersion.py)."""
-    from .dispersion import dispersion_check
-    from .ties import pool_ties, tie_groups, tie_summary
+    from benchmeasure.irt.dispersion import dispersion_check
+    from benchmeasure.irt.ties import pool_ties, tie_groups, tie_summary
 
     result.diagnostics["ties"] = tie_summary(matrix.counts, g)
     b_draws = result.draws("b")
@@ -347,9 +347,9 @@ def _run_nuts(model, var_names, *, sampler, chains, tune, draws, target_accept, 
 def _fit_collapsed(matrix, g, settings, wall_start, *, sampler, chains, tune, draws, target_accept, seed_used, cores,
                    adaptation, progress) -> FitResult:
     """The collapsed route: NUTS on θ's marginal, then exact draws of b given each θ draw."""
-    from .collapsed import draw_difficulties, quadrature_check
-    from .diagnostics import summarize_draws
-    from .model import build_collapsed_model
+    from benchmeasure.irt.collapsed import draw_difficulties, quadrature_check
+    from benchmeasure.irt.diagnostics import summarize_draws
+    from benchmeasure.irt.model import build_collapsed_model
 
     model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models)
     idata, compile_time, sampling_time = _run_nuts(
@@ -404,7 +404,7 @@ def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wal
 def _fit_joint(matrix, g, settings, wall_start, *, sampler, chains, tune, draws, target_accept, seed_used, cores,
                adaptation, parametrization, progress, fixed_b=None) -> FitResult:
     """The joint route: NUTS on (θ, b) together (on θ and the free b when ``fixed_b`` holds anchors)."""
-    from .model import build_model
+    from benchmeasure.irt.model import build_model
 
     model = build_model(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
                         parametrization=parametrization,
@@ -440,8 +440,8 @@ def posterior_mode(matrix: ResponseMatrix, guessing=0.0, *, tol: float = 1e-10) 
     """
     from scipy.optimize import minimize
 
-    from .kernel import LoglikData
-    from .model import Rotation
+    from benchmeasure.irt.kernel import LoglikData
+    from benchmeasure.irt.model import Rotation
 
     data = LoglikData(matrix.counts, matrix.n_trials, guessing)
     n_models, n_items = matrix.counts.shape
@@ -462,7 +462,7 @@ def posterior_mode(matrix: ResponseMatrix, guessing=0.0, *, tol: float = 1e-10) 
 
 
 def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:
-    from .marginal_mode import marginal_mode
+    from benchmeasure.irt.marginal_mode import marginal_mode
 
     start = time.perf_counter()
     theta, b, info = marginal_mode(matrix.counts, matrix.n_trials, guessing)

@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.files import atomic_write, command_line, package_versions, sha256_file, write_json
-from benchmeasure.matrix import constant_models
-
-from .fit import POSTERIOR_NAME
+from benchmeasure.base.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.core.matrix import constant_models
+from benchmeasure.irt.fit import POSTERIOR_NAME
 
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
 ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
@@ -135,7 +134,7 @@ def tail_ess_summary(result) -> dict:
     the bulk ESS: how well the posterior intervals are resolved. None for a fit without draws (MAP)."""
     if result.posterior is None:
         return {"min_ess_tail": None, "worst_ess_tail": None}
-    from .diagnostics import ess_tail
+    from benchmeasure.irt.diagnostics import ess_tail
 
     posterior = result.posterior["posterior"].to_dataset()
     worst, where = None, None

@@ -240,7 +240,7 @@ class LoglikData:
 
 def loglik_op(counts, n_trials: int, guessing):
     """A PyTensor Op computing (ℓ, ∂ℓ/∂θ, ∂ℓ/∂b) for this matrix; ``op(theta, b)`` returns ℓ."""
-    from .pytensor_op import FusedLoglik
+    from benchmeasure.irt.pytensor_op import FusedLoglik
 
     return FusedLoglik(LoglikData(counts, n_trials, guessing))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .quadrature import make_grid
+from benchmeasure.irt.quadrature import make_grid
 
 
 def _log_probs(eta: np.ndarray, g: np.ndarray):

@@ -127,7 +127,7 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
     import pymc as pm
     import pytensor.tensor as pt
 
-    from .kernel import loglik_op, pytensor_loglik
+    from benchmeasure.irt.kernel import loglik_op, pytensor_loglik
 
     y = np.asarray(counts, dtype=np.int64)
     n_models, n_items = y.shape
@@ -189,8 +189,8 @@ def build_collapsed_model(counts, n_trials: int, guessing=0.0, *, models=None, d
     """
     import pymc as pm
 
-    from .collapsed import CollapsedData
-    from .pytensor_op import MarginalLoglik
+    from benchmeasure.irt.collapsed import CollapsedData
+    from benchmeasure.irt.pytensor_op import MarginalLoglik
 
     data = data or CollapsedData(counts, n_trials, guessing)
     n_models = data.n_models

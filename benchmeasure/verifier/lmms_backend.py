@@ -11,7 +11,7 @@ lmms-eval (pinned in ``requirements_benchfill.txt``) is driven as an installed p
   filter, since lmms-eval logs only the first response otherwise; its functions live in
   ``verifier/lmms_task/benchfill_lmms_utils.py``, copied beside the YAML
   (``--include_path``);
-- the per-sample log is read by :func:`benchmeasure.harness.read_lmms_samples` and each
+- the per-sample log is read by :func:`benchmeasure.core.harness.read_lmms_samples` and each
   of the K responses graded with :func:`benchmeasure.grading.grade`, giving
   ``model,item_id,trial,correct`` rows (:class:`~benchmeasure.verifier.base.Rollout`), trial
   = repeat index.
@@ -35,9 +35,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmeasure.base.resources import package_file
+from benchmeasure.core.harness import find_lmms_samples, read_lmms_samples
 from benchmeasure.grading import grade
-from benchmeasure.harness import find_lmms_samples, read_lmms_samples
-from benchmeasure.resources import package_file
 from benchmeasure.verifier.base import Rollout
 from benchmeasure.verifier.rollouts import rollout_template
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
 
 try:  # Python >= 3.11
     import tomllib

@@ -2,7 +2,7 @@
 
 For each candidate item and panel model the backend asks for ``n_trials`` samples (one
 request with ``n`` where the model's server supports it, else one request per trial, see
-:class:`benchmeasure.llm_client.LLMClient`), grades each reply with the project's grader
+:class:`benchmeasure.verifier.llm_client.LLMClient`), grades each reply with the project's grader
 (:func:`benchmeasure.grading.grade`) and returns :class:`~benchmeasure.verifier.base.Rollout`
 rows — the ``model,item_id,trial,correct`` rows that ``prepare_response_matrix.py`` and the
 online calibration read (paper, Section 4 and Appendix C). The user turn is rendered from
@@ -16,11 +16,11 @@ import asyncio
 from pathlib import Path
 from string import Template
 
-from benchmeasure.errors import fail
+from benchmeasure.base.errors import fail
+from benchmeasure.base.resources import package_file
 from benchmeasure.grading import KINDS, grade
-from benchmeasure.llm_client import Endpoint
-from benchmeasure.resources import package_file
 from benchmeasure.verifier.base import Rollout
+from benchmeasure.verifier.llm_client import Endpoint
 
 PROMPTS = package_file("verifier", "templates")  # verifier/prompts/ in a checkout links here
 

@@ -43,7 +43,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from benchmeasure.errors import InputError
+from benchmeasure.base.errors import InputError
 from benchmeasure.grading import kind_for
 from benchmeasure.grading.choice import reference_letter
 from benchmeasure.grading.ifeval import parse_instructions

@@ -1,0 +1,1 @@
+"""The analyses layer (ARCHITECTURE.md)."""

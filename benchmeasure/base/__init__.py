@@ -1,0 +1,1 @@
+"""The base layer (ARCHITECTURE.md)."""

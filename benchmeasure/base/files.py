@@ -1,0 +1,317 @@
+"""Safe output files, the one JSON Lines reader, and the provenance recorded beside results.
+
+Standard library only. Outputs are written to a temporary file in the destination folder and renamed into
+place only when complete, so an interrupted or rejected run never leaves a partial
+file behind and never clobbers a good one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from benchmeasure.base.errors import fail
+
+
+def _describe_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _identity(path: str | os.PathLike) -> tuple | None:
+    """``(device, inode)`` of what ``path`` names after following symlinks, or None when nothing is there."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
+def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
+    """Fail with an :class:`InputError` unless ``path`` can be written as a file (checked before any work).
+
+    Symlinks are followed: the file they name is what will be written. Refused: a folder; an existing
+    thing that is not a regular file (``/dev/stdout``, a named pipe, a socket); the same file as any of
+    ``inputs`` (writing it would destroy the input); a parent that is a file or cannot be written.
+    """
+    target = Path(path)
+    try:
+        info = os.stat(target)  # follows symlinks: /dev/stdout is the device or pipe it names
+    except (FileNotFoundError, NotADirectoryError):
+        info = None  # (a file in the way of a parent folder is reported below)
+    except OSError as exc:
+        fail(f"{target}: cannot check this output path ({exc.strerror or exc})")
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        fail(f"{target}: is a folder; give the path of a file to write")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        fail(f"{target}: exists and is {_describe_kind(info.st_mode)}; give the path of a regular file to write")
+    if info is not None:
+        for source in inputs:
+            if source is not None and _identity(source) == (info.st_dev, info.st_ino):
+                fail(f"{target}: is the input {os.fspath(source)}; writing it would overwrite the input, "
+                     "choose another output path")
+    real = Path(os.path.realpath(target))
+    ancestor = real.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        fail(f"{target}: cannot create the folder {real.parent}: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        fail(f"{target}: no permission to write in {ancestor}")
+    return target
+
+
+def check_output_folder(path: str | os.PathLike, inputs: Iterable = (), files: Iterable = ()) -> Path:
+    """Fail unless ``path`` is, or can be created as, a writable folder; check each of its ``files`` too.
+
+    ``files`` are the names the command will write inside the folder: each is checked with
+    :func:`check_output_path` against ``inputs`` (so ``fit_irt.py out/difficulty.csv --output-dir out``
+    is refused before the fit, not discovered after it).
+    """
+    target = Path(path)
+    real = Path(os.path.realpath(target))
+    if real.exists() and not real.is_dir():
+        fail(f"{target}: exists and is not a folder; give a folder for the outputs")
+    ancestor = real
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        fail(f"{target}: cannot create this folder: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        fail(f"{target}: no permission to write in {ancestor}")
+    for name in files:
+        check_output_path(target / name, inputs)
+    return target
+
+
+def plan_outputs(files: Iterable = (), inputs: Iterable = (), folders: Iterable = ()) -> None:
+    """Check every output of a command before any input is read or any output written.
+
+    ``files`` are output file paths (None entries are skipped), ``folders`` are ``(folder, names)`` pairs
+    for outputs written inside a folder. Each is checked against every input (see :func:`check_output_path`
+    and :func:`check_output_folder`), and no two outputs may be the same file.
+    """
+    inputs = [source for source in inputs if source is not None]
+    seen: dict = {}
+    paths = [Path(f) for f in files if f is not None]
+    for folder, names in folders:
+        if folder is None:
+            continue
+        check_output_folder(folder, inputs, names)
+        paths.extend(Path(folder) / name for name in names)
+    for path in paths:
+        check_output_path(path, inputs)
+        key = os.path.realpath(path)
+        if key in seen:
+            fail(f"{path}: named twice as an output (also as {seen[key]}); give each output its own path")
+        seen[key] = path
+
+
+_staged: list | None = None
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Every :func:`atomic_write` inside the block is renamed into place only when the whole block succeeds.
+
+    A command with several outputs wraps its writing in this block, so a failure while writing the
+    second (a full disk, an unwritable path) leaves none of them behind and every old file as it was.
+    """
+    global _staged
+    if _staged is not None:  # nested: the outer block decides
+        yield
+        return
+    _staged = staged = []
+    try:
+        yield
+    except BaseException:
+        _staged = None
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    _staged = None
+    try:
+        for tmp, target in staged:
+            os.replace(tmp, target)
+    except OSError as exc:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        fail(f"{exc.filename or 'output'}: cannot write ({exc.strerror or exc})")
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None = "") -> Iterator[IO]:
+    """Open a temporary file beside ``path``; rename it onto ``path`` if the block succeeds.
+
+    Missing parent folders are created; a path that cannot be written (a folder, a device or pipe, a file in
+    the way of a parent folder, no permission) is an :class:`InputError`, and so is a full disk or any other
+    error while writing. A symlink is written through (the file it names is replaced, the link stays). On
+    any exception the temporary file is removed and ``path`` is left as it was. Inside
+    :func:`all_or_nothing` the rename waits for the end of that block.
+    """
+    shown = check_output_path(path)
+    target = Path(os.path.realpath(shown))
+    tmp = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+        kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": newline}
+        with os.fdopen(fd, mode, **kwargs) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        if _staged is not None:
+            _staged.append((tmp, target))
+        else:
+            os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        if isinstance(exc, BrokenPipeError) or exc.filename not in (None, tmp, str(target), str(target.parent)):
+            raise  # not a failure of this output (an input the block was reading, say)
+        fail(f"{shown}: cannot write ({exc.strerror or exc})")
+    except BaseException:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+
+
+def nonfinite_entry(obj, where: str = "") -> str | None:
+    """The key path (``a.b[3]``) of the first NaN or infinite float inside ``obj``, or None when all are finite."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else (where or "the value")
+    if isinstance(obj, dict):
+        entries = ((f"{where}.{key}" if where else str(key), value) for key, value in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        entries = ((f"{where}[{k}]", value) for k, value in enumerate(obj))
+    else:
+        return None
+    for name, value in entries:
+        found = nonfinite_entry(value, name)
+        if found is not None:
+            return found
+    return None
+
+
+def check_finite(obj, what: str) -> None:
+    """Fail naming ``what`` and the entry when ``obj`` holds a NaN or infinity (no such number is a result)."""
+    found = nonfinite_entry(obj)
+    if found is not None:
+        fail(f"{what}: {found} is not a finite number; refusing to report it as a result")
+
+
+def result_json(obj, what: str = "result", indent: int | None = 2) -> str:
+    """``obj`` as JSON text for stdout; a NaN or infinity anywhere is an :class:`InputError` naming it."""
+    check_finite(obj, what)
+    return json.dumps(obj, indent=indent, allow_nan=False)
+
+
+def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=None) -> None:
+    """Write ``obj`` as indented UTF-8 JSON with a final newline, atomically (see :func:`atomic_write`).
+
+    A NaN or infinity anywhere in ``obj`` is an :class:`InputError` naming its key (JSON has no such numbers,
+    and none is a result); nothing is written then.
+    """
+    if default is not None:
+        obj = json.loads(json.dumps(obj, default=default))
+    check_finite(obj, os.fspath(path))
+    with atomic_write(path) as handle:
+        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=sort_keys, allow_nan=False)
+        handle.write("\n")
+
+
+#: Output field names that were renamed (old → current; CHANGELOG.md). Files written before the rename keep
+#: the old spelling; readers pass what they read through :func:`current_names`.
+RENAMED_FIELDS = {"max_rhat": "max_r_hat", "top5_sum": "top5_gap_sum",  # robustness.json, summaries
+                  "z_L": "left", "z_R": "right"}  # BenchFill journals, records CSVs and summaries
+
+
+def current_names(obj):
+    """``obj`` with every key named in :data:`RENAMED_FIELDS` spelled the current way, in nested dicts too."""
+    if isinstance(obj, dict):
+        return {RENAMED_FIELDS.get(k, k): current_names(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [current_names(v) for v in obj]
+    return obj
+
+
+def read_jsonl_objects(path: str | os.PathLike, required: tuple = ()) -> list[tuple[int, dict]]:
+    """``(line number, object)`` for every non-blank line of a JSON Lines file, in file order.
+
+    Each line must hold one JSON object with every key in ``required``. Anything else is an
+    :class:`~benchmeasure.base.errors.InputError` naming the file and line: ``PATH line N: not
+    valid JSON (…)``, ``PATH line N: not a JSON object`` or ``PATH line N: no field 'KEY'``;
+    an unreadable or non-UTF-8 file is ``PATH: cannot read (…)`` / ``PATH: not UTF-8 text``.
+    Checks beyond these (duplicates, types, an empty file) are the caller's.
+    """
+    records = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    fail(f"{path} line {number}: not valid JSON ({exc.msg})")
+                if not isinstance(record, dict):
+                    fail(f"{path} line {number}: not a JSON object")
+                for key in required:
+                    if key not in record:
+                        fail(f"{path} line {number}: no field {key!r}")
+                records.append((number, record))
+    except OSError as exc:
+        fail(f"{path}: cannot read ({exc.strerror or exc})")
+    except UnicodeDecodeError:
+        fail(f"{path}: not UTF-8 text")
+    return records
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def package_versions(names: list[str]) -> dict[str, str | None]:
+    """Installed versions of ``names`` (``None`` where a package is absent), plus Python's."""
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def command_line() -> str:
+    """The command that produced an output, for provenance records."""
+    return " ".join([Path(sys.executable).name, *sys.argv])

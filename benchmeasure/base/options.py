@@ -1,0 +1,89 @@
+"""Numeric command-line options, parsed once, the same way in every command. Standard library only.
+
+``argparse``'s own ``type=int`` / ``type=float`` accept ``nan``, ``inf``, ``-1`` and 10**20-sized
+integers, which later turn into a wrong number or a traceback. Every numeric option of every command
+uses a type built here instead, so a value outside its range is one ``error:`` line naming the option
+(through :class:`benchmeasure.base.errors.ArgumentParser`) before any input is read::
+
+    parser.add_argument("--n-trials", type=N_TRIALS, required=True)
+    parser.add_argument("--threshold", type=number(0.0, 1.0), default=0.5)
+
+Ranges are inclusive unless ``open_low``/``open_high`` say otherwise. Integers are plain decimal digits
+(no ``1e3``, no ``10**20``, no underscores); numbers are decimal or scientific notation and finite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from typing import Callable
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
+
+
+def _bounds(low, high, open_low: bool = False, open_high: bool = False) -> str:
+    left = "(" if open_low else "["
+    right = ")" if open_high else "]"
+    return f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+
+
+def integer(low: int | None = None, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a decimal integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        if not _INTEGER.fullmatch(stripped):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number (plain digits, e.g. 8)")
+        value = int(stripped)
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value if len(stripped) < 40 else stripped[:20] + '…'} is outside "
+                                             f"the allowed range {_bounds(low, high)}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(low: float | None = None, high: float | None = None, *, open_low: bool = False,
+           open_high: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite decimal number in the range (NaN and infinities are refused)."""
+
+    def parse(text: str) -> float:
+        stripped = text.strip()
+        if not _NUMBER.fullmatch(stripped):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number")
+        value = float(stripped)
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number")
+        if ((low is not None and (value < low or (open_low and value == low)))
+                or (high is not None and (value > high or (open_high and value == high)))):
+            raise argparse.ArgumentTypeError(f"{value:g} is outside the allowed range "
+                                             f"{_bounds(low, high, open_low, open_high)}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+#: Trials per model–item pair (the binomial size K): at least 1; more than a million is not a benchmark.
+N_TRIALS = integer(1, 1_000_000)
+#: A random seed: what NumPy's and the samplers' generators accept everywhere.
+SEED = integer(0, 2**32 - 1)
+#: A count of top gaps to sum (Table 1's top-5).
+TOP_K = integer(1, 1_000_000)
+#: A probability strictly between 0 and 1 (interval mass, significance level, target acceptance).
+OPEN_PROBABILITY = number(0.0, 1.0, open_low=True, open_high=True)
+#: Seconds to wait for something: positive and at most a day.
+SECONDS = number(0.0, 86_400.0, open_low=True)
+#: A guessing floor g in [0, 1).
+GUESSING = number(0.0, 1.0, open_high=True)
+#: A TCP port.
+PORT = integer(1, 65_535)
+#: NUTS chains: R-hat compares chains, so at least 2 (the paper runs 4).
+CHAINS = integer(2, 256)
+#: Warm-up iterations per chain.
+TUNE = integer(0, 10_000_000)
+#: Posterior draws per chain: R-hat and ESS need a few; at most ten million.
+DRAWS = integer(4, 10_000_000)

@@ -1,0 +1,1 @@
+"""The core layer (ARCHITECTURE.md)."""
