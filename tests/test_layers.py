@@ -16,27 +16,15 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "benchmeasure"
 
-# layer → the modules in it (dotted names under benchmeasure; a package name covers its submodules)
-LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("__init__", "errors", "files", "csv_table", "options", "resources", "progress", "lifetime"),
-    "grading": ("grading",),
-    "core": ("matrix", "responses", "response_counts", "harness", "wide", "difficulty_file", "ability_file",
-             "guessing", "metrics", "benchmarks", "fixed_scale_inputs"),
-    "irt": ("irt", "simulate"),
-    "analyses": ("checks", "compare", "detection", "plots", "posterior_metrics", "rank_flip", "reproduce",
-                 "robustness", "summary", "anchors", "ability_accuracy", "label_validity", "resolution",
-                 "noise_aware"),
-    "verifier": ("llm_client", "verifier"),
-    "benchfill": ("benchfill",),
-    "reports": ("explorer",),
-    "serving": ("serving", "sim"),
-    "commands": ("commands",),
-    "cli": ("cli", "__main__"),
-}
+# The layers are the package's folders: benchmeasure/<layer>/ holds the layer's modules. Only the command
+# line (cli, __main__) and the package root (__init__: the version) sit at the top.
+TOP_MODULES = {"__init__": "root", "cli": "cli", "__main__": "cli"}
 
-# layer → the layers it may import (besides itself). Graders sit low because ingestion grades logged
-# responses (harness logs → matrix) as well as the verifier; the IRT layer needs no grader.
+# layer → the layers it may import (besides itself and the package root). Graders sit low because
+# ingestion grades logged responses (harness logs → matrix) as well as the verifier; the IRT layer needs
+# no grader.
 MAY_IMPORT: dict[str, set[str]] = {
+    "root": set(),
     "base": set(),
     "grading": {"base"},
     "core": {"base", "grading"},
@@ -44,14 +32,23 @@ MAY_IMPORT: dict[str, set[str]] = {
     "analyses": {"base", "core", "irt"},
     "verifier": {"base", "core", "grading"},
     "benchfill": {"base", "core", "grading", "irt", "analyses", "verifier"},
-    "reports": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},  # read run folders
+    "explorer": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},  # reads run folders
     "serving": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill"},
-    "commands": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "reports", "serving"},
+    "commands": {"base", "core", "grading", "irt", "analyses", "verifier", "benchfill", "explorer", "serving"},
     "cli": {"base"},  # the command table imports its commands by name only (importlib), so --help is instant
 }
 
+# Child processes of the package's own subcommands (base.subcommand.subcommand_argv): (layer, subcommand).
+# Each is a run-time dependency on the commands layer; ARCHITECTURE.md ("Child processes") says why.
+CHILD_COMMANDS = {("benchfill", "fit"), ("serving", "rollout")}
+
 # files inside the package that are data for another program, not modules of ours
 NOT_MODULES = {PACKAGE / "verifier" / "lmms_task" / "benchfill_lmms_utils.py"}
+
+
+def layer_folders() -> set[str]:
+    """The package's layer folders: every top-level folder that is a Python package."""
+    return {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
 
 
 def package_files() -> list[Path]:
@@ -64,12 +61,14 @@ def module_name(path: Path) -> str:
 
 
 def layer_of(name: str) -> str:
-    """The layer of ``name`` (dotted, without the ``benchmeasure.`` prefix)."""
-    for layer, members in LAYERS.items():
-        if any(name == m or name.startswith(m + ".") for m in members):
-            return layer
-    raise AssertionError(f"benchmeasure.{name} belongs to no layer: add it to LAYERS in tests/test_layers.py "
-                         "and to the table in ARCHITECTURE.md")
+    """The layer of ``name`` (dotted, without the ``benchmeasure.`` prefix): its top folder."""
+    top = name.split(".")[0]
+    if top in TOP_MODULES and "." not in name:
+        return TOP_MODULES[top]
+    if top in layer_folders():
+        return top
+    raise AssertionError(f"benchmeasure.{name} belongs to no layer: put it in one of the layer folders "
+                         f"{sorted(layer_folders())} (ARCHITECTURE.md)")
 
 
 def imports_of(path: Path, here: str | None = None) -> list[tuple[int, str]]:
@@ -113,15 +112,66 @@ def test_every_module_is_in_a_layer():
         layer_of(module_name(path))
 
 
+def test_the_layer_folders_are_the_layers_of_architecture_md():
+    """Every folder is a layer with a rule in MAY_IMPORT and a row in ARCHITECTURE.md's table, and back."""
+    folders = layer_folders()
+    assert folders == set(MAY_IMPORT) - {"root", "cli"}, (folders ^ (set(MAY_IMPORT) - {"root", "cli"}))
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            may = {m.strip(" `") for m in cells[2].split(",")} - {"—", ""}
+            rows[cells[0].strip("`/")] = may
+    assert set(rows) == folders | {"cli"}, set(rows) ^ (folders | {"cli"})
+    for layer, may in rows.items():
+        assert may == MAY_IMPORT[layer], (layer, may, MAY_IMPORT[layer])
+
+
 def test_no_import_crosses_a_layer_the_wrong_way():
     wrong = []
     for path in package_files():
         here = layer_of(module_name(path))
         for line, name in imports_of(path):
             there = layer_of(_resolve(name))
-            if there != here and there not in MAY_IMPORT[here]:
+            if there not in (here, "root") and there not in MAY_IMPORT[here]:
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {here} imports benchmeasure.{name} ({there})")
     assert not wrong, "imports against the layer order (ARCHITECTURE.md):\n" + "\n".join(wrong)
+
+
+def child_commands(path: Path) -> list[tuple[int, str | None]]:
+    """(line, subcommand) of each ``subcommand_argv(...)`` call in ``path`` (None: not a literal name)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "subcommand_argv":
+            first = node.args[0] if node.args else None
+            found.append((node.lineno, first.value if isinstance(first, ast.Constant) else None))
+    return found
+
+
+def test_child_processes_of_our_own_commands_are_declared():
+    """A subcommand run as a child is an upward dependency: it goes through base.subcommand, by literal
+    name, and is one of CHILD_COMMANDS; no module builds ``-m benchmeasure`` by hand."""
+    seen, wrong = set(), []
+    for path in package_files():
+        name = module_name(path)
+        if name == "base.subcommand":
+            continue
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"['\"]-m['\"],\s*['\"]benchmeasure['\"]", text):
+            wrong.append(f"{path.relative_to(ROOT)}: builds '-m benchmeasure' by hand: use subcommand_argv")
+        for line, command in child_commands(path):
+            pair = (layer_of(name), command)
+            seen.add(pair)
+            if pair not in CHILD_COMMANDS:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: runs subcommand {command!r} as a child "
+                             "(not in CHILD_COMMANDS / ARCHITECTURE.md)")
+    assert not wrong, "\n".join(wrong)
+    assert seen == CHILD_COMMANDS  # a declared child that no longer exists is dropped from the list
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    for layer, command in CHILD_COMMANDS:
+        assert f"`{layer}` runs `benchmeasure {command}`" in text, (layer, command)
 
 
 def test_commands_do_not_import_each_other():
@@ -180,16 +230,17 @@ def test_entry_points_edit_sys_path_only_through_the_bootstrap():
 
 def test_the_contract_catches_what_it_forbids(tmp_path):
     """The checkers themselves: an analyses module importing the verifier, a parents[2] lookup, a script run."""
-    bad = PACKAGE / "compare.py"
+    bad = PACKAGE / "analyses" / "compare.py"
     source = bad.read_text(encoding="utf-8") + (
         "\nfrom benchmeasure.verifier.base import Candidate  # noqa\n"
         "ROOT = Path(__file__).resolve().parents[2]\n"
         "import subprocess\nsubprocess.run(['python3', 'scripts/fit_irt.py'])\n")
-    copy = tmp_path / "compare.py"
+    (tmp_path / "analyses").mkdir()
+    copy = tmp_path / "analyses" / "compare.py"
     copy.write_text(source, encoding="utf-8")
-    names = [name for _, name in imports_of(copy, here="compare")]
+    names = [name for _, name in imports_of(copy, here="analyses.compare")]
     assert "verifier.base" in names
-    assert layer_of(_resolve("verifier.base")) not in MAY_IMPORT[layer_of("compare")]
+    assert layer_of(_resolve("verifier.base")) not in MAY_IMPORT[layer_of("analyses.compare")]
     original = PACKAGE
     try:
         globals()["PACKAGE"] = tmp_path  # rule_breaks names lines relative to ROOT

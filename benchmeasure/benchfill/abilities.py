@@ -28,7 +28,8 @@ from pathlib import Path
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import sha256_file
 from benchmeasure.base.lifetime import PARENT_PID_ENV, die_with_parent
-from benchmeasure.base.resources import import_root, project_path
+from benchmeasure.base.resources import project_path
+from benchmeasure.base.subcommand import subcommand_argv, subcommand_env
 from benchmeasure.core.ability_file import read_ability_table
 from benchmeasure.core.matrix import read_matrix
 
@@ -81,15 +82,14 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
         fail(f"seed must be in [0, 2^32), got {seed}")
     staging = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    command = [irt_python(), "-m", "benchmeasure", "fit", str(matrix), "--n-trials", str(n_trials),
-               "--output-dir", str(staging), "--seed", str(seed), *extra_args]
+    command = subcommand_argv("fit", str(matrix), "--n-trials", str(n_trials), "--output-dir", str(staging),
+                              "--seed", str(seed), *extra_args, python=irt_python())
     if guessing:
         command += ["--guessing", str(guessing)]
     log.info("fitting panel abilities once from %s (cached in %s)", matrix, folder)
     # the package in use, importable by the IRT interpreter whether or not it is installed there
-    path = os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p)
     fit = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env={**os.environ, "PYTHONPATH": path, PARENT_PID_ENV: str(os.getpid())},
+                           env=subcommand_env(**{PARENT_PID_ENV: str(os.getpid())}),
                            preexec_fn=die_with_parent(os.getpid()))
     try:
         _, stderr = fit.communicate()

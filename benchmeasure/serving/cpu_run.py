@@ -33,12 +33,11 @@ import csv
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from benchmeasure.base.files import atomic_write, package_versions, write_json
-from benchmeasure.base.resources import import_root
+from benchmeasure.base.subcommand import subcommand_argv, subcommand_env
 from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import Prompts, parse_child
@@ -174,13 +173,13 @@ def command_line_rollouts(panel_path, report: dict, workdir: Path, n_trials: int
                                          "answer": v["answer"]}) + "\n")
     greedy = [m.name for m in _split(load_panel(panel_path).models)[0]]
     # the rollout command (verifier/run_rollout.py) in a child, with the package in use importable there
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(import_root()),
-                                                                     os.environ.get("PYTHONPATH")]))}
+    env = subcommand_env()
     seconds = {}
     for backend in ("direct", "lmms-eval"):
-        argv = [sys.executable, "-m", "benchmeasure", "rollout", "--backend", backend, "--candidates", str(items),
-                "--panel", str(panel_path), "--benchmark", BENCHMARK, "--models", ",".join(greedy), "--n-trials",
-                str(n_trials), "--concurrency", "1", "--output", str(folder / f"rows_{backend}.csv")]
+        argv = subcommand_argv("rollout", "--backend", backend, "--candidates", str(items), "--panel",
+                               str(panel_path), "--benchmark", BENCHMARK, "--models", ",".join(greedy),
+                               "--n-trials", str(n_trials), "--concurrency", "1",
+                               "--output", str(folder / f"rows_{backend}.csv"))
         if backend == "lmms-eval":
             argv += ["--workdir", str(folder / "lmms")]
         start = time.monotonic()
