@@ -59,8 +59,10 @@ def check_chembench(real, stdout):
     assert (real / "difficulty_ecdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     intervals = json.loads((real / "metric_intervals.json").read_text())
     part = stdout[stdout.index("==> C5. "):stdout.index("==> C6. ")]
-    for m in intervals["metrics"].values():
-        assert m["low"] <= m["median"] <= m["high"] and f"[{m['low']:.4f}, {m['high']:.4f}]" in part
+    for m in intervals["metrics"].values():  # K = 1: the noise-aware estimate is refused, the per-draw one printed
+        own = m["per_draw_min_max"]
+        assert own["low"] <= own["median"] <= own["high"] and f"[{own['low']:.4f}, {own['high']:.4f}]" in part
+        assert m["low"] is None and "K = 1" in m["refused"] and f"{m['plugin']:.4f}" in part
     validity = json.loads((real / "validity.json").read_text())
     labels = validity["labels"]
     assert labels["label_counts"] == {"easy": 859, "intermediate": 1973, "hard": 22}

@@ -109,9 +109,10 @@ def test_cli(tmp_path):
     record = json.loads(out.stdout)
     assert record["draws"] == 100 and record["items"] == 12
     ddm = record["metrics"]["ddm"]
-    assert ddm["low"] <= ddm["median"] <= ddm["high"]
+    own = ddm["per_draw_min_max"]
+    assert own["low"] <= own["median"] <= own["high"] and ddm["low"] <= ddm["high"]
     expected = metrics.diagnose(list(draws.reshape(100, 12).mean(axis=0))).ddm
-    assert ddm["at_posterior_mean"] == pytest.approx(expected)
+    assert ddm["plugin"] == ddm["at_posterior_mean"] == pytest.approx(expected)
     assert json.loads((tmp_path / "o" / "i.json").read_text()) == record
     text = _run(tmp_path / "p.npz")
     assert text.returncode == 0 and "| max_gap |" in text.stdout

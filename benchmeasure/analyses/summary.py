@@ -25,6 +25,10 @@ from benchmeasure.core.metrics import diagnose
 
 THRESHOLDS = {"ddm": 0.10, "max_gap": 0.10, "top5_gap_sum": 0.30}
 LABELS = {"ddm": "DDM", "max_gap": "Max Gap", "top5_gap_sum": "Top-5 Sum"}
+PLUGIN_NOTE = ("Values are plug-in (the paper's definition: the metrics of the posterior-mean difficulties). "
+               "Estimation noise fills gaps and, at one trial per cell, makes a staircase; for intervals, "
+               "a noise-aware estimate and whether each gap is resolved, run posterior_metrics.py on a fit "
+               "(docs/gap_noise.md).")
 DEFAULT_DOMAINS = package_file("data", "paper_reported", "table3.csv")
 
 
@@ -88,6 +92,8 @@ def markdown_table(rows: list[SummaryRow]) -> str:
     lines.append("")
     lines.append("Marked (bold): " + ", ".join(
         f"{LABELS[m]} ≥ {THRESHOLDS[m]:.2f} in {c}/{n}" for m, (c, n) in marked_counts(rows).items()))
+    lines.append("")
+    lines.append(PLUGIN_NOTE)
     return "\n".join(lines) + "\n"
 
 

@@ -54,9 +54,21 @@ class SeedSet:
     def z_values(self) -> list:
         return [item.z for item in self.items]
 
+    def sd_values(self) -> list:
+        """Posterior sds on the normalized axis (b_sd / (b_max − b_min)), aligned with :meth:`z_values`."""
+        return [item.b_sd / (self.b_max - self.b_min) for item in self.items]
+
     def targets(self, k: int) -> list:
-        """The ``k`` widest gaps (:class:`benchmeasure.core.metrics.Gap`), widest first; target z* = midpoint."""
-        return largest_gaps(self.z_values(), k)
+        """The ``k`` target gaps (:class:`benchmeasure.core.metrics.Gap`); target z* = midpoint.
+
+        The paper's choice is the ``k`` widest; here resolved gaps come first (widest first among
+        them), then unresolved ones (:mod:`.gap_choice`), and each unresolved target is logged.
+        """
+        from benchmeasure.benchfill.gap_choice import resolved_first, warn_unresolved
+
+        chosen = resolved_first(largest_gaps(self.z_values()), self.z_values(), self.sd_values())[:k]
+        warn_unresolved(chosen)
+        return [gap for gap, _ in chosen]
 
     def normalize(self, b: float) -> float:
         return (b - self.b_min) / (self.b_max - self.b_min)

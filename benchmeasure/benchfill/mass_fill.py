@@ -43,6 +43,7 @@ import csv
 import datetime
 import json
 import logging
+import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -177,7 +178,7 @@ class State:
         return list(original_z) + [e.z for e in self.inserted]
 
 
-def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: int) -> tuple:
+def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: int, sd: list | None = None) -> tuple:
     """The next gap to fill and its rewrite budget, or why mass fill stops.
 
     Returns
@@ -191,7 +192,14 @@ def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: 
     if limits.max_items is not None and len(state.inserted) >= limits.max_items:
         return None, 0, f"{limits.max_items} items inserted (--max-items)"
     floor = limits.target_max_gap or 0.0
-    gap = next((g for g in largest_gaps(z) if (g.left, g.right) not in state.tried and g.width > floor), None)
+    open_gaps = [g for g in largest_gaps(z) if (g.left, g.right) not in state.tried and g.width > floor]
+    if sd is not None:  # resolved gaps first (gap_choice); inserted items take the originals' median sd
+        from benchmeasure.benchfill.gap_choice import resolved_first, warn_unresolved
+
+        chosen = resolved_first(open_gaps, z, list(sd) + [statistics.median(sd)] * (len(z) - len(sd)))[:1]
+        warn_unresolved(chosen)
+        open_gaps = [g for g, _ in chosen]
+    gap = open_gaps[0] if open_gaps else None
     if gap is None:
         return None, 0, "no untried gap wider than the target is left"
     per_round = search.parents * search.children
@@ -234,7 +242,7 @@ async def fill_many(loop, benchmark, limits: Limits) -> str:
         if step is None:
             state = State.from_events(journal.events)
             z = state.z(original_z)
-            gap, budget, reason = next_step(z, state, limits, search, calls_per_rewrite)
+            gap, budget, reason = next_step(z, state, limits, search, calls_per_rewrite, benchmark.sd_values())
             if gap is None:
                 log.info("stop: %s", reason)
                 return reason

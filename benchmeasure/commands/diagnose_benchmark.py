@@ -12,6 +12,10 @@ from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
 from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
 from benchmeasure.core.metrics import diagnose
+from benchmeasure.core.resolution import benchmark_resolution, gap_table
+
+PLUGIN_LABEL = ("plug-in (the paper's value: metric of the posterior-mean difficulties; noise fills gaps, "
+                "so a gap that is not resolved may be noise; intervals: posterior_metrics.py)")
 
 EXAMPLES = """\
 examples:
@@ -25,6 +29,11 @@ definitions (paper, Table 1):
   DDM           = mean_i |z(i) - (i - 0.5)/n|   (1-Wasserstein distance to a same-size uniform grid)
   gaps          = consecutive differences of 0, z(1), ..., z(n), 1
   Max Gap       = the largest gap;  Top-k Gap Sum = the sum of the k largest
+
+These are plug-in values (the metric of the posterior means, the paper's definition). When the
+file also has b_sd (fit_irt.py writes it), the benchmark's resolution is printed beside them:
+the narrowest band this fit can reveal, and for each gap whether its edges are at least 2
+posterior sds apart (resolved) and how much of it noise can fill (docs/gap_noise.md).
 """
 
 
@@ -48,6 +57,16 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def _posterior_sds(path: str):
+    """The file's b_sd column when every row has one (a NUTS fit), else None (MAP fits leave it empty)."""
+    from benchmeasure.base.csv_table import read_table
+
+    table = read_table(path)
+    if "b_sd" not in table.header or any(not cell.strip() for cell in table.column("b_sd")):
+        return None
+    return read_difficulty_column(path, "b_sd").values
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.name is not None and len(args.name) != len(args.files):
@@ -57,7 +76,11 @@ def main(argv=None) -> int:
     for path, name in zip(args.files, names):
         column = read_difficulty_column(path, args.column)
         diagnosis = diagnose(column.values, top_k=args.top_k, normalized=args.normalized, where=path)
-        record = {"benchmark": benchmark_name(path, name), "file": path, **diagnosis.as_dict()}
+        record = {"benchmark": benchmark_name(path, name), "file": path, **diagnosis.as_dict(), "value": PLUGIN_LABEL}
+        sds = _posterior_sds(path) if args.column == "b_mean" and not args.normalized else None
+        if sds is not None:
+            record["resolution"] = benchmark_resolution(column.values, sds)
+            record["gaps"] = gap_table(column.values, sds, column.item_ids, args.top_k)
         results.append(record)
     k = args.top_k
     if args.json:
@@ -71,6 +94,15 @@ def main(argv=None) -> int:
         print(f"Top-{k} Gap Sum: {r[f'top{k}_gap_sum']:.6f}")
         spans = ", ".join("[{:.4f}, {:.4f}]".format(g["left"], g["right"]) for g in r["largest_gaps"])
         print(f"Largest {k} gaps: {spans}")
+        print(f"Values: {r['value']}")
+        if "resolution" in r:
+            print(f"Resolution: {r['resolution']['resolution']:.4f} (narrowest band this fit can reveal, normalized; "
+                  f"typical posterior sd {r['resolution']['typical_sd']:.3f})")
+            for g in r["gaps"]:
+                state = "resolved" if g["resolved"] else "NOT resolved (may be noise)"
+                sep = "n/a" if g["separation"] is None else f"{g['separation']:.1f}"
+                print(f"  gap {g['rank']}: {g['lower_item']} to {g['upper_item']}, width {g['width']:.4f}, "
+                      f"edges {sep} sds apart, {state}; noise can fill {g['fillable']:.4f}")
     else:
         width = max(len("Benchmark"), *(len(r["benchmark"]) for r in results))
         print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}")

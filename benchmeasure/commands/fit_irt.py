@@ -234,6 +234,13 @@ def main(argv=None) -> int:
         say(f"note: {n_models_constant} model(s) answered every item the same way in every trial (listed under "
             "constant_models in diagnostics.json); their theta comes mostly from the prior")
     d = result.diagnostics
+    if (d.get("ties") or {}).get("staircase"):
+        say(f"note: {d['ties']['note']}")
+    if d.get("dispersion"):
+        disp = d["dispersion"]
+        say(f"dispersion check (K > 1): Pearson dispersion {disp['observed']:.2f} "
+            f"[{disp['observed_low']:.2f}, {disp['observed_high']:.2f}] against {disp['replicated']:.2f} for data "
+            f"replicated from the fit, p = {disp['p_value']:.2f}" + (f"; {disp['note']}" if disp["note"] else ""))
     if args.method == "nuts":
         tail = diagnostics.get("min_ess_tail")
         say(f"max R-hat {d['max_r_hat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, "

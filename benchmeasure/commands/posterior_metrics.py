@@ -1,14 +1,15 @@
-"""Posterior 94% intervals of DDM, Max Gap and the Top-k Gap Sum from a fit's saved difficulty draws."""
+"""DDM, Max Gap and the Top-k Gap Sum from a fit's saved difficulty draws: the paper's value, labelled,
+with the per-draw intervals, a noise-aware estimate and interval, and the benchmark's resolution."""
 
 from __future__ import annotations
 
 import argparse
 
-from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, posterior_intervals, read_posterior_b
+from benchmeasure.analyses.noise_aware import n_trials_beside, report
+from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
-from benchmeasure.base.options import OPEN_PROBABILITY, TOP_K, add_alias
-from benchmeasure.core.metrics import diagnose
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, TOP_K, add_alias, integer
 
 EXAMPLES = """\
 examples:
@@ -19,16 +20,27 @@ examples:
 
 input: an ArviZ/xarray posterior (zarr store as benchmeasure fit --save-posterior writes it, or
 NetCDF; group 'posterior', variable b), an .npz with array b, or a CSV of draws (header =
-item IDs, one row per draw). Each draw is min-max normalized on its own and the
-metrics are computed per draw; the interval is the central (equal-tailed) one. The
-"at posterior mean" column is the paper's point estimate (metrics of the mean of b).
+item IDs, one row per draw).
+
+what is printed, per metric (docs/gap_noise.md):
+  plug-in        the paper's value: the metric of the posterior-mean difficulties. Noise
+                 biases it (fills gaps; a staircase at one trial per cell).
+  per draw, own min-max     each draw normalized by its own min and max; a draw's range
+                 is wider than the means' range, so this interval can exclude the plug-in.
+  per draw, fixed range     the same draws normalized by the posterior means' min and max.
+  noise-aware    draws under a population of difficulties learned from the data, with its
+                 uncertainty (estimate = mean, interval = central quantiles); its bias and
+                 coverage are measured in docs/gap_noise.md.
+  resolution     the narrowest band this fit can reveal (normalized units); a gap narrower
+                 than about this, or whose edges are < 2 posterior sds apart, is not resolved.
 """
 
 
 def parse_args(argv):
     parser = ArgumentParser(
         prog="posterior_metrics.py",
-        description="Posterior intervals of DDM, Max Gap and Top-k Gap Sum, one value per posterior draw.",
+        description="DDM, Max Gap and Top-k Gap Sum with labelled posterior intervals, a noise-aware estimate "
+                    "and the benchmark's resolution.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("posterior", metavar="POSTERIOR", help="posterior.zarr, .nc, .npz or CSV of draws")
     parser.add_argument("--variable", default="b", help="difficulty variable in a NetCDF posterior (default: b)")
@@ -36,6 +48,9 @@ def parse_args(argv):
     mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=PROBABILITY, metavar="P",
                                help="interval mass (default: 0.94)")
     add_alias(parser, "--probability", mass)  # the old name, for a release
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the noise-aware estimator (default: 0)")
+    parser.add_argument("--replicates", type=integer(10, 10_000), default=200, metavar="R",
+                        help="Bayesian-bootstrap refits of the learned population (default: 200)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--output", metavar="JSON", help="also write the JSON record here")
     return parser.parse_args(argv)
@@ -47,15 +62,21 @@ def main(argv=None) -> int:
     if args.top_k < 1:
         fail(f"--top-k must be at least 1, got {args.top_k}")
     items, draws = read_posterior_b(args.posterior, args.variable)
-    intervals = posterior_intervals(draws, args.top_k, args.hdi_prob)
-    point = diagnose((draws / draws.shape[0]).sum(axis=0).tolist(),  # a mean that cannot overflow
-                     top_k=args.top_k, where=args.posterior).as_dict()
+    if draws.shape[0] < 2:
+        fail(f"{args.posterior}: {draws.shape[0]} posterior draw; intervals need at least 2")
+    n_trials = n_trials_beside(args.posterior)
+    rec = report(items, draws, top_k=args.top_k, probability=args.hdi_prob, seed=args.seed,
+                 replicates=args.replicates, n_trials=n_trials)
     record = {
         "items": len(items), "draws": int(draws.shape[0]), "top_k": args.top_k,
         "interval": f"central {args.hdi_prob:g} (equal-tailed quantiles)",
-        "metrics": {name: {**iv.as_dict(), "at_posterior_mean": point[name]} for name, iv in intervals.items()},
+        "metrics": rec["metrics"], "resolution": rec["resolution"],
+        "resolution_detail": rec["resolution_detail"], "gaps": rec["gaps"], "population": rec["population"],
+        "labels": rec["labels"],
         "input": args.posterior, "input_sha256": input_sha256(args.posterior), "command": command_line(),
-        "package_versions": package_versions(["numpy", "xarray"]),
+        "settings": {"seed": args.seed, "replicates": args.replicates, "hdi_prob": args.hdi_prob,
+                     "n_trials": n_trials},
+        "package_versions": package_versions(["numpy", "scipy", "xarray"]),
     }
     if args.output:
         write_json(args.output, record)
@@ -63,11 +84,30 @@ def main(argv=None) -> int:
         print(result_json(record))
         return 0
     pct = f"{100 * args.hdi_prob:g}%"
-    print(f"{len(items)} items, {draws.shape[0]} posterior draws; central {pct} intervals")
-    print(f"| Metric | At posterior mean | Posterior mean | Median | {pct} interval |")
-    print("|---|---|---|---|---|")
+    print(f"{len(items)} items, {draws.shape[0]} posterior draws; central {pct} intervals; "
+          f"resolution {rec['resolution']:.3f} (narrowest band this fit can reveal, normalized units)")
+    print(f"| Metric | Plug-in (paper) | Per draw, own min-max {pct} | Per draw, fixed range {pct} | "
+          f"Noise-aware estimate [{pct}] | Widest gap(s) resolved |")
+    print("|---|---|---|---|---|---|")
     for name, m in record["metrics"].items():
-        print(f"| {name} | {m['at_posterior_mean']:.4f} | {m['mean']:.4f} | {m['median']:.4f} | "
-              f"[{m['low']:.4f}, {m['high']:.4f}] |")
+        own, fixed = m["per_draw_min_max"], m["per_draw_fixed_range"]
+        resolved = {True: "yes", False: "NO"}.get(m.get("resolved"), "")
+        if "resolved_gaps" in m:
+            resolved = f"{m['resolved_gaps']} of {len(rec['gaps'])}"
+        if m["refused"]:
+            aware = "refused (K = 1)" if "K = 1" in m["refused"] else "refused (see note)"
+        else:
+            aware = f"{m['estimate']:.4f} [{m['low']:.4f}, {m['high']:.4f}]"
+        print(f"| {name} | {m['plugin']:.4f} | [{own['low']:.4f}, {own['high']:.4f}] | "
+              f"[{fixed['low']:.4f}, {fixed['high']:.4f}] | {aware} | {resolved} |")
+    for name, m in record["metrics"].items():
+        if not m["per_draw_min_max"]["low"] <= m["plugin"] <= m["per_draw_min_max"]["high"]:
+            print(f"note: the plug-in {name} lies outside the own-min-max interval: each draw's range is wider "
+                  "than the posterior means' range (tails of noise); see the fixed-range interval")
+    if rec["metrics"]["ddm"]["refused"]:
+        print(f"note: noise-aware estimate {rec['metrics']['ddm']['refused']}")
+    if rec["metrics"]["max_gap"].get("resolved") is False:
+        g = rec["gaps"][0]
+        print(f"note: the widest gap ({g['lower_item']} to {g['upper_item']}) is not resolved: its edges are "
+              f"{g['separation']:.1f} posterior sds apart (resolved: ≥ 2); it may be noise, not a gap")
     return 0
-

@@ -208,18 +208,35 @@ def _check_items(entry: Entry, items: list, path: Path) -> None:
 
 
 def posterior_view(draws, probability: float, source: str) -> dict:
-    """94% intervals of the metrics and the pointwise band of ECDF draws, ready for the page."""
+    """Labelled intervals of the metrics and the pointwise band of ECDF draws, ready for the page.
+
+    The metric cells keep the paper's plug-in value; beside each, the noise-aware interval of
+    ``posterior-metrics`` (same seed and replicates, so the same numbers), and in its tooltip the
+    per-draw own-min-max interval, whether the widest gaps are resolved and the resolution.
+    """
     import numpy as np
 
-    from benchmeasure.analyses.posterior_metrics import ecdf_band, posterior_intervals
+    from benchmeasure.analyses.noise_aware import report
+    from benchmeasure.analyses.posterior_metrics import ecdf_band
 
-    intervals = posterior_intervals(draws, TOP_K, probability)
+    rec = report(None, draws, top_k=TOP_K, probability=probability)
     grid = np.linspace(0.0, 1.0, BAND_POINTS)
     low, high = ecdf_band(draws, grid, probability)
+    pct = f"{100 * probability:g}%"
+    intervals = {}
+    for k, m in rec["metrics"].items():
+        own = m["per_draw_min_max"]
+        resolved = {True: "; widest gap(s) resolved", False: "; NOT resolved: may be noise"}.get(m.get("resolved"), "")
+        intervals[k] = {"low": m["low"], "high": m["high"], "estimate": m["estimate"], "plugin": m["plugin"],
+                        "per_draw_min_max": own, "resolved": m.get("resolved"),
+                        "text": f"[{fmt(m['low'])}, {fmt(m['high'])}]",
+                        "title": (f"value: the paper's plug-in (metric of the posterior means); interval: noise-aware "
+                                  f"{pct} (estimate {fmt(m['estimate'])}); per draw, own min-max: "
+                                  f"[{fmt(own['low'])}, {fmt(own['high'])}]{resolved}; resolution "
+                                  f"{fmt(rec['resolution'])}")}
     return {
         "source": source, "draws": int(draws.shape[0]), "probability": probability,
-        "intervals": {k: {**v.as_dict(), "text": f"[{fmt(v.low)}, {fmt(v.high)}]"}
-                      for k, v in intervals.items()},
+        "resolution": rec["resolution"], "intervals": intervals,
         "band": {"x": [_fixed(x, Z_DECIMALS) for x in grid], "low": [_fixed(v, Z_DECIMALS) for v in low],
                  "high": [_fixed(v, Z_DECIMALS) for v in high]},
     }

@@ -247,8 +247,30 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     run = dataclasses.replace(run, progress=shown)
     with (shown if shown is not None else contextlib.nullcontext()):
         if route == "collapsed":
-            return _fit_collapsed(matrix, g, record, wall_start, run)
-        return _fit_joint(matrix, g, record, wall_start, run, fixed_b=fixed_b)
+            result = _fit_collapsed(matrix, g, record, wall_start, run)
+        else:
+            result = _fit_joint(matrix, g, record, wall_start, run, fixed_b=fixed_b)
+    return _finish(result, matrix, g, fixed_b, seed_used, s.observation)
+
+
+def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, observation: str) -> FitResult:
+    """Tied items get their pooled b_mean/b_sd (irt/ties.py); binomial K > 1 fits without holes get the
+    dispersion check (irt/dispersion.py, which compares with binomial replicates of one K)."""
+    from benchmeasure.irt.dispersion import dispersion_check
+    from benchmeasure.irt.ties import pool_ties, tie_groups, tie_summary
+
+    trials = getattr(matrix, "trials", None)
+    # the column sum is sufficient for b only under the binomial; other observation models tie whole columns
+    whole = observation != "binomial"
+    result.diagnostics["ties"] = tie_summary(matrix.counts, g, trials=trials, whole_column=whole)
+    b_draws = result.draws("b")
+    if fixed_b is None:
+        result.b_mean, result.b_sd = pool_ties(tie_groups(matrix.counts, g, trials=trials, whole_column=whole),
+                                               b_draws)
+    if trials is None and observation == "binomial":
+        result.diagnostics["dispersion"] = dispersion_check(matrix.counts, matrix.n_trials,
+                                                            result.draws("theta"), b_draws, g, seed=seed)
+    return result
 
 
 @dataclass(frozen=True)

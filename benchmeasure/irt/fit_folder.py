@@ -116,6 +116,8 @@ def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixe
         },
         **({"observation": d["observation"]} if "observation" in d else {}),
         "quadrature": d.get("quadrature"),
+        "ties": d.get("ties"),
+        "dispersion": d.get("dispersion"),
         "timing": {key: d.get(key) for key in ("compile_time_s", "sampling_time_s", "difficulty_draw_time_s",
                                                "summary_time_s", "optimization_time_s", "min_ess_bulk_per_s")},
         "wall_time_s": wall_time,
