@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from benchmeasure.base.csv_table import finite_float, read_table
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import read_jsonl_objects
+from benchmeasure.core.difficulty_file import read_item_difficulties
 from benchmeasure.core.metrics import largest_gaps, normalize_min_max
 
 
@@ -75,29 +76,17 @@ class SeedSet:
 
 
 def read_calibration(path: str | os.PathLike) -> dict:
-    """``{item_id: (b_mean, b_sd)}`` from a calibration table (``item_id`` or ``item`` column)."""
+    """``{item_id: (b_mean, b_sd)}`` from a calibration table: a difficulty file (``item_id`` or ``item``
+    column, distinct IDs, ``b_mean``; :func:`~benchmeasure.core.difficulty_file.read_item_difficulties`)
+    whose ``b_sd`` column, when present, gives each item's posterior sd (0 without it)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         fail(f"{path}: calibration table not found")
-    rows = read_table(path, required=("b_mean",), expected="columns item_id (or item) and b_mean")
-    header = rows.header
-    id_column = "item_id" if "item_id" in header else "item" if "item" in header else None
-    if id_column is None:
-        fail(f"{path}: need columns item_id (or item) and b_mean, found {', '.join(header) or 'none'}")
-    table = {}
-    for r, row in enumerate(rows.records()):
-        line = rows.lines[r]
-        item = row[id_column].strip()
-        if not item:
-            fail(f"{path}: line {line}, column {id_column!r}: blank item ID")
-        if item in table:
-            fail(f"{path}: line {line}: item {item!r} appears twice")
-        where = f"{path}: line {line}, item {item!r}"
-        b_sd = finite_float(row.get("b_sd") or "", f"{where}: b_sd") if "b_sd" in header else 0.0
-        table[item] = (finite_float(row.get("b_mean") or "", f"{where}: b_mean"), b_sd)
-    if len(table) < 2:
-        fail(f"{path}: need at least 2 items, found {len(table)}")
-    return table
+    ids, b_mean = read_item_difficulties(path, "b_mean")
+    table = read_table(path)
+    b_sd = ([finite_float(cell, f"{table.where(r, 'b_sd')}, item {ids[r]!r}: b_sd")
+             for r, cell in enumerate(table.column("b_sd"))] if "b_sd" in table.header else [0.0] * len(ids))
+    return {item: (b, sd) for item, b, sd in zip(ids, b_mean, b_sd)}
 
 
 def read_pool(path: str | os.PathLike, question_field: str, answer_field: str) -> dict:
