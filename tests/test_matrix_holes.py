@@ -167,3 +167,18 @@ def test_checks_with_holes_reduce_to_table5_and_run_through_check(tmp_path):
     result = run_script("check_response_matrix.py", out, "--n-trials", 2, "--allow-missing")
     assert result.returncode == 0, result.stderr
     assert "Absent cells: 1 of 6" in result.stdout
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (("--method", "map"), "--method nuts, --route joint or auto"),
+    (("--route", "collapsed"), "--method nuts, --route joint or auto"),
+    (("--observation", "beta-binomial"), "binomial --observation model only"),
+])
+def test_fit_refuses_what_it_cannot_do_with_holes_before_any_output(tmp_path, flags, fragment):
+    """Holes need NUTS on the joint route with the binomial: one error line, nothing printed or written first."""
+    matrix = tmp_path / "m.csv"
+    matrix.write_text("model,q0,q1,q2\na,1,,0\nb,0,1,1\nc,1,1,\n", encoding="utf-8")
+    out = tmp_path / "fit"
+    assert_rejected(run_script("fit_irt.py", matrix, "--n-trials", "1", "--allow-missing", "--output-dir", out,
+                               *flags), "absent cells", fragment)
+    assert not out.exists()

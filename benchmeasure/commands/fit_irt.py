@@ -24,8 +24,9 @@ from benchmeasure.base.lifetime import exit_with_parent
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
-from benchmeasure.irt.fit import POSTERIOR_NAME
+from benchmeasure.irt.fit import POSTERIOR_NAME, settings_for
 from benchmeasure.irt.observation import OBSERVATIONS
+from benchmeasure.irt.settings import FIELDS, FitSettings, SettingsError
 
 EXAMPLES = """\
 examples:
@@ -40,6 +41,9 @@ model (paper, Appendix C.3):
   --observation beta-binomial: Y_ij ~ BetaBinomial(n_trials, P c, (1 - P) c), c = (1 - rho)/rho, rho ~ Beta(1, 1)
 """
 
+
+#: the library names fit settings by field; here they are the flags that set them
+FLAGS = {field: "--" + field.replace("_", "-") for field in FIELDS}
 
 def parse_args(argv):
     parser = ArgumentParser(
@@ -113,7 +117,6 @@ def validate(args):
 
     # every output (and the folder) checked before any input is read: none may be an input
     from benchmeasure.irt.fit_folder import OUTPUTS
-    from benchmeasure.irt.settings import FIELDS, FitSettings, SettingsError
 
     plan_outputs(inputs=[args.matrix, args.guessing_csv, args.fixed_difficulties],
                  folders=[(args.output_dir, OUTPUTS)])
@@ -135,8 +138,12 @@ def validate(args):
                                     draws=args.draws, target_accept=args.target_accept, seed=args.seed,
                                     route=args.route, observation=args.observation)
     except SettingsError as exc:
-        fail(exc.render({field: "--" + field.replace("_", "-") for field in FIELDS}))
+        fail(exc.render(FLAGS))
     args.fixed_b = read_fixed_difficulties(args, matrix)
+    try:  # what these settings cannot fit (holes, fixed difficulties), refused before any output
+        args.settings = settings_for(matrix, args.settings, args.fixed_b)
+    except SettingsError as exc:
+        fail(exc.render(FLAGS))
     return matrix, guessing
 
 
@@ -195,7 +202,7 @@ def main(argv=None) -> int:
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
-        f"({matrix.n_trials} trials per cell) with "
+        f"({matrix.n_trials} trial{'s' if matrix.n_trials != 1 else ''} per cell) with "
         + (f"NUTS ({args.sampler}, {joint_or(args.settings.resolved_route())}"
            f" route, {args.chains} chains x "
            f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (marginal mode)"))

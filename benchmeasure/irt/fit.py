@@ -42,7 +42,15 @@ from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.diagnostics import per_parameter, summarize_diagnostics
 from benchmeasure.irt.observation import DEFAULT as DEFAULT_OBSERVATION
 from benchmeasure.irt.observation import get as get_observation
-from benchmeasure.irt.settings import FIELDS, METHODS, ROUTES, SAMPLERS, FitSettings, check_numpyro_available  # noqa: F401
+from benchmeasure.irt.settings import (  # noqa: F401
+    FIELDS,
+    METHODS,
+    ROUTES,
+    SAMPLERS,
+    FitSettings,
+    SettingsError,
+    check_numpyro_available,
+)
 
 POSTERIOR_NAME = "posterior.zarr"  # the posterior draws beside a fit's CSVs (benchmeasure fit --save-posterior)
 DEFAULTS = {"chains": 4, "tune": 1000, "draws": 1000, "target_accept": 0.95}
@@ -163,6 +171,30 @@ def check_settings(**fields) -> FitSettings:
 # the fit
 
 
+
+def settings_for(matrix: ResponseMatrix, settings: FitSettings, fixed_b=None) -> FitSettings:
+    """The settings a fit of ``matrix`` runs with: holes or K per cell, and fixed difficulties, need NUTS on
+    the joint route (the route is set to joint). Raises :class:`SettingsError` for what cannot run."""
+    s = settings
+    if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked joint model
+        if s.method != "nuts" or s.route == "collapsed" or s.sampler == "numpyro":
+            raise SettingsError("a matrix with absent cells or K per cell is fitted by NUTS on the joint route with "
+                                "nutpie or pymc ({method} nuts, {route} joint or auto); the fused kernel, the "
+                                "posterior mode and the collapsed route assume one K for every cell")
+        if s.observation != "binomial":
+            raise SettingsError("a matrix with absent cells or K per cell is fitted with the binomial "
+                                "{observation} model only, not {value!r}", value=s.observation)
+        s = dataclasses.replace(s, route="joint")
+    if fixed_b is not None:
+        if s.method != "nuts":
+            raise SettingsError("fixed difficulties need {method} nuts (the posterior mode is not implemented for "
+                                "anchored fits)")
+        if s.route == "collapsed":
+            raise SettingsError("fixed difficulties are fitted on the joint route ({route} joint or auto): the "
+                                "collapsed route integrates every difficulty out")
+        s = dataclasses.replace(s, route="joint")
+    return s
+
 def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | None = None, progress=False,
             fixed_b=None, **fields) -> FitResult:
     """Fit the Bayesian 1PL model of paper Appendix C.3 to ``matrix``.
@@ -199,22 +231,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     if unknown:
         raise TypeError(f"fit_1pl() got an unexpected keyword argument {unknown[0]!r}")
     s = settings if settings is not None else FitSettings(**fields)
-    if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked joint model
-        if s.method != "nuts" or s.route == "collapsed" or s.sampler == "numpyro":
-            fail("a matrix with absent cells or K per cell is fitted by NUTS on the joint route with nutpie or "
-                 "pymc (--method nuts --route joint or auto); the fused kernel, the posterior mode and the "
-                 "collapsed route assume one K for every cell")
-        if s.observation != "binomial":
-            fail(f"a matrix with absent cells or K per cell is fitted with the binomial observation model only, "
-                 f"not {s.observation!r}")
-        s = dataclasses.replace(s, route="joint")
-    if fixed_b is not None:
-        if s.method != "nuts":
-            fail("--fixed-difficulties needs --method nuts (the posterior mode is not implemented for anchored fits)")
-        if s.route == "collapsed":
-            fail("--fixed-difficulties runs on the joint route (--route joint or auto): the collapsed route "
-                 "integrates every difficulty out")
-        s = dataclasses.replace(s, route="joint")
+    s = settings_for(matrix, s, fixed_b)
     g = check_guessing(guessing, len(matrix.items), matrix.items)
     route = s.resolved_route() if s.method == "nuts" else None
     seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
