@@ -32,7 +32,7 @@ step "C3. ChemBench: DDM, Max Gap and Top-5 Gap Sum"
 python3 scripts/diagnose_benchmark.py "$REAL/difficulty.csv"
 
 step "C4. ChemBench: ECDF of normalized difficulties with the five largest gaps shaded"
-$PY scripts/plot_difficulty.py "$REAL/difficulty.csv" --output "$REAL/difficulty_ecdf.png"
+$PY scripts/plot_difficulty.py "$REAL/difficulty.csv" --output "$REAL/difficulty_ecdf.png" --output "$REAL/difficulty_ecdf.pdf"
 
 step "C5. ChemBench: posterior uncertainty of the metrics (94% intervals)"
 $PY scripts/posterior_metrics.py "$REAL/posterior.zarr" --output "$REAL/metric_intervals.json"
@@ -61,7 +61,7 @@ step "6. Posterior uncertainty of the metrics (computed per posterior draw; 94% 
 $PY scripts/posterior_metrics.py "$OUT/posterior.zarr" --output "$OUT/metric_intervals.json"
 
 step "7. ECDF of normalized difficulties with the five largest gaps shaded"
-$PY scripts/plot_difficulty.py "$OUT/difficulty.csv" --output "$OUT/difficulty_ecdf.png"
+$PY scripts/plot_difficulty.py "$OUT/difficulty.csv" --output "$OUT/difficulty_ecdf.png" --output "$OUT/difficulty_ecdf.pdf"
 
 step "8. The benchmark explorer: one HTML page (table, ECDF, gaps, posterior band); open it in a browser"
 $PY scripts/explore_benchmarks.py "$OUT/difficulty.csv" --posterior "$OUT/posterior.zarr" --output "$OUT/explorer.html"

@@ -49,7 +49,8 @@ SAME_AS_INPUT = [
     ("prepare_response_matrix.py", ["responses.csv", "--n-trials", "2", "--output", "m.csv"], "m.csv.json"),
     ("posterior_metrics.py", ["draws.npz", "--output", "draws.npz"]),
     ("detect_improvement.py", ["pre_post.csv", "--permutations", "10", "--output", "pre_post.csv"]),
-    ("plot_difficulty.py", ["difficulty.csv", "--output", "difficulty.csv.png"], "difficulty.csv.pdf"),
+    ("plot_difficulty.py", ["difficulty.csv", "--output", "fig.png", "--output", "difficulty.csv.pdf"],
+     "difficulty.csv.pdf"),
     ("check_response_matrix.py", ["checks.md", "--n-trials", "2", "--output-dir", "."], "checks.md"),
     ("rank_flip_bound.py", ["matrix.csv", "rank_flip.json", "--n-trials", "2", "--lipschitz", "1",
                             "--output-dir", "."], "rank_flip.json"),
@@ -107,12 +108,16 @@ def test_a_symlink_to_an_input_is_refused(files):
     assert _digest(files) == before and (files / "alias.csv").is_symlink()
 
 
-def test_plot_keeps_every_dot_of_the_name(files):
+def test_plot_writes_exactly_the_files_named(files):
     (files / "fig.png").write_bytes(b"keep")
     result = run_script("plot_difficulty.py", "difficulty.csv", "--output", "fig.v2.png", cwd=files)
     assert result.returncode == 0, result.stderr
-    assert (files / "fig.v2.png").exists() and (files / "fig.v2.pdf").exists()
+    assert (files / "fig.v2.png").exists() and not (files / "fig.v2.pdf").exists()
     assert (files / "fig.png").read_bytes() == b"keep" and not (files / "fig.pdf").exists()
+    both = run_script("plot_difficulty.py", "difficulty.csv", "--output", "f.png", "--output", "f.pdf", cwd=files)
+    assert both.returncode == 0 and both.stdout.split() == ["f.png", "f.pdf"], both.stderr
+    assert_rejected(run_script("plot_difficulty.py", "difficulty.csv", "--output", "fig", cwd=files),
+                    "name the figure .png, .pdf or .svg")
 
 
 def test_fit_into_the_matrix_folder_is_refused_before_fitting(files):

@@ -32,11 +32,12 @@ def test_ecdf_steps_by_hand():
 
 def test_panels_and_before_after_write_png_and_pdf(tmp_path):
     z = [0.0, 0.1, 0.15, 0.6, 1.0]
-    paths = plot_benchmarks([("A", z), ("B", [0, 0.5, 1])], tmp_path / "f" / "fig.png")
+    (tmp_path / "f").mkdir()
+    paths = plot_benchmarks([("A", z), ("B", [0, 0.5, 1])], [tmp_path / "f" / "fig.png", tmp_path / "f" / "fig.pdf"])
     assert [p.name for p in paths] == ["fig.png", "fig.pdf"]
     assert _is_png(paths[0]) and _is_pdf(paths[1])
     paths = plot_before_after("A", z, [*z, 0.35, 0.8], tmp_path / "fig5.pdf")
-    assert _is_png(paths[0]) and _is_pdf(paths[1])
+    assert [p.name for p in paths] == ["fig5.pdf"] and _is_pdf(paths[0]) and not (tmp_path / "fig5.png").exists()
 
 
 def _write(path, values):
@@ -52,7 +53,8 @@ def _run(*args):
 def test_cli_panels_and_after(tmp_path):
     a = _write(tmp_path / "AIME24" / "difficulty.csv", [-1, 0.2, 0.3, 2])
     b = _write(tmp_path / "AMC23" / "difficulty.csv", [0, 1, 5])
-    out = _run(a, b, "--output", tmp_path / "out" / "fig6.png", "--columns", 2)
+    out = _run(a, b, "--output", tmp_path / "out" / "fig6.png", "--output", tmp_path / "out" / "fig6.pdf",
+               "--columns", 2)
     assert out.returncode == 0, out.stderr
     assert _is_png(tmp_path / "out" / "fig6.png") and _is_pdf(tmp_path / "out" / "fig6.pdf")
     after = _write(tmp_path / "AIME24_filled" / "difficulty.csv", [-1, 0.2, 0.3, 2, 1.0])

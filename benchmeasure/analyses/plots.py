@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from benchmeasure.base.errors import fail
 from benchmeasure.base.files import all_or_nothing, atomic_write
 from benchmeasure.core.metrics import ddm, largest_gaps, max_gap
 
@@ -58,34 +59,37 @@ def _frame(ax):
     ax.grid(alpha=0.25, lw=0.5)
 
 
-def figure_paths(output: str | Path) -> list[Path]:
-    """The PNG and PDF written for ``output``: its name with a final ``.png``/``.pdf`` replaced, else appended.
+#: the figure formats written, by file suffix
+FORMATS = (".png", ".pdf", ".svg")
 
-    Only that final suffix is touched, so ``fig.v2.png`` gives ``fig.v2.png`` and ``fig.v2.pdf`` (never
-    ``fig.png``).
+
+def figure_paths(output) -> list[Path]:
+    """The files to write: ``output`` (one path or several), each named with one of :data:`FORMATS`.
+
+    The figure is drawn once and saved in each file's own format, so ``fig.png`` and ``fig.pdf`` are the
+    same figure; nothing is written that was not named.
     """
-    text = str(output)
-    if Path(text).suffix.lower() == ".svg":  # a vector figure for the web: that file alone
-        return [Path(text)]
-    if Path(text).suffix.lower() in (".png", ".pdf"):
-        text = text[: -len(Path(text).suffix)]
-    return [Path(text + ".png"), Path(text + ".pdf")]
+    paths = [Path(p) for p in ([output] if isinstance(output, (str, Path)) else output)]
+    for path in paths:
+        if path.suffix.lower() not in FORMATS:
+            fail(f"{path}: name the figure .png, .pdf or .svg (one --output per file to write)")
+    return paths
 
 
-def _save(fig, output: str | Path) -> list[Path]:
-    """Write ``output`` as PNG and PDF (see :func:`figure_paths`), both or neither; return both paths."""
+def _save(fig, output) -> list[Path]:
+    """Write the figure to every path of ``output`` (:func:`figure_paths`), all or none; return the paths."""
     paths = figure_paths(output)
     try:
         with all_or_nothing():
             for path in paths:
                 with atomic_write(path, mode="wb") as handle:
-                    fig.savefig(handle, format=path.suffix[1:], dpi=200, bbox_inches="tight")
+                    fig.savefig(handle, format=path.suffix[1:].lower(), dpi=200, bbox_inches="tight")
     finally:
         plt.close(fig)
     return paths
 
 
-def plot_benchmarks(panels: list[tuple[str, list]], output: str | Path, top_k: int = 5,
+def plot_benchmarks(panels: list[tuple[str, list]], output, top_k: int = 5,
                     columns: int | None = None) -> list[Path]:
     """ECDF panels, one per benchmark (paper Figures 3 and 6).
 
@@ -93,8 +97,8 @@ def plot_benchmarks(panels: list[tuple[str, list]], output: str | Path, top_k: i
     ----------
     panels : list of (name, z)
         Benchmark name and its normalized difficulties, each z a sequence of length n ≥ 2.
-    output : path
-        Figure path; the suffix is replaced by ``.png`` and ``.pdf``.
+    output : path or list of paths
+        The figure file(s), each .png, .pdf or .svg (:func:`figure_paths`).
     top_k : int
         How many of the widest gaps to shade (the paper shades 5).
     columns : int, optional
@@ -118,7 +122,7 @@ def plot_benchmarks(panels: list[tuple[str, list]], output: str | Path, top_k: i
     return _save(fig, output)
 
 
-def plot_before_after(name: str, z_before, z_after, output: str | Path, top_k: int = 3) -> list[Path]:
+def plot_before_after(name: str, z_before, z_after, output, top_k: int = 3) -> list[Path]:
     """Before/after gap filling on one benchmark (paper Figure 5).
 
     Parameters
@@ -128,8 +132,8 @@ def plot_before_after(name: str, z_before, z_after, output: str | Path, top_k: i
         Normalized difficulties of the original benchmark.
     z_after : sequence of float, length n' ≥ n
         Normalized difficulties after adding the filled items.
-    output : path
-        Figure path; written as ``.png`` and ``.pdf``.
+    output : path or list of paths
+        The figure file(s), each .png, .pdf or .svg (:func:`figure_paths`).
     top_k : int
         How many of the widest original gaps to shade (BenchFill targets 3).
     """

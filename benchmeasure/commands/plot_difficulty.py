@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from benchmeasure.analyses.plots import figure_paths, plot_before_after, plot_benchmarks
 from benchmeasure.base.errors import ArgumentParser, fail
@@ -14,13 +13,12 @@ from benchmeasure.core.metrics import check_unit_interval, normalize_min_max
 
 EXAMPLES = """\
 examples:
-  benchmeasure plot data/benchmarks/AIME24/difficulty.csv --output fig3.png
+  benchmeasure plot data/benchmarks/AIME24/difficulty.csv --output fig3.png --output fig3.pdf
   benchmeasure plot data/benchmarks/*/difficulty.csv --output fig6.png --columns 4
   benchmeasure plot aime24/difficulty.csv --after aime24_filled/difficulty.csv --output fig5.png
 
-Each figure is written as PNG and PDF: a final .png or .pdf of --output is replaced by each
-(fig.v2.png gives fig.v2.png and fig.v2.pdf), any other name gets both appended; a .svg name
-writes that SVG alone. Difficulties are min-max
+The figure is written to each --output, in the format its name says (.png, .pdf or .svg); give
+--output twice for the paper's PNG and PDF. Difficulties are min-max
 normalized per file unless --normalized. The panel title is the folder holding the file.
 """
 
@@ -31,8 +29,8 @@ def parse_args(argv):
         description="ECDF of normalized difficulties against the uniform reference, widest gaps shaded.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV")
-    parser.add_argument("--output", required=True, metavar="FIG",
-                        help="figure path (.png and .pdf are written; .svg: that file alone)")
+    parser.add_argument("--output", required=True, metavar="FIG", action="append",
+                        help="figure file, .png, .pdf or .svg; repeat it for several formats of one figure")
     parser.add_argument("--after", metavar="CSV",
                         help="difficulties after gap filling: draw before/after (Figure 5); one input file only")
     parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
@@ -57,10 +55,6 @@ def name_of(path: str) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    suffix = Path(args.output).suffix.lower()
-    if suffix in (".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".gif", ".webp", ".bmp"):
-        fail(f"--output {args.output}: use a .png or .pdf name (both are written, as the paper's figures) or .svg "
-             "(that file alone)")
     plan_outputs(files=figure_paths(args.output), inputs=[*args.files, args.after])
     if args.after:
         if len(args.files) != 1:
