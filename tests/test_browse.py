@@ -104,10 +104,14 @@ def test_incremental_add_keeps_the_other_benchmarks_vectors(built):
     entry = manifest["benchmarks"]["cooking"]
     assert entry["with_difficulty"] == 6 and manifest["benchmarks"]["law"]["with_difficulty"] == 0
     assert len(entry["items_sha256"]) == 64 and entry["sources"][0]["sha256"]
-    assert manifest["dense"]["dtype"] == "float16"
+    assert manifest["dense"]["dtype"].startswith("int8")
     import numpy as np
     stored = np.load(vectors)
-    assert stored.dtype == np.float16 and stored.shape == (6, 384)
+    scale = np.load(vectors.parent / "scale.npy")
+    assert stored.dtype == np.int8 and stored.shape == (6, 384) and scale.shape == (384,)
+    # int8 with a scale per dimension keeps each stored vector within 1e-2 of unit length
+    widened = stored.astype(np.float32) * scale
+    assert np.allclose(np.linalg.norm(widened, axis=1), 1.0, atol=1e-2)
 
 
 @pytest.mark.parametrize("mode", ["fused", "lexical", "dense"])

@@ -2,7 +2,7 @@
 
 * :mod:`~benchmeasure.browse.items` reads item texts from JSON Lines files (id and text fields named by the user);
 * :mod:`~benchmeasure.browse.index` keeps the persistent index folder (items, fitted difficulties, dense
-  embeddings in float16, the lexical index, a manifest with content hashes and provenance);
+  embeddings in int8 with a scale per dimension, the lexical index, a manifest with content hashes and provenance);
 * :mod:`~benchmeasure.browse.lexical` (BM25, ``bm25s``), :mod:`~benchmeasure.browse.dense` (all-MiniLM-L6-v2,
   int8 ONNX shipped in a wheel, run with onnxruntime) and :mod:`~benchmeasure.browse.fusion` (reciprocal rank
   fusion, filters) answer a query;

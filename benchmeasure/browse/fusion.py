@@ -89,8 +89,7 @@ def search(index, query: str, k: int, mode: str = "fused", benchmarks: list[str]
         scores = lexical_scores if lexical_scores is not None else np.zeros(n)
         allowed &= scores > 0  # no query word in common: not retrieved
     else:
-        vector = dense.encoder().embed([query])[0].astype(np.float32)
-        cosine = index.vectors @ vector
+        cosine = index.cosines(dense.embed_query(query))
         if mode == "dense":
             scores = cosine
         else:
