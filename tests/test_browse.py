@@ -54,13 +54,14 @@ def write_jsonl(path, rows):
     return path
 
 
-def write_bench(tmp, name, texts, with_difficulty=True):
+def write_bench(tmp, name, texts, with_difficulty=True, sd=None):
     rows = [{"id": f"{name[0]}{i}", "question": t, "choices": ["yes", "no"]} for i, t in enumerate(texts)]
     jsonl = write_jsonl(tmp / f"{name}.jsonl", rows)
     csv = None
     if with_difficulty:
         csv = tmp / f"{name}_difficulty.csv"
-        csv.write_text("item,b_mean\n" + "".join(f"{r['id']},{i - 2.5:.1f}\n" for i, r in enumerate(rows)),
+        head, tail = ("item,b_mean", "") if sd is None else ("item,b_mean,b_sd", f",{sd}")
+        csv.write_text(f"{head}\n" + "".join(f"{r['id']},{i - 2.5:.1f}{tail}\n" for i, r in enumerate(rows)),
                        encoding="utf-8")
     return jsonl, csv
 
@@ -75,8 +76,9 @@ def index_args(jsonl, name, out, csv=None, *extra):
 def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browse")
     out = tmp / "index"
-    cooking, cooking_b = write_bench(tmp, "cooking", COOKING)
-    astronomy, astronomy_b = write_bench(tmp, "astronomy", ASTRONOMY)
+    # difficulties 1 apart: posterior sd 0.3 separates neighbours by 2.4 sd (resolved), sd 0.5 by 1.4 (not)
+    cooking, cooking_b = write_bench(tmp, "cooking", COOKING, sd=0.3)
+    astronomy, astronomy_b = write_bench(tmp, "astronomy", ASTRONOMY, sd=0.5)
     law, _ = write_bench(tmp, "law", LAW, with_difficulty=False)
     first = browse(*index_args(cooking, "cooking", out, cooking_b))
     assert first.returncode == 0, first.stderr
@@ -167,12 +169,22 @@ def test_report_json(built, tmp_path):
     assert len(record["slices"]) == 2 and record["overlap"][0]["a"] == 0
     part = record["slices"][0]["per_benchmark"]["cooking"]
     assert part["difficulty"]["items_with_difficulty"] == 4 and 0 <= part["difficulty"]["max_gap"] <= 1
+    resolved = part["difficulty"]["resolution"]
+    widest = resolved["widest_gaps"][0]
+    assert resolved["resolved"] is True and widest["separation"] == pytest.approx(widest["width"] * 5 / 0.3 / 2 ** .5)
+    assert widest["width"] == pytest.approx(part["difficulty"]["max_gap"])
     ranking = part["ranking"]
     assert ranking["models"] == 4 and len(ranking["movers"]) == 3
     assert ranking["kendall_tau"] is None or -1 <= ranking["kendall_tau"] <= 1
     theta = ranking["abilities"]
     assert theta["models"] == 4 and theta["n_trials"] == 1
     assert theta["kendall_tau"] is None or -1 <= theta["tau_interval"][0] <= theta["tau_interval"][1] <= 1
+    assert len(theta["movers"]) == 3
+    for mover in theta["movers"]:
+        low, high = mover["rank_slice_interval"]
+        assert 1 <= low <= high <= 4 and 0 <= mover["share_not_below"] <= 1
+    moves = [abs(m["rank_benchmark"] - m["rank_slice"]) for m in theta["movers"]]
+    assert moves == sorted(moves, reverse=True)
     # the explorer page shows the report as a "use cases" section (and refuses a file that is not a report)
     page = tmp_path / "explorer.html"
     shown = run_script("explore_benchmarks.py", built["tmp"] / "cooking_difficulty.csv", "--use-cases", out,
@@ -184,6 +196,7 @@ def test_report_json(built, tmp_path):
     (card,) = data["use_cases"]
     assert card["queries"] == ["cooking food in the kitchen", "frying and boiling"]
     assert [r["query"] for r in card["rows"]] == card["queries"] and card["rows"][0]["items"] == "4"
+    assert card["rows"][0]["resolved"].startswith("yes (z ") and card["rows"][0]["movers_theta"].count("→") == 3
     if unavailable() is None:  # and a real browser draws it without an error
         from playwright.sync_api import sync_playwright
 
@@ -199,6 +212,12 @@ def test_report_json(built, tmp_path):
         assert cells[:3] == ["cooking food in the kitchen", "cooking", "4"] and problems == []
     assert_rejected(run_script("explore_benchmarks.py", built["tmp"] / "cooking_difficulty.csv", "--use-cases",
                                answers, "--output", tmp_path / "no.html"), "use-case report")
+    # a slice of all six astronomy items: its gaps (1 apart) are 1.4 posterior sds (0.5 each), not resolved
+    sky = tmp_path / "sky.json"
+    assert browse("report", built["out"], "stars and planets", "--k", "6", "--benchmark", "astronomy",
+                  "--output", sky).returncode == 0
+    assert json.loads(sky.read_text())["slices"][0]["per_benchmark"]["astronomy"]["difficulty"][
+        "resolution"]["resolved"] is False
     # a slice that reaches a benchmark with no fitted difficulty is refused, nothing written
     bad = tmp_path / "bad.json"
     assert_rejected(browse("report", built["out"], "a contract with a landlord", "--k", "3", "--benchmark", "law",

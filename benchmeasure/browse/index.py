@@ -7,6 +7,7 @@ interrupted ``browse index`` leaves the previous index as it was)::
     INDEX/benchmarks/NAME-HASH/items.jsonl   {"item_id", "text", "b"} per item (b: fitted difficulty or null)
     INDEX/benchmarks/NAME-HASH/ids.json      the item IDs, in order (read at query time)
     INDEX/benchmarks/NAME-HASH/b.npy         difficulties (float64, NaN where none was fitted)
+    INDEX/benchmarks/NAME-HASH/b_sd.npy      their posterior sds (float64, NaN where unknown; absent if none)
     INDEX/benchmarks/NAME-HASH/embeddings.npy  unit vectors, int8, items × 384 (dense indexes only)
     INDEX/benchmarks/NAME-HASH/scale.npy     float32, 384: vector = embeddings × scale (per dimension)
     INDEX/lexical-HASH/                      the BM25 index over every benchmark's texts (bm25s files)
@@ -82,6 +83,7 @@ class Index:
     benchmarks: list[str]     # one per item, in index order
     item_ids: list[str]
     b: np.ndarray             # float64, NaN where no difficulty was fitted
+    b_sd: np.ndarray          # float64, the posterior sd of b; NaN where unknown
     stored_vectors: list | None  # per benchmark (memory-mapped array, scale or None); None: lexical-only index
     retriever: object
 
@@ -96,6 +98,17 @@ class Index:
             return None
         return np.concatenate([np.asarray(v, dtype=np.float32) * (1.0 if scale is None else scale)
                                for v, scale in self.stored_vectors])
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of the items at ``rows`` (index order), float32."""
+        out = np.empty((len(rows), self.stored_vectors[0][0].shape[1]), dtype=np.float32)
+        start = 0
+        for stored, scale in self.stored_vectors:
+            here = (rows >= start) & (rows < start + len(stored))
+            picked = np.asarray(stored[rows[here] - start], dtype=np.float32)
+            out[here] = picked if scale is None else picked * scale
+            start += len(stored)
+        return out
 
     def cosines(self, vector: np.ndarray) -> np.ndarray:
         """Cosine of every item with the unit ``vector``, read in blocks from the memory-mapped files."""
@@ -116,12 +129,14 @@ class Index:
 def load_index(folder: str | Path) -> Index:
     folder = Path(folder)
     manifest = read_manifest(folder)
-    names, ids, bs, vectors = [], [], [], []
+    names, ids, bs, sds, vectors = [], [], [], [], []
     for name, entry in manifest["benchmarks"].items():
         where = folder / entry["folder"]
         try:
             item_ids = json.loads((where / "ids.json").read_text(encoding="utf-8"))
             b = np.load(where / "b.npy", allow_pickle=False)
+            sd = np.load(where / "b_sd.npy", allow_pickle=False) if (where / "b_sd.npy").exists() else \
+                np.full(len(b), np.nan)
             if manifest["dense"] is not None:
                 stored = np.load(where / "embeddings.npy", mmap_mode="r", allow_pickle=False)
                 scale = np.load(where / "scale.npy", allow_pickle=False) if stored.dtype == np.int8 else None
@@ -134,9 +149,10 @@ def load_index(folder: str | Path) -> Index:
         names += [name] * len(item_ids)
         ids += item_ids
         bs.append(b)
+        sds.append(sd)
     if not ids:
         fail(f"{folder}: the index holds no items")
-    return Index(folder, manifest, names, ids, np.concatenate(bs),
+    return Index(folder, manifest, names, ids, np.concatenate(bs), np.concatenate(sds),
                  vectors if manifest["dense"] is not None else None,
                  lexical.load(folder / manifest["lexical"]["folder"]))
 
@@ -163,10 +179,18 @@ def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.rint(vectors / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
-def _write_benchmark(staging: Path, items, difficulty: dict | None, vectors) -> tuple[bytes, np.ndarray]:
+def _write_benchmark(staging: Path, items, difficulty: dict | None, vectors,
+                     sd: dict | None = None) -> tuple[bytes, np.ndarray]:
     b = np.array([difficulty.get(i.item_id, np.nan) if difficulty else np.nan for i in items], dtype=np.float64)
-    lines = [json.dumps({"item_id": i.item_id, "text": i.text, "b": None if np.isnan(v) else float(v)},
-                        ensure_ascii=False) for i, v in zip(items, b)]
+    b_sd = np.array([sd.get(i.item_id, np.nan) if sd else np.nan for i in items], dtype=np.float64)
+    b_sd[np.isnan(b)] = np.nan
+    records = [{"item_id": i.item_id, "text": i.text, "b": None if np.isnan(v) else float(v)}
+               for i, v in zip(items, b)]
+    if sd:
+        for record, v in zip(records, b_sd):
+            record["b_sd"] = None if np.isnan(v) else float(v)
+        np.save(staging / "b_sd.npy", b_sd, allow_pickle=False)
+    lines = [json.dumps(record, ensure_ascii=False) for record in records]
     content = ("\n".join(lines) + "\n").encode("utf-8")
     (staging / "items.jsonl").write_bytes(content)
     (staging / "ids.json").write_text(json.dumps([i.item_id for i in items], ensure_ascii=False), encoding="utf-8")
@@ -180,11 +204,12 @@ def _write_benchmark(staging: Path, items, difficulty: dict | None, vectors) -> 
 
 def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[dict], settings: dict,
                   difficulty: dict | None, difficulty_source: dict | None, lexical_only: bool,
-                  replace: bool = False, vectors: np.ndarray | None = None) -> dict:
+                  replace: bool = False, vectors: np.ndarray | None = None, sd: dict | None = None) -> dict:
     """Add (or with ``replace``, replace) benchmark ``name``; return its manifest entry.
 
-    ``difficulty`` maps item ID → fitted b (None: no difficulty). ``vectors`` are precomputed embeddings
-    (the bench uses them to build large indexes); by default the encoder embeds ``items``.
+    ``difficulty`` maps item ID → fitted b (None: no difficulty), ``sd`` item ID → its posterior sd.
+    ``vectors`` are precomputed embeddings (the bench uses them to build large indexes); by default the
+    encoder embeds ``items``.
     """
     folder = Path(folder)
     manifest = read_manifest(folder) if (folder / MANIFEST).exists() else {
@@ -205,13 +230,14 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
     try:
-        content, b = _write_benchmark(staging, items, difficulty, vectors)
+        content, b = _write_benchmark(staging, items, difficulty, vectors, sd)
         digest = _sha256(content)
         entry = {"folder": f"benchmarks/{name}-{digest[:16]}", "items": len(items),
                  "with_difficulty": int(np.isfinite(b).sum()), "items_sha256": digest,
-                 "embeddings_sha256": _sha256((staging / "embeddings.npy").read_bytes()
-                                                     + (staging / "scale.npy").read_bytes()) if vectors is not None
-                 else None, "sources": sources, "difficulty": difficulty_source, "settings": settings,
+                 "with_sd": int(sum(np.isfinite(b[k]) and i.item_id in (sd or {}) for k, i in enumerate(items))),
+                 "embeddings_sha256": None if vectors is None else _sha256(
+                     (staging / "embeddings.npy").read_bytes() + (staging / "scale.npy").read_bytes()),
+                 "sources": sources, "difficulty": difficulty_source, "settings": settings,
                  "command": command_line(),
                  "package_versions": package_versions(["numpy", "bm25s", "PyStemmer", *dense.PACKAGES])}
         old = manifest["benchmarks"].get(name)

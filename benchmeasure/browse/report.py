@@ -175,10 +175,36 @@ def ability_tau(answers, b: dict[str, float], benchmark_items: list[str], slice_
     tail = (1 - LEVEL) / 2
     return {"models": len(models), "n_trials": k, "kendall_tau": tau if math.isfinite(tau) else None,
             "tau_interval": [float(np.quantile(taus, tail)), float(np.quantile(taus, 1 - tail))] if taus else None,
-            "level": LEVEL, "draws": n_draws}
+            "level": LEVEL, "draws": n_draws,
+            "movers": ability_movers(models, full_mean, np.array(part_mean), draws)}
 
 
-def difficulty(all_b: np.ndarray, slice_b: np.ndarray, n_boot: int, seed: int) -> dict:
+def ability_movers(models: list[str], full_mean: np.ndarray, part_mean: np.ndarray, draws: np.ndarray) -> list:
+    """The :data:`MOVERS` models whose ability rank moves most from the benchmark to the slice.
+
+    Ranks by posterior mean θ (1 = most able). Each mover carries the 95% interval of its slice rank over the
+    posterior draws of the slice abilities and the share of draws that rank it as on the whole benchmark or
+    better (``share_not_below``) — how sure the move is.
+    """
+    full_rank = _ranks(dict(zip(models, full_mean)))
+    slice_rank = _ranks(dict(zip(models, part_mean)))
+    per_draw = np.argsort(np.argsort(-draws, axis=0), axis=0) + 1  # rank of each model in each draw
+    tail = (1 - LEVEL) / 2
+    order = sorted(range(len(models)), key=lambda i: (-abs(full_rank[models[i]] - slice_rank[models[i]]), models[i]))
+    out = []
+    for i in order[:MOVERS]:
+        m = models[i]
+        out.append({"model": m, "rank_benchmark": full_rank[m], "rank_slice": slice_rank[m],
+                    "rank_slice_interval": [float(np.quantile(per_draw[i], tail)),
+                                            float(np.quantile(per_draw[i], 1 - tail))],
+                    "share_not_below": float((per_draw[i] <= full_rank[m]).mean()),
+                    "theta_benchmark": float(full_mean[i]), "theta_slice": float(part_mean[i])})
+    return out
+
+
+def difficulty(all_b: np.ndarray, slice_b: np.ndarray, n_boot: int, seed: int,
+               slice_sd: np.ndarray | None = None, slice_ids: list[str] | None = None,
+               ends: list[tuple] | None = None) -> dict:
     """The slice's difficulty coverage on its benchmark's scale (z: min-max over the whole benchmark)."""
     low, high = float(all_b.min()), float(all_b.max())
     all_z = _z(all_b, low, high)
@@ -201,7 +227,45 @@ def difficulty(all_b: np.ndarray, slice_b: np.ndarray, n_boot: int, seed: int) -
             "random_slice": {"items": len(z), "draws": n_boot, "ddm_mean": float(random_ddm.mean()),
                              "max_gap_mean": float(random_gap.mean()),
                              "share_with_higher_ddm": float((random_ddm > slice_ddm).mean()),
-                             "share_with_higher_max_gap": float((random_gap > slice_gap).mean())}}
+                             "share_with_higher_max_gap": float((random_gap > slice_gap).mean())},
+            "resolution": resolution(slice_b, slice_sd, slice_ids, ends or [])}
+
+
+def resolution(slice_b: np.ndarray, slice_sd: np.ndarray | None, slice_ids: list[str] | None,
+               ends: list[tuple]) -> dict:
+    """Whether the slice's widest gaps are resolved, by :mod:`benchmeasure.core.resolution`'s rule.
+
+    A gap between neighbouring items is resolved when its edges are at least ``SEPARATION`` (2) posterior sds
+    of their difference apart, the rule every other report of the project uses. The slice's Max Gap is
+    measured on the benchmark's z scale, whose ends (z = 0 and 1) are the benchmark's easiest and hardest
+    items (``ends``: their (item, b, sd)); they are the outer edges here too, so the widest gap is the Max Gap.
+    ``resolution_z`` is the narrowest band the slice's items could reveal, on the same scale.
+    """
+    from benchmeasure.core.resolution import SEPARATION, benchmark_resolution, gap_table
+
+    ids = list(slice_ids) if slice_ids is not None else [str(i) for i in range(len(slice_b))]
+    outer = [e for e in ends if e[0] not in ids]
+    if slice_sd is None or not np.all(np.isfinite(slice_sd)) or not all(np.isfinite(e[2]) for e in ends):
+        return {"resolved": None, "note": "the index holds no posterior sd (b_sd) for every item of the slice; "
+                                          "index the benchmark with a difficulty.csv that has b_sd (--replace)"}
+    b = slice_b.tolist() + [e[1] for e in outer]
+    sd = slice_sd.tolist() + [e[2] for e in outer]
+    low, high = min(b), max(b)
+    if high <= low:
+        return {"resolved": None, "note": "every item of the benchmark has the same fitted difficulty"}
+    span = high - low
+    rows = gap_table(b, sd, ids + [e[0] for e in outer], top_k=3)
+    gaps = [{"lower_item": r["lower_item"], "upper_item": r["upper_item"],
+             "left": (r["lower_b"] - low) / span, "right": (r["upper_b"] - low) / span,
+             "width": (r["upper_b"] - r["lower_b"]) / span, "separation": r["separation"],
+             "resolved": r["resolved"]} for r in rows]
+    if slice_b.max() > slice_b.min():
+        whole = benchmark_resolution(slice_b.tolist(), slice_sd.tolist())
+        narrowest = whole["resolution"] * whole["range"] / span
+    else:
+        narrowest = None
+    return {"resolved": gaps[0]["resolved"], "separation_needed": SEPARATION, "widest_gaps": gaps,
+            "resolution_z": narrowest, "typical_sd": float(np.median(slice_sd))}
 
 
 def _z(b: np.ndarray, low: float, high: float) -> list[float]:
@@ -242,9 +306,14 @@ def use_case_report(index, queries: list[str], slices: list, responses: list[tup
             rows = names == name
             all_b = index.b[rows]
             slice_ids = [h.item_id for h in hits if h.benchmark == name]
-            part = {"difficulty": difficulty(all_b[np.isfinite(all_b)],
-                                             np.array([h.b for h in hits if h.benchmark == name and h.b is not None]),
-                                             n_boot, seed)}
+            in_slice = [h for h in hits if h.benchmark == name and h.b is not None]
+            where = {index.item_ids[r]: r for r in np.flatnonzero(rows)}
+            fitted_rows = [r for r in np.flatnonzero(rows) if np.isfinite(index.b[r])]
+            ends = [(index.item_ids[r], float(index.b[r]), float(index.b_sd[r]))
+                    for r in (min(fitted_rows, key=lambda r: index.b[r]), max(fitted_rows, key=lambda r: index.b[r]))]
+            part = {"difficulty": difficulty(all_b[np.isfinite(all_b)], np.array([h.b for h in in_slice]), n_boot,
+                                             seed, np.array([index.b_sd[where[h.item_id]] for h in in_slice]),
+                                             [h.item_id for h in in_slice], ends)}
             if name in answers:
                 ids = [index.item_ids[r] for r in np.flatnonzero(rows)]
                 part["ranking"] = ranking(answers[name], ids, slice_ids, n_boot, seed)

@@ -1,7 +1,8 @@
 """Find the items that test a use case, across benchmarks, and show whether they measure it (BenchBrowser).
 
 ``index`` adds a benchmark's item texts (JSON Lines) to a persistent index folder, ``query`` retrieves the items
-for a use case written in words (BM25 and sentence embeddings, fused by reciprocal rank fusion), ``report``
+for a use case written in words (sentence embeddings with pseudo-relevance feedback by default; BM25 and
+reciprocal rank fusion on request), ``report``
 gives the validity evidence for 1–4 facet queries. The logic lives in :mod:`benchmeasure.browse`.
 """
 
@@ -33,8 +34,11 @@ are joined in the order given (a list of strings, such as answer options, is one
 --difficulty names fit_irt.py's difficulty.csv (columns item, b_mean) of the same benchmark: items without a row
 keep no difficulty. --lexical-only builds an index without embeddings (no encoder package needed).
 
-query: --mode fused (default; lexical for a lexical-only index), lexical or dense. --json prints a JSON list of
-{benchmark, item_id, score} best first (score: RRF score, BM25 score or cosine).
+query: --mode prf (default; lexical for a lexical-only index): the dense ranking after pseudo-relevance
+feedback (the query vector moved to its 10 nearest items); dense, fused (reciprocal rank fusion of dense and
+BM25) or lexical (BM25). prf is the default because it ranked best on both labelled query sets, and every
+fusion with BM25 ranked below dense alone there (docs/browse.md). --json prints a JSON list of
+{benchmark, item_id, score} best first (score: cosine, RRF score or BM25 score).
 
 report: for each query, the top --k items (the slice); the slices' overlap and source benchmarks; each slice's
 difficulty distribution on its benchmark's b scale (ECDF deciles, DDM, Max Gap after min-max over the whole
@@ -58,6 +62,9 @@ def parse_args(argv):
     p.add_argument("--output-dir", required=True, metavar="INDEX", help="the index folder (created or added to)")
     p.add_argument("--difficulty", metavar="DIFFICULTY_CSV", help="fitted difficulties of these items")
     p.add_argument("--difficulty-column", default="b_mean", metavar="COLUMN", help="default: b_mean")
+    p.add_argument("--sd-column", default="b_sd", metavar="COLUMN",
+                   help="the posterior sd of b, read when the file has it (default: b_sd); report uses it to say "
+                        "whether a slice's widest gap is resolved")
     p.add_argument("--lexical-only", action="store_true", help="no embeddings: BM25 only (no encoder needed)")
     p.add_argument("--replace", action="store_true", help="index a benchmark already in the index again")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -84,7 +91,7 @@ def parse_args(argv):
 
 def _retrieval_options(p, default_k: int = 20) -> None:
     p.add_argument("--k", type=TOP_K, default=default_k, help=f"items to return (default {default_k})")
-    p.add_argument("--mode", choices=fusion.MODES, help="fused (default), lexical or dense")
+    p.add_argument("--mode", choices=fusion.MODES, help="prf (default), dense, fused or lexical")
     p.add_argument("--benchmark", action="append", metavar="NAME", help="only these benchmarks (repeatable)")
     p.add_argument("--min-difficulty", type=number(-1e6, 1e6), metavar="B", help="only items with b >= B")
     p.add_argument("--max-difficulty", type=number(-1e6, 1e6), metavar="B", help="only items with b <= B")
@@ -103,28 +110,46 @@ def _index(args) -> int:
     if not args.quiet:
         show_progress("benchmeasure.browse")
     items = read_items(args.files, args.id_field, args.text_field)
-    difficulty = source = None
+    difficulty = source = sd = None
     if args.difficulty is not None:
         ids, values = read_item_difficulties(args.difficulty, args.difficulty_column)
         difficulty = dict(zip(ids, values))
+        if args.sd_column in _header(args.difficulty):
+            sd_ids, sds = read_item_difficulties(args.difficulty, args.sd_column)
+            sd = dict(zip(sd_ids, sds))
+            negative = next((i for i, v in sd.items() if v < 0), None)
+            if negative is not None:
+                fail(f"{args.difficulty}: item {negative!r}: {args.sd_column} is negative ({sd[negative]})")
         matched = sum(item.item_id in difficulty for item in items)
         if matched == 0:
             fail(f"{args.difficulty}: none of its {len(ids)} item IDs is an item of {', '.join(args.files)} "
                  f"(field {args.id_field!r}); is it the same benchmark?")
         source = {"path": args.difficulty, "sha256": sha256_file(args.difficulty),
-                  "column": args.difficulty_column, "matched": matched}
+                  "column": args.difficulty_column, "matched": matched,
+                  "sd_column": args.sd_column if sd is not None else None}
     entry = add_benchmark(
         folder, name, items, sources=[{"path": p, "sha256": sha256_file(p)} for p in args.files],
         settings={"id_field": args.id_field, "text_fields": args.text_field}, difficulty=difficulty,
-        difficulty_source=source, lexical_only=args.lexical_only, replace=args.replace)
+        difficulty_source=source, lexical_only=args.lexical_only, replace=args.replace, sd=sd)
     fitted = f", {entry['with_difficulty']} with a fitted difficulty" if difficulty else ", no difficulty"
     print(f"indexed {name}: {entry['items']} items{fitted}"
           f"{'' if args.lexical_only else ', embedded'} -> {folder}")
     return 0
 
 
+def _header(path: str) -> list[str]:
+    """The column names of a CSV file's first line (the strict reader checks the rest)."""
+    import csv
+
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []  # read_item_difficulties has read it already and names any problem
+
+
 def _search(index, args, query: str):
-    mode = args.mode or ("fused" if index.dense else "lexical")
+    mode = args.mode or (fusion.DEFAULT if index.dense else "lexical")
     return fusion.search(index, query, args.k, mode, args.benchmark, args.min_difficulty, args.max_difficulty)
 
 
@@ -161,7 +186,7 @@ def _report(args) -> int:
     index = load_index(args.index)
     slices = [_search(index, args, q) for q in args.queries]
     record = use_case_report(index, args.queries, slices, responses, args.n_boot, args.seed)
-    record["settings"] = {"k": args.k, "mode": args.mode or ("fused" if index.dense else "lexical"),
+    record["settings"] = {"k": args.k, "mode": args.mode or (fusion.DEFAULT if index.dense else "lexical"),
                           "benchmarks": args.benchmark, "min_difficulty": args.min_difficulty,
                           "max_difficulty": args.max_difficulty, "n_boot": args.n_boot, "seed": args.seed}
     record["index"] = {"folder": args.index, "manifest_sha256": sha256_file(Path(args.index) / MANIFEST)}
