@@ -116,7 +116,7 @@ def test_incremental_add_keeps_the_other_benchmarks_vectors(built):
     assert np.allclose(np.linalg.norm(widened, axis=1), 1.0, atol=1e-2)
 
 
-@pytest.mark.parametrize("mode", ["fused", "lexical", "dense"])
+@pytest.mark.parametrize("mode", ["prf", "fused", "lexical", "dense"])
 def test_query_round_trip_finds_the_topic(built, mode):
     hits = query(built["out"], "baking bread dough in an oven", "--k", "5", "--mode", mode)
     assert hits and set(hits[0]) == {"benchmark", "item_id", "score"}
@@ -152,6 +152,56 @@ def test_rrf_rewards_agreement():
     assert scores[0] == pytest.approx(2 / (RRF_K + 1))
     assert scores[2] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 2))
     assert scores[2] > scores[1] > scores[3] == 0
+
+
+def test_int8_vectors_keep_cosines_and_rankings():
+    import numpy as np
+
+    from benchmeasure.browse.index import quantize
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(500, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    stored, scale = quantize(vectors)
+    assert stored.dtype == np.int8 and np.abs(stored).max() == 127
+    query = vectors[0] + 0.5 * vectors[1]
+    query /= np.linalg.norm(query)
+    exact, approx = vectors @ query, (stored.astype(np.float32) * scale) @ query
+    assert np.abs(exact - approx).max() < 2e-3
+    assert list(np.argsort(-exact)[:10]) == list(np.argsort(-approx)[:10])
+
+
+class _Vectors:
+    """The two methods of an index that prf_scores uses, over plain float vectors."""
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+
+    def rows(self, rows):
+        return self.vectors[rows]
+
+    def cosines(self, vector):
+        return self.vectors @ vector
+
+
+def test_prf_moves_the_query_to_its_allowed_neighbours():
+    import numpy as np
+
+    from benchmeasure.browse.fusion import prf_scores
+
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(40, 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    query = vectors[:3].mean(axis=0)
+    query /= np.linalg.norm(query)
+    cosine = vectors @ query
+    allowed = np.ones(40, dtype=bool)
+    allowed[np.argsort(-cosine)[:2]] = False  # the two nearest items are filtered out: no feedback from them
+    feedback = [i for i in np.argsort(-cosine) if allowed[i]][:3]
+    moved = query + vectors[feedback].mean(axis=0)
+    expected = vectors @ (moved / np.linalg.norm(moved))
+    assert np.allclose(prf_scores(_Vectors(vectors), query, cosine, allowed, 3), expected)
+    assert np.allclose(prf_scores(_Vectors(vectors), query, cosine, np.zeros(40, dtype=bool), 3), cosine)
 
 
 def test_report_json(built, tmp_path):
@@ -247,6 +297,9 @@ def test_bad_input(built, tmp_path):
                            "--output-dir", fresh, "--lexical-only"), "no field 'body'")
     assert not fresh.exists()
     assert_rejected(browse(*index_args(built["law"], "law", out)), "already in the index", "--replace")
+    negative = tmp_path / "negative_sd.csv"
+    negative.write_text("item,b_mean,b_sd\nl0,0.5,0.2\nl1,1.0,-0.1\n", encoding="utf-8")
+    assert_rejected(browse(*index_args(built["law"], "law", out, negative, "--replace")), "'l1'", "b_sd is negative")
     assert_rejected(browse(*index_args(built["law"], "law2", out, None, "--lexical-only")), "holds embeddings")
 
 
