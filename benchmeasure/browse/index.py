@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 FORMAT = "benchmeasure-browse-index/1"
 MANIFEST = "manifest.json"
 DTYPE = "int8, one float32 scale per dimension"
-BLOCK = 16384  # rows widened to float32 at a time by Index.cosines
+BLOCK = 1024  # rows widened to float32 at a time by Index.cosines: small enough to stay in cache and below
+# the size at which the BLAS splits a matrix-vector product over threads (which, on a busy machine, cost 10x)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
