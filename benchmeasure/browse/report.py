@@ -10,9 +10,11 @@ For 1–4 facet queries, each retrieved slice (the top k items) is described thr
   shrinks, so the reference is a random slice of the same size from the same benchmark: the report gives the
   mean DDM and Max Gap of such slices (``n_boot`` draws without replacement, seeded) and the share of them that
   cover the axis worse than the use case's slice does (a share near 0 says the use case's items bunch up);
+  and whether its widest gaps are resolved by the posterior sds of their edge items (:func:`resolution`);
 * **rank stability**: with the benchmark's graded answers, the abilities the slice implies against those the
   whole benchmark implies (difficulties held at their fitted values; tau with an interval from the slice's
-  ability posteriors, :func:`ability_tau`), and each model's accuracy on the slice against its
+  ability posteriors, :func:`ability_tau`, and the models whose ability rank moves most, :func:`ability_movers`),
+  and each model's accuracy on the slice against its
   accuracy on the whole benchmark; Kendall's tau-b between the two rankings with a percentile bootstrap interval
   over the slice's items (seeded), and the models whose rank moves most. The interval describes the tau that
   another slice of the same size from the same items would give: resampling adds noise to the slice accuracies,

@@ -42,9 +42,11 @@ fusion with BM25 ranked below dense alone there (docs/browse.md). --json prints 
 
 report: for each query, the top --k items (the slice); the slices' overlap and source benchmarks; each slice's
 difficulty distribution on its benchmark's b scale (ECDF deciles, DDM, Max Gap after min-max over the whole
-benchmark, as diagnose does); with --responses NAME=CSV (model,item_id,correct[,trial]) the models' accuracy
-ranking on the slice against the whole benchmark: Kendall tau with a bootstrap interval over the slice's items
-(--n-boot, --seed) and the models whose rank moves most.
+benchmark, as diagnose does) and whether its widest gap is resolved (edges >= 2 posterior sds apart; needs
+b_sd in the difficulty file given to index); with --responses NAME=CSV (model,item_id,correct[,trial]) the
+abilities the slice implies (refitted on the slice with the difficulties held fixed) against those of the whole
+benchmark: Kendall tau with an interval over posterior draws (--n-boot, --seed) and the models whose ability
+rank moves most, with their rank intervals; and the same for accuracies, with a bootstrap interval.
 """
 
 
