@@ -18,7 +18,6 @@ from benchmeasure.base.progress import show_progress
 from benchmeasure.browse import dense, fusion
 from benchmeasure.browse.index import MANIFEST, add_benchmark, check_name, load_index, read_stored_items
 from benchmeasure.browse.items import read_items
-from benchmeasure.core.difficulty_file import read_item_difficulties
 
 EXAMPLES = """examples (the bundled MMLU-Pro sample, data/browse_eval/):
   benchmeasure browse index data/browse_eval/items.jsonl --benchmark mmlu_pro \\
@@ -100,6 +99,8 @@ def _retrieval_options(p, default_k: int = 20) -> None:
 
 
 def _index(args) -> int:
+    from benchmeasure.core.difficulty_file import read_item_difficulties  # here: a query need not import it
+
     name = check_name(args.benchmark)
     folder = Path(args.output_dir)
     inputs = [*args.files, args.difficulty]
