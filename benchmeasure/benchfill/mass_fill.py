@@ -106,7 +106,7 @@ class Limits:
 def read_limits(folder: Path) -> Limits:
     path = folder / MASS_MARKER
     if not path.is_file():
-        fail(f"{folder}: not a mass-fill folder (no {MASS_MARKER}; create one with 'mass_fill.py init')")
+        fail(f"{folder}: not a mass-fill folder (no {MASS_MARKER}; create one with 'benchmeasure mass-fill init')")
     try:
         limits = Limits(**json.loads(path.read_text(encoding="utf-8"))["limits"])
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:

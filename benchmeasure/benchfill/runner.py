@@ -215,7 +215,7 @@ def run(folder) -> dict:
     """Start or resume the run in ``folder`` (exclusive: a second concurrent run refuses)."""
     run_folder = RunFolder.open(folder)
     if run_folder.is_mass_fill:
-        fail(f"{folder}: a mass-fill folder; run it with propose/mass_fill/mass_fill.py run")
+        fail(f"{folder}: a mass-fill folder; run it with benchmeasure mass-fill run {folder}")
     with run_lock(run_folder.path):
         run_folder.check_unchanged()
         run_folder.events()  # a damaged journal is one error line before any model call
