@@ -15,11 +15,11 @@ from conftest import ROOT, assert_rejected, run_script
 
 @pytest.mark.parametrize("kind", sorted(EXAMPLES))
 def test_the_package_copy_equals_the_checkout_folder(kind):
-    checkout_folder, package_parts, _ = EXAMPLES[kind]
-    source = {p.name: p.read_bytes() for p in (ROOT / checkout_folder).glob("*.toml")}
-    shipped = {p.name: p.read_bytes() for p in package_file(*package_parts).glob("*.toml")}
+    checkout_folder, package_parts, _, suffix = EXAMPLES[kind]
+    source = {p.name: p.read_bytes() for p in (ROOT / checkout_folder).glob(f"*{suffix}")}
+    shipped = {p.name: p.read_bytes() for p in package_file(*package_parts).glob(f"*{suffix}")}
     assert source, checkout_folder
-    fix = f"cp {checkout_folder}/*.toml benchmeasure/{'/'.join(package_parts)}/ (the checkout folder is the source)"
+    fix = f"cp {checkout_folder}/*{suffix} benchmeasure/{'/'.join(package_parts)}/ (the checkout folder is the source)"
     assert sorted(shipped) == sorted(source), fix
     for name, text in source.items():
         assert shipped[name] == text, f"{name} differs: {fix}"
@@ -27,15 +27,17 @@ def test_the_package_copy_equals_the_checkout_folder(kind):
 
 def test_the_package_data_declares_the_copies():
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '"configs/*.toml"' in text and '"panels/*.toml"' in text
+    assert '"configs/*.toml"' in text and '"panels/*.toml"' in text and '"spaces/*.yaml"' in text
 
 
 @pytest.mark.parametrize(("value", "kind", "name"), [
     ("aime24", "config", "aime24.toml"), ("amc23.toml", "config", "amc23.toml"),
     ("paper", "panel", "paper.toml"), ("cpu_smollm.toml", "panel", "cpu_smollm.toml"),
+    ("docs/examples/arithmetic_space.yaml", "space", "arithmetic_space.yaml"),
 ])
 def test_a_shipped_example_by_name(value, kind, name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("benchmeasure.base.resources.checkout", lambda: None)  # as installed: no checkout
     assert example_path(value, kind) == package_file(*EXAMPLES[kind][1], name)
 
 

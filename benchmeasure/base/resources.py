@@ -10,12 +10,12 @@ Two kinds of files, one rule each (ARCHITECTURE.md, "Files the package reads"):
   relative path in a config or a default argument is resolved by :func:`project_path` against the project
   folder: the checkout the package is imported from when it is one (it holds ``pyproject.toml`` and
   ``propose/``), else the current working directory.
-* **Shipped examples** — the run configs of ``propose/configs/`` and the panels of ``verifier/panels/`` — are
-  both: the checkout keeps them where the paper's README names them, and the package ships an identical copy
-  (``benchmeasure/benchfill/configs/``, ``benchmeasure/verifier/panels/``; ``tests/test_package_data.py`` holds
-  the two equal). :func:`example_path` finds a config or panel a user names: the path as given, else under the
-  project folder, else the shipped copy of that name (``aime24``, ``aime24.toml`` or the checkout path
-  ``propose/configs/aime24.toml`` outside a checkout).
+* **Shipped examples** — the run configs of ``propose/configs/``, the panels of ``verifier/panels/`` and the
+  scope spaces ``docs/examples/*.yaml`` — are both: the checkout keeps them where the README names them, and the
+  package ships an identical copy (``benchmeasure/benchfill/configs/``, ``benchmeasure/verifier/panels/``,
+  ``benchmeasure/scope/spaces/``; ``tests/test_package_data.py`` holds the two equal). :func:`example_path`
+  finds the one a user names: the path as given, else under the project folder, else the shipped copy of that
+  name (``aime24``, ``aime24.toml`` or the checkout path ``propose/configs/aime24.toml`` outside a checkout).
 """
 
 from __future__ import annotations
@@ -62,17 +62,20 @@ def project_path(value: str | os.PathLike) -> Path:
     return path if path.is_absolute() else project_root() / path
 
 
-# kind → (its folder in a checkout, the package folder holding the identical copy, what it is called in messages)
+# kind → (its folder in a checkout, the package folder holding the identical copy, what it is called in messages,
+# the files' suffix)
 EXAMPLES = {
-    "config": ("propose/configs", ("benchfill", "configs"), "BenchFill config"),
-    "panel": ("verifier/panels", ("verifier", "panels"), "panel config"),
+    "config": ("propose/configs", ("benchfill", "configs"), "BenchFill config", ".toml"),
+    "panel": ("verifier/panels", ("verifier", "panels"), "panel config", ".toml"),
+    "space": ("docs/examples", ("scope", "spaces"), "parameter space", ".yaml"),
 }
 
 
 def shipped_examples(kind: str) -> list:
     """The names (file stems) of the shipped examples of ``kind`` (``config`` or ``panel``), sorted."""
-    folder = package_file(*EXAMPLES[kind][1])
-    return sorted(p.stem for p in folder.glob("*.toml")) if folder.is_dir() else []
+    _, parts, _, suffix = EXAMPLES[kind]
+    folder = package_file(*parts)
+    return sorted(p.stem for p in folder.glob(f"*{suffix}")) if folder.is_dir() else []
 
 
 def example_path(value: str | os.PathLike, kind: str, where: str = "") -> Path:
@@ -80,7 +83,7 @@ def example_path(value: str | os.PathLike, kind: str, where: str = "") -> Path:
     folder, else the shipped example — by name (``aime24``, ``aime24.toml``) or by its checkout path
     (``propose/configs/aime24.toml``) when no such file exists. Anything else is one error line that lists the
     shipped names (prefixed by ``where``, the config that names the file, when given)."""
-    checkout_folder, package_parts, what = EXAMPLES[kind]
+    checkout_folder, package_parts, what, suffix = EXAMPLES[kind]
     path = Path(value)
     candidates = [path] if path.is_absolute() else [path, project_path(path)]
     found = next((p for p in candidates if p.is_file()), None)
@@ -89,7 +92,7 @@ def example_path(value: str | os.PathLike, kind: str, where: str = "") -> Path:
     text = path.as_posix()
     name = None
     if "/" not in text and text not in ("", ".", ".."):
-        name = text if text.endswith(".toml") else f"{text}.toml"
+        name = text if text.endswith(suffix) else f"{text}{suffix}"
     elif not path.is_absolute() and path.parent.as_posix() == checkout_folder:
         name = path.name
     shipped = package_file(*package_parts, name) if name else None
