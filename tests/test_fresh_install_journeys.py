@@ -88,6 +88,16 @@ def test_simulated_example_fit_diagnose_explore_score(fresh):
     bm(fresh, "score", "new_model.csv", "--difficulty", "mine/difficulty.csv", "--n-trials", "4", "--output",
        "scores.csv")
     assert "new" in (elsewhere / "scores.csv").read_text(encoding="utf-8")
+    # the README's other steps on the same fit: anchored scales, comparison with the truth, the figure
+    bm(fresh, "calibrate", "mine/response_matrix.csv", "--abilities", "mine/ability.csv", "--n-trials", "4",
+       "--output", "new_difficulty.csv")
+    bm(fresh, "select-anchors", "mine/difficulty.csv", "--k", "5", "--strategy", "stratified", "--output",
+       "anchors.csv")
+    compared = bm(fresh, "compare", "mine/difficulty.csv", "example/true_difficulty.csv", "--reference-column",
+                  "b_true").stdout
+    assert "Items compared: 30" in compared, compared
+    bm(fresh, "plot", "mine/difficulty.csv", "--output", "fig.svg")
+    assert (elsewhere / "fig.svg").is_file() and not (elsewhere / "fig.pdf").exists()
 
 
 def test_benchfill_simulation_init_run_status(fresh):

@@ -72,7 +72,7 @@ EXAMPLES = {
 
 
 def shipped_examples(kind: str) -> list:
-    """The names (file stems) of the shipped examples of ``kind`` (``config`` or ``panel``), sorted."""
+    """The names (file stems) of the shipped examples of ``kind`` (``config``, ``panel`` or ``space``), sorted."""
     _, parts, _, suffix = EXAMPLES[kind]
     folder = package_file(*parts)
     return sorted(p.stem for p in folder.glob(f"*{suffix}")) if folder.is_dir() else []
