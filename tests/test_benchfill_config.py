@@ -59,5 +59,5 @@ def test_init_records_the_resolved_panel(tmp_path):
     assert record["config"]["panel"] == str(other) == record["panel"]["path"]
 
     done = init(config, tmp_path, "missing", PANEL_CONFIG=str(tmp_path / "nope.toml"))
-    assert_rejected(done, "nope.toml not found", "PANEL_CONFIG")
+    assert_rejected(done, "nope.toml: panel config not found", "PANEL_CONFIG")
     assert not (tmp_path / "res" / "math_sim" / "missing").exists()

@@ -69,7 +69,9 @@ def test_released_ids_must_be_integers(tmp_path):
     ("1,0\n2,1\n3,2\n", "difficulty.csv: item IDs must run 0 … 2; found 3, missing 0 (3 is on line 4)"),
     ("0,0\n5,1\n1,2\n", "difficulty.csv: item IDs must run 0 … 2; found 5, missing 2 (5 is on line 3)"),
     ("0,0\n1,1\n1,2\n", "difficulty.csv: line 4: item_id 1 appears 2 times (first on line 3)"),
-    ("0,0\nq1,1\n", "difficulty.csv: line 3: item_id 'q1' is not an integer (expected 0 … 1)"),
+    ("0,0\nq1,1\n", "difficulty.csv: line 3: item_id 'q1' is not an integer (expected 0 … 1): in the released "
+                    "layout item_id is the item's row index into test.jsonl; a difficulty file naming its items "
+                    "otherwise calls the column 'item' (as benchmeasure fit writes it): rename the column"),
 ])
 def test_released_layout_ids_checked_without_test_jsonl(tmp_path, rows, fragment):
     folder = make_benchmark(tmp_path, "x", [0, 1, 2], test_ids=None)

@@ -16,6 +16,7 @@ import pytest
 
 from benchmeasure.base.options import DIALECT
 from benchmeasure.cli import COMMANDS
+from conftest import ROOT
 
 # idea → the one visible flag, and the spellings of the same idea that no command may show
 IDEAS = {
@@ -109,3 +110,15 @@ def test_help_examples_are_written_as_benchmeasure(name):
         for line in commands:
             assert "benchmeasure " in line and ".py " not in line.split("benchmeasure")[0], (
                 f"benchmeasure {name}: example {line!r} should be written as 'benchmeasure …'")
+
+
+def test_docs_write_commands_as_benchmeasure_first():
+    """README.md, SETUP.md and docs/*.md start no command line with a script (`python3 scripts/fit_irt.py …`):
+    commands are written `benchmeasure …`, and a script is named beside one only (issue 22)."""
+    script_first = re.compile(r"^\s*(?:\.venv-[a-z]+/bin/)?python3? (?:scripts|propose|verifier)/\S+\.py")
+    pages = [ROOT / "README.md", ROOT / "SETUP.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [f"{page.name}:{n}: {line.strip()}" for page in pages
+             for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+             if script_first.match(line)]
+    assert not found, "write these as benchmeasure SUBCOMMAND (benchmeasure --help lists the pairs):\n" + \
+        "\n".join(found)

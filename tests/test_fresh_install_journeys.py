@@ -1,7 +1,7 @@
 """The pip user's path (issue 22): the wheel, installed into a fresh virtual environment with its `benchfill`
 extra (which includes `irt`), walks the README's journeys with the `benchmeasure` command only, from a folder
-outside the checkout — real data in, fit, diagnose, explore, score, and a BenchFill simulation
-(sim-data → serve start → init → run → status → serve stop).
+outside the checkout — real data in, fit, diagnose, explore, score, a BenchFill simulation
+(sim-data → serve start → init → run → status → serve stop), and a shipped config and panel by name.
 
 The venv has no system site packages and no checkout on its path; the packages come from the index pip is
 configured with, held to the tested pins by requirements_irt.txt and requirements-dev.txt as constraints.
@@ -88,6 +88,16 @@ def test_simulated_example_fit_diagnose_explore_score(fresh):
     bm(fresh, "score", "new_model.csv", "--difficulty", "mine/difficulty.csv", "--n-trials", "4", "--output",
        "scores.csv")
     assert "new" in (elsewhere / "scores.csv").read_text(encoding="utf-8")
+    # the README's other steps on the same fit: anchored scales, comparison with the truth, the figure
+    bm(fresh, "calibrate", "mine/response_matrix.csv", "--abilities", "mine/ability.csv", "--n-trials", "4",
+       "--output", "new_difficulty.csv")
+    bm(fresh, "select-anchors", "mine/difficulty.csv", "--k", "5", "--strategy", "stratified", "--output",
+       "anchors.csv")
+    compared = bm(fresh, "compare", "mine/difficulty.csv", "example/true_difficulty.csv", "--reference-column",
+                  "b_true").stdout
+    assert "Items compared: 30" in compared, compared
+    bm(fresh, "plot", "mine/difficulty.csv", "--output", "fig.svg")
+    assert (elsewhere / "fig.svg").is_file() and not (elsewhere / "fig.pdf").exists()
 
 
 def test_benchfill_simulation_init_run_status(fresh):
@@ -112,3 +122,25 @@ def test_benchfill_simulation_init_run_status(fresh):
         assert where == folder
     finally:
         bm(fresh, "serve", "stop", "--name", "sim", "--pid-file", "sim/server.pid", "--grace", "5", ok=False)
+
+
+def test_a_shipped_config_and_panel_by_name(fresh):
+    """`benchfill init --config aime24` outside a checkout: the shipped config and its shipped panel; the data paths
+    are the user's, under the working folder — first refused naming that, then found."""
+    _, elsewhere, env = fresh
+    env.pop("PANEL_CONFIG", None)
+    refused = bm(fresh, "benchfill", "init", "--config", "aime24", "--results", "shipped", ok=False)
+    assert refused.returncode == 2 and "supply the file there" in refused.stderr, refused.stderr
+    assert str(elsewhere / "data" / "benchfill" / "aime24" / "calibration.csv") in refused.stderr
+    for relative, text in (("data/benchfill/aime24/calibration.csv", "item_id,b_mean,b_sd\n0,-1.0,0.2\n1,1.0,0.2\n"),
+                           ("data/benchmarks/aime24/test.jsonl", '{"item_id": 0, "problem": "1+1?", "answer": "2"}\n'
+                                                                 '{"item_id": 1, "problem": "2+2?", "answer": "4"}\n'),
+                           ("data/matrix/aime24_response_matrix.csv", "model,0,1\nQwQ-32B,30,2\n")):
+        (elsewhere / relative).parent.mkdir(parents=True, exist_ok=True)
+        (elsewhere / relative).write_text(text, encoding="utf-8")
+    folder = bm(fresh, "benchfill", "init", "--config", "aime24", "--results", "shipped", "--name", "first")
+    record = json.loads((elsewhere / "shipped" / "aime24" / "first" / "config.json").read_text(encoding="utf-8"))
+    assert folder.stdout.strip().endswith("first")
+    assert record["panel"]["path"].endswith("benchmeasure/verifier/panels/paper.toml")
+    assert "site-packages" in record["panel"]["path"] and "site-packages" in record["source"]
+    assert "NAME=MiniMax-M2.7" in bm(fresh, "panel-settings", "paper", "--rewriter").stdout

@@ -61,3 +61,17 @@ def test_a_missing_extra_is_one_line_naming_the_extra(installed):
     done = _run([bin_dir / "benchmeasure", "fit", "m.csv", "--n-trials", "1", "--output-dir", "out"], cwd=elsewhere)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "benchmeasure[irt]" in done.stderr and not (elsewhere / "out").exists()
+
+
+def test_shipped_panels_resolve_from_the_wheel_outside_the_checkout(installed):
+    """The panels (and configs) ship as package data (issue 22): by name, or by the checkout path, from any folder."""
+    bin_dir, elsewhere = installed
+    done = _run([bin_dir / "benchmeasure", "panel-settings", "paper", "--rewriter"], cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert "NAME=MiniMax-M2.7" in done.stdout
+    done = _run([bin_dir / "benchmeasure", "panel-settings", "verifier/panels/cpu_smollm.toml", "--list"],
+                cwd=elsewhere)
+    assert done.returncode == 0 and "smollm2-greedy" in done.stdout, done.stderr
+    done = _run([bin_dir / "python", "-c", "from benchmeasure.base.resources import shipped_examples as s; "
+                 "print(s('config'), s('panel'))"], cwd=elsewhere)
+    assert "'aime24'" in done.stdout and "'paper'" in done.stdout, done.stderr

@@ -230,7 +230,7 @@ def test_cli_rejects_a_file_that_is_not_a_detection_output(detections, tmp_path)
     summary_like = tmp_path / "summary.json"
     summary_like.write_text(json.dumps({"benchfill": {"top3_gap_sum_reduction": 1.0}}))
     out = _run("--detection", f"AIME25:Phi-4:benchfill={summary_like}")
-    assert out.returncode == 2 and "not a detect_improvement.py --json output" in out.stderr
+    assert out.returncode == 2 and "not a benchmeasure detect --json output" in out.stderr
     bad_run = tmp_path / "run"
     bad_run.mkdir()
     (bad_run / "summary.json").write_text(json.dumps({"benchfill": {"top3_gap_sum_reduction": 1.0}}))

@@ -33,7 +33,7 @@ def read_abilities(path: str | os.PathLike) -> dict:
     """``{model: (theta_mean, theta_sd)}`` from ``fit_irt.py``'s ``ability.csv``; values must be finite."""
     path = os.fspath(path)
     table = read_table(path, required=("model", "theta_mean", "theta_sd"),
-                       expected="fit_irt.py's ability.csv: model,theta_mean,theta_sd,…")
+                       expected="benchmeasure fit's ability.csv: model,theta_mean,theta_sd,…")
     abilities: dict = {}
     for r, row in enumerate(table.rows):
         model = row[table.index("model")].strip()

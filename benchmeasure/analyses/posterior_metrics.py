@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.base.csv_table import read_table
+from benchmeasure.base.csv_table import read_table, table_kind
 from benchmeasure.base.errors import InputError, fail
 
 PROBABILITY = 0.94
@@ -178,6 +178,10 @@ def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list
     if path.endswith(".npz"):
         return _read_npz(path, variable)
     table = read_table(path, expected="a header of item IDs, then one row of draws per line")
+    kind = table_kind(table.header)
+    if kind:
+        fail(f"{path}: not a CSV of posterior draws; this is {kind}. The posterior is the fit folder's posterior.zarr "
+             "(benchmeasure fit … --save-posterior; then benchmeasure posterior-metrics FIT_FOLDER)")
     if not table.rows:
         fail(f"{path}: expected a header of item IDs and at least one row of draws")
     items = table.header

@@ -175,7 +175,7 @@ def read_detection(path: Path, model: str) -> tuple[dict, str]:
     records = payload if isinstance(payload, list) else [payload]
     keys = {"model", "gain_points", "p_value", "detected", "permutations", "alpha"}
     if not records or not all(isinstance(r, dict) and keys <= set(r) for r in records):
-        fail(f"{path}: not a detect_improvement.py --json output (records need {', '.join(sorted(keys))})")
+        fail(f"{path}: not a benchmeasure detect --json output (records need {', '.join(sorted(keys))})")
     if len(records) > 1:
         matching = [r for r in records if r["model"] == model]
         if not matching:
@@ -293,7 +293,7 @@ def compare_all(data_dir: Path, matrix_dir: Path, robustness_dir: Path | None, n
         (r["case"], r["variant"]),
         (None, f"absent: no --detection {r['case'].replace(' ', ':', 1)}:"
                f"{next(k for k, v in VARIANTS.items() if v == r['variant'])}=FILE "
-               "(scripts/detect_improvement.py --json on pre/post rollouts)")))
+               "(benchmeasure detect --json on pre/post rollouts)")))
     return rows
 
 

@@ -342,7 +342,7 @@ def markdown(record: dict, name: str) -> str:
              "| Benchmark | Max R-hat ↓ | Min Bulk ESS ↑ | # Divergent ↓ |", "|---|---|---|---|",
              f"| {name} | {diag(record['diagnostics_1pl'])} |", ""]
     if record["diagnostics_1pl"].get("source"):
-        lines[-1:-1] = ["", f"From {record['diagnostics_1pl']['source']} (scripts/fit_irt.py)."]
+        lines[-1:-1] = ["", f"From {record['diagnostics_1pl']['source']} (benchmeasure fit)."]
     if "leave_one_model_out" in record:
         loo = record["leave_one_model_out"]
         lines += ["## Table 7: leave-one-model-out", "",

@@ -27,7 +27,7 @@ THRESHOLDS = {"ddm": 0.10, "max_gap": 0.10, "top5_gap_sum": 0.30}
 LABELS = {"ddm": "DDM", "max_gap": "Max Gap", "top5_gap_sum": "Top-5 Sum"}
 PLUGIN_NOTE = ("Values are plug-in (the paper's definition: the metrics of the posterior-mean difficulties). "
                "Estimation noise fills gaps and, at one trial per cell, makes a staircase; for intervals, "
-               "a noise-aware estimate and whether each gap is resolved, run posterior_metrics.py on a fit "
+               "a noise-aware estimate and whether each gap is resolved, run benchmeasure posterior-metrics on a fit "
                "(docs/gap_noise.md).")
 DEFAULT_DOMAINS = package_file("data", "paper_reported", "table3.csv")
 

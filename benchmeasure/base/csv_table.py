@@ -89,9 +89,45 @@ def check_header(path: str, header: list, required: Iterable = (), expected: str
         seen[name] = position
     missing = [name for name in required if name not in seen]
     if missing:
+        kind = table_kind(names)
         fail(f"{path}: no column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
-             f"(columns: {', '.join(names)}){hint}")
+             f"(columns: {', '.join(_shown(names))}){hint}" + _item_column_hint(missing, seen)
+             + (f"; this is {kind}" if kind else ""))
     return names
+
+
+def _shown(names: list, limit: int = 12) -> list:
+    return names if len(names) <= limit else [*names[:limit], f"… {len(names) - limit} more"]
+
+
+def _item_column_hint(missing: list, seen) -> str:
+    """The next step when a table names its item column the other way (``item`` for ``item_id`` or back)."""
+    for wanted, present in (("item_id", "item"), ("item", "item_id")):
+        if wanted in missing and present in seen:
+            return (f"; rename the column {present!r} to {wanted!r} (graded responses, test.jsonl and the released "
+                    "benchmarks call the item column item_id; difficulty files take item or item_id)")
+    return ""
+
+
+# The project's own tables, told apart by their headers, so that a file given where another kind is expected is
+# named with the command that takes it (docs/pip_user.md, "Item columns and the project's tables").
+def table_kind(names) -> str | None:
+    """What a header says a table is, with the commands that take it, or None for none of the project's tables."""
+    names = [str(n).strip() for n in names]
+    given = set(names)
+    if {"item_id", "trial", "correct"} <= given:
+        return ("graded responses (model,item_id,trial,correct): make a count matrix with benchmeasure prepare, "
+                "then benchmeasure fit writes its difficulty.csv")
+    if "b_mean" in given and given & {"item", "item_id"}:
+        return ("a difficulty file (item,b_mean,…; what benchmeasure fit writes): give it to diagnose, plot, explore, "
+                "score --difficulty or select-anchors, and the count matrix it was fit from to fit or calibrate")
+    if {"model", "theta_mean"} <= given:
+        return ("an ability file (model,theta_mean,…; what benchmeasure fit writes beside difficulty.csv): give it to "
+                "calibrate --abilities")
+    if len(names) > 1 and names[0] == "model" and not given & {"b_mean", "theta_mean", "correct"}:
+        return ("a count matrix (model,<item>,…): benchmeasure fit MATRIX --n-trials K --output-dir DIR writes its "
+                "difficulty.csv")
+    return None
 
 
 @contextlib.contextmanager

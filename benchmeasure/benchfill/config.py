@@ -12,8 +12,11 @@ config (``benchmeasure.verifier.panel``) and the environment (``env.local``).
 Paths may name environment variables, ``$VAR`` or ``${VAR}``, and ``${VAR:-default}`` for a
 default used when ``VAR`` is unset or empty (the shipped configs take the panel from
 ``${PANEL_CONFIG:-verifier/panels/paper.toml}``, as ``env.example`` sets it). Relative paths are
-resolved against the repository root; a config file itself may sit anywhere. The ability cache
-defaults to ``<results root>/cache/abilities`` (so a run writes nothing into the checkout when
+resolved against the project folder: the checkout, or the working folder when the package is installed
+(:mod:`benchmeasure.base.resources`); a config file itself may sit anywhere, and the shipped configs and panels
+(the checkout's ``propose/configs/`` and ``verifier/panels/``, copied into the package) may be named by name
+(``aime24``, ``paper``). Their data paths (``data/benchfill/…``) are the user's files, under the project folder.
+The ability cache defaults to ``<results root>/cache/abilities`` (so a run writes nothing into the checkout when
 ``BENCHFILL_RESULTS`` points elsewhere); ``init`` records the resolved folder. ``[search] reannotate``
 (default 0, the paper) sets the fresh rollouts per panel model of the independent re-annotation of
 each gap's final item.
@@ -28,7 +31,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from benchmeasure.base.errors import fail, file_errors
-from benchmeasure.base.resources import project_path
+from benchmeasure.base.resources import example_path, project_path
 from benchmeasure.grading.registry import GRADERS
 
 try:  # Python >= 3.11
@@ -113,6 +116,12 @@ class RunConfig:
     def path(self, value: str) -> Path:
         """A config path resolved against the project folder (the checkout; :mod:`benchmeasure.base.resources`)."""
         return project_path(expand(value))
+
+    def panel_path(self, where: str = "") -> Path:
+        """The panel file: ``panel`` against the project folder, else the shipped panel it names (by name, or
+        ``verifier/panels/paper.toml`` outside a checkout; :func:`benchmeasure.base.resources.example_path`)."""
+        resolved = self.path(self.panel)
+        return resolved if resolved.is_file() else example_path(expand(self.panel), "panel", where)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -203,10 +212,9 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
 
 
 def load_config(path: str | os.PathLike) -> RunConfig:
-    """Read a benchmark config (``.toml``, anywhere) or a run's resolved ``config.json``."""
-    path = Path(path)
-    if not path.is_file():
-        fail(f"{path}: config not found")
+    """Read a benchmark config (``.toml``, anywhere, or a shipped one by name: ``aime24``) or a run's resolved
+    ``config.json``."""
+    path = Path(path) if Path(path).is_file() else example_path(path, "config")
     with file_errors(path):
         text = path.read_text(encoding="utf-8")
     try:

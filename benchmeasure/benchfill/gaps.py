@@ -111,7 +111,10 @@ def load_seed_set(name: str, calibration_path, pool_path, question_field: str = 
     pool = read_pool(pool_path, question_field, answer_field)
     absent = [item for item in calibration if item not in pool]
     if absent:
-        fail(f"{pool_path}: calibrated item {absent[0]!r} is not in the pool ({len(absent)} missing)")
+        fail(f"{pool_path}: calibrated item {absent[0]!r} is not in the pool ({len(absent)} missing): the "
+             f"calibration's item IDs must be the pool's item_id values (its record indices in the released "
+             f"layout); a fit's difficulty.csv names items by its count matrix's columns, so fit a matrix whose "
+             f"columns are the pool's item_ids")
     ids = list(calibration)
     b = [calibration[i][0] for i in ids]
     z = normalize_min_max(b, where=str(calibration_path))

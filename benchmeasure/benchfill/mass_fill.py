@@ -50,6 +50,7 @@ from pathlib import Path
 
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import atomic_write, command_line, package_versions, read_jsonl_objects, write_json
+from benchmeasure.base.resources import example_path, missing_input_hint
 from benchmeasure.benchfill.config import load_config
 from benchmeasure.benchfill.eventlog import lock_holder, run_lock, select
 from benchmeasure.benchfill.gaps import load_seed_set
@@ -105,7 +106,7 @@ class Limits:
 def read_limits(folder: Path) -> Limits:
     path = folder / MASS_MARKER
     if not path.is_file():
-        fail(f"{folder}: not a mass-fill folder (no {MASS_MARKER}; create one with 'mass_fill.py init')")
+        fail(f"{folder}: not a mass-fill folder (no {MASS_MARKER}; create one with 'benchmeasure mass-fill init')")
     try:
         limits = Limits(**json.loads(path.read_text(encoding="utf-8"))["limits"])
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
@@ -328,11 +329,13 @@ def format_summary(summary: dict) -> str:
 def init_mass(config_path, results_root, name: str | None, limits: Limits) -> Path:
     """Check the limits and the benchmark's IDs, then create the run folder (``init_run``) and mark it."""
     limits.check("mass fill")
+    config_path = example_path(config_path, "config")  # a path, or a shipped config by name (aime24)
     config = load_config(config_path)
     bench_cfg = config.benchmark
     for label in ("calibration", "pool"):
         if not config.path(getattr(bench_cfg, label)).is_file():
-            fail(f"{config_path}: [benchmark] {label} file {config.path(getattr(bench_cfg, label))} not found")
+            fail(f"{config_path}: [benchmark] {label} file {config.path(getattr(bench_cfg, label))} not found "
+                 f"({missing_input_hint(getattr(bench_cfg, label))})")
     origin_order(load_seed_set(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                 bench_cfg.question_field, bench_cfg.answer_field))
     name = name or datetime.datetime.now().strftime("mass-%Y%m%d-%H%M%S")

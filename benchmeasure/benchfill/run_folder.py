@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import atomic_write, sha256_file
+from benchmeasure.base.resources import shipped_examples
 from benchmeasure.benchfill.config import RunConfig, check_name, config_from_dict
 from benchmeasure.benchfill.eventlog import EVENTS, read_events
 
@@ -111,8 +112,10 @@ def latest(results_root, benchmark: str) -> Path:
     if not path.is_file():
         others = sorted(p.parent.name for p in Path(results_root).glob(f"*/{LATEST}")) if Path(results_root).is_dir() \
             else []
-        elsewhere = (f" (runs there are of {', '.join(others)}: BENCHMARK={others[0]} bash run_experiment.sh status, "
-                     f"or benchmeasure benchfill where --benchmark {others[0]})" if others else "")
-        fail(f"no run for {benchmark} yet under {results_root}{elsewhere}; start one with "
-             "'bash run_experiment.sh init'")
+        elsewhere = (f" (runs there are of {', '.join(others)}: benchmeasure benchfill where --benchmark {others[0]}, "
+                     f"or in a checkout BENCHMARK={others[0]} bash run_experiment.sh status)" if others else "")
+        shipped = benchmark if benchmark in shipped_examples("config") else "CONFIG"
+        fail(f"no run for {benchmark} yet under {results_root}{elsewhere}; start one with 'benchmeasure benchfill "
+             f"init --config {shipped} --results {results_root}' (in a checkout: BENCHMARK={benchmark} bash "
+             "run_experiment.sh init)")
     return Path(path.read_text(encoding="utf-8").strip())

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import atomic_write, package_versions, sha256_file, write_json
-from benchmeasure.base.resources import project_path
+from benchmeasure.base.resources import example_path, missing_input_hint, project_path
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
 from benchmeasure.benchfill.config import check_name, load_config
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
@@ -54,6 +54,7 @@ def init_run(config_path, results_root, run_name: str | None = None, extra: dict
 
     ``extra`` (file name → JSON object) is written into the folder too, before it becomes the benchmark's
     LATEST run (mass fill's marker); the folder appears with all of its files or not at all."""
+    config_path = example_path(config_path, "config")  # a path, or a shipped config by name (aime24)
     config = load_config(config_path)
     default = datetime.datetime.now().strftime("run-%Y%m%d-%H%M%S")
     name = default if run_name is None else check_name(run_name, "run name")
@@ -68,12 +69,9 @@ def init_run(config_path, results_root, run_name: str | None = None, extra: dict
         path = config.path(value)
         if not path.is_file():
             where = "abilities" if label == "abilities" else f"[benchmark] {label}"
-            fail(f"{config_path}: {where} file {path} not found")
+            fail(f"{config_path}: {where} file {path} not found ({missing_input_hint(value)})")
         inputs[label] = {"path": str(path), "sha256": sha256_file(path)}
-    panel_path = config.path(config.panel)
-    if not panel_path.is_file():
-        fail(f"{config_path}: panel config {panel_path} not found (panel = {config.panel!r}; "
-             "see PANEL_CONFIG in env.example)")
+    panel_path = config.panel_path(f"{config_path}: panel = {config.panel!r} (see PANEL_CONFIG in env.example)")
     load_panel(panel_path)  # reject a bad panel now rather than at run time
     # Resolved once, here: the panel (it may come from $PANEL_CONFIG), so the run keeps the panel it started
     # with, and the ability cache (default: under the results root, never in the checkout).
@@ -112,7 +110,7 @@ async def open_loop(run: RunFolder):
     bench_cfg = config.benchmark
     benchmark = load_seed_set(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                bench_cfg.question_field, bench_cfg.answer_field)
-    panel = load_panel(config.path(config.panel))
+    panel = load_panel(config.panel_path())
     if panel.rewriter is None:
         fail(f"{config.panel}: the panel config has no [rewriter]")
     if config.abilities:
@@ -217,7 +215,7 @@ def run(folder) -> dict:
     """Start or resume the run in ``folder`` (exclusive: a second concurrent run refuses)."""
     run_folder = RunFolder.open(folder)
     if run_folder.is_mass_fill:
-        fail(f"{folder}: a mass-fill folder; run it with propose/mass_fill/mass_fill.py run")
+        fail(f"{folder}: a mass-fill folder; run it with benchmeasure mass-fill run {folder}")
     with run_lock(run_folder.path):
         run_folder.check_unchanged()
         run_folder.events()  # a damaged journal is one error line before any model call

@@ -19,6 +19,7 @@ from benchmeasure.verifier.llm_client import LLMCallError
 
 EXAMPLES = """examples:
   benchmeasure benchfill init --config propose/configs/aime24.toml --name first
+  benchmeasure benchfill init --config aime24 --name first   # a shipped config by name, from any folder
   benchmeasure benchfill init --config ~/my_bench.toml --results /data/benchfill   # a config anywhere
   benchmeasure benchfill run propose/results/aime24/first
   benchmeasure benchfill where --benchmark aime24    # the newest run folder of aime24
@@ -33,7 +34,9 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("init", help="create a run folder with the resolved config")
     p.add_argument("--config", required=True,
-                   help="benchmark config, any path (the shipped ones: propose/configs/<benchmark>.toml)")
+                   help="benchmark config: any path, or a shipped one by name (aime24, amc23, …; in a checkout "
+                        "propose/configs/<name>.toml); its relative data paths are read under the checkout, "
+                        "else the working folder")
     p.add_argument("--name", help="run name, one plain folder name (default: run-<date>-<time>)")
     p.add_argument("--results", default=str(runner.results_root()),
                    help="results root (default: $BENCHFILL_RESULTS, else %(default)s)")

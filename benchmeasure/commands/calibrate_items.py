@@ -50,7 +50,8 @@ def parse_args(argv):
     parser.add_argument("responses", metavar="MATRIX",
                         help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct)")
     parser.add_argument("--abilities", required=True, metavar="ABILITY_CSV",
-                        help="fixed abilities: columns model and theta_mean (fit_irt.py's or score_models.py's output)")
+                        help="fixed abilities: columns model and theta_mean (the output of benchmeasure fit or "
+                             "benchmeasure score)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
                         help="responses per model-item pair (every count is in [0, K])")
     parser.add_argument("--output", required=True, metavar="CSV", help="where to write the difficulties (and CSV.json)")

@@ -27,7 +27,7 @@ the z errors are computed, so the fit's arbitrary location and scale are not cou
 def main(argv=None) -> int:
     parser = ArgumentParser(prog="compare_difficulty.py", description=__doc__.splitlines()[0],
                                      epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("estimate", help="difficulty CSV to check (e.g. fit_irt.py's difficulty.csv)")
+    parser.add_argument("estimate", help="difficulty CSV to check (e.g. benchmeasure fit's difficulty.csv)")
     parser.add_argument("reference", help="difficulty CSV to compare against")
     parser.add_argument("--column", default="b_mean", help="difficulty column of ESTIMATE (default: b_mean)")
     parser.add_argument("--reference-column", default="b_mean", help="difficulty column of REFERENCE")

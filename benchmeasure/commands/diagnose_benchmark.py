@@ -15,7 +15,7 @@ from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 
 PLUGIN_LABEL = ("plug-in (the paper's value: metric of the posterior-mean difficulties; noise fills gaps, "
-                "so a gap that is not resolved may be noise; intervals: posterior_metrics.py)")
+                "so a gap that is not resolved may be noise; intervals: benchmeasure posterior-metrics)")
 
 EXAMPLES = """\
 examples:
@@ -45,7 +45,7 @@ def parse_args(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV",
-                        help="CSV with one difficulty per item (e.g. fit_irt.py's difficulty.csv)")
+                        help="CSV with one difficulty per item (e.g. benchmeasure fit's difficulty.csv)")
     parser.add_argument("--column", default="b_mean", help="column holding the difficulties (default: b_mean)")
     parser.add_argument("--top-k", type=TOP_K, default=5, metavar="K", help="how many gaps to sum (default: 5)")
     parser.add_argument("--normalized", action="store_true",

@@ -120,7 +120,7 @@ def _check_output(output: Path, inputs: list) -> None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not args.paths and not args.filled:
-        fail("explore_benchmarks.py: give at least one benchmark (difficulty file or folder) or --filled run "
+        fail("explore: give at least one benchmark (difficulty file or folder) or --filled run "
              "(see --help)")
     if args.question_chars < 0:
         fail(f"--question-chars must be 0 or more, got {args.question_chars}")

@@ -165,7 +165,7 @@ def read_fixed_difficulties(args, matrix):
         fail(f"{args.fixed_difficulties}: item {unknown[0]!r}{more} is not in the matrix {args.matrix}")
     if len(items) == len(matrix.items):
         fail(f"{args.fixed_difficulties}: every matrix item is fixed; nothing to calibrate "
-             "(to place models on a fixed scale use score_models.py)")
+             "(to place models on a fixed scale use benchmeasure score)")
     fixed = np.full(len(matrix.items), np.nan)
     for item, value in zip(items, values):
         fixed[position[item]] = value

@@ -57,9 +57,11 @@ def parse_args(argv):
                         help="MIRT dimensions (Table 10)")
     parser.add_argument("--guessing", type=GUESSING, default=None, help="lower asymptote g for every item (default 0)")
     parser.add_argument("--guessing-csv", metavar="CSV",
-                        help="per-item guessing: columns item_id,guessing, one row per matrix item (as fit_irt.py)")
+                        help="per-item guessing: columns item_id,guessing, one row per matrix item "
+                             "(as benchmeasure fit)")
     parser.add_argument("--fit-dir", metavar="DIR",
-                        help="fit_irt.py output folder of this matrix: Table 6 from its diagnostics.json, no refit")
+                        help="benchmeasure fit's output folder of this matrix: Table 6 from its diagnostics.json, "
+                             "no refit")
     parser.add_argument("--chains", type=CHAINS, default=4)
     parser.add_argument("--tune", type=TUNE, default=1000)
     parser.add_argument("--draws", type=DRAWS, default=1000)

@@ -39,7 +39,7 @@ def parse_args(argv):
         description="How well fitted difficulties order items that people labelled easier and harder "
                     "(AUC with a bootstrap interval), and each model's ability beside its raw accuracy.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("difficulty", metavar="DIFFICULTY_CSV", help="fit_irt.py's difficulty.csv (column item)")
+    parser.add_argument("difficulty", metavar="DIFFICULTY_CSV", help="benchmeasure fit's difficulty.csv (column item)")
     parser.add_argument("--labels", required=True, metavar="FILE", help="JSON {label: [IDs]} or CSV item,label")
     parser.add_argument("--easier", default="easy", metavar="LABEL",
                         help="the label expected to mark easier items (default: easy)")
@@ -53,7 +53,7 @@ def parse_args(argv):
     add_alias(parser, "--level", mass)  # the old name, for a release
     parser.add_argument("--seed", type=SEED, default=0, help="bootstrap seed (default 0)")
     table = parser.add_argument_group("ability beside accuracy (optional)")
-    table.add_argument("--abilities", metavar="ABILITY_CSV", help="fit_irt.py's ability.csv")
+    table.add_argument("--abilities", metavar="ABILITY_CSV", help="benchmeasure fit's ability.csv")
     table.add_argument("--matrix", metavar="MATRIX_CSV", help="the count matrix the fit was run on")
     table.add_argument("--n-trials", type=N_TRIALS, metavar="K", help="trials per cell of MATRIX_CSV")
     parser.add_argument("--json", action="store_true", help="print the JSON record instead of the report")

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchmeasure.base.csv_table import table_kind
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.extras import missing_package
 from benchmeasure.base.files import (
@@ -209,6 +210,9 @@ def not_long_format(path: str) -> None:
     names = [cell.strip() for cell in header]
     if not names or {"item_id", "trial", "correct"} & set(names):
         return  # the long format, perhaps with a column missing: the reader names it
+    kind = table_kind(names)
+    if kind and not kind.startswith("a count matrix"):  # a difficulty or ability file: an output, not an input
+        fail(f"{path}: not graded responses (model,item_id,trial,correct); this is {kind}")
     if names[0] == "model" and len(names) > 1:
         fail(f"{path}: a count matrix already (header 'model,{names[1]},…'), not graded responses; give it to "
              "benchmeasure fit directly, or read it as a table of counts with --from wide")

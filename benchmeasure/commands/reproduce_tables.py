@@ -45,13 +45,13 @@ def parse_args(argv):
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=str(project_path("data/benchmarks")), help="benchmark folders")
     parser.add_argument("--matrix-dir", default=str(project_path("data/matrix")), help="response matrices")
-    parser.add_argument("--robustness-dir", help="irt_robustness.py outputs, one folder per benchmark")
+    parser.add_argument("--robustness-dir", help="benchmeasure robustness outputs, one folder per benchmark")
     parser.add_argument("--n-trials", action="append", default=[], metavar="NAME=K",
                         help="rollouts per item of a benchmark missing from Table 3 (repeatable)")
     parser.add_argument("--benchfill-run", action="append", default=[], metavar="BENCH=DIR",
                         help="Table 2: a finished BenchFill run folder (summary.json) of BENCH (repeatable)")
     parser.add_argument("--detection", action="append", default=[], metavar="BENCH:MODEL:VARIANT=FILE",
-                        help="Table 12: detect_improvement.py --json output for that row; VARIANT original, "
+                        help="Table 12: benchmeasure detect --json output for that row; VARIANT original, "
                              "benchfill or baseline (repeatable)")
     parser.add_argument("--tables", nargs="+", choices=list(TABLES), help="only these tables (default: all)")
     parser.add_argument("--output-dir", metavar="DIR", help="also write reproduction.csv/.md/.json here")

@@ -28,6 +28,7 @@ from benchmeasure.base.files import (
 )
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer, number
 from benchmeasure.base.progress import show_progress
+from benchmeasure.base.resources import example_path
 from benchmeasure.core.ability_file import read_ability_table
 from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.scope.evaluate import ModelEvaluator, check_endpoint
@@ -69,7 +70,9 @@ CERTIFIED, SUMMARY, SETTINGS, TRIED = "certified.csv", "summary.json", "settings
 def parse_args(argv):
     parser = ArgumentParser(prog="scope", description=__doc__.splitlines()[0], epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--space", required=True, help="the parameter space (YAML)")
+    parser.add_argument("--space", required=True,
+                        help="the parameter space (YAML): a path, or a shipped one by name (arithmetic_space, "
+                             "rg_basic_arithmetic_space; in a checkout docs/examples/<name>.yaml)")
     parser.add_argument("--generator", required=True, help="module:function(config, seed) -> (question, answer)")
     parser.add_argument("--endpoint", required=True, help="OpenAI-compatible base URL ending in /v1")
     parser.add_argument("--model", required=True, action="append",
@@ -152,6 +155,7 @@ async def _run(args, space, threshold_of, function, folder: Path):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    args.space = str(example_path(args.space, "space"))  # a path, or a shipped space by name (arithmetic_space)
     start = time.perf_counter()
     folder = Path(args.output_dir)
     plan_outputs(folders=[(folder, [CERTIFIED, TRIED, SUMMARY, SETTINGS, JOURNAL])],

@@ -64,8 +64,8 @@ def parse_args(argv):
     parser.add_argument("--output", required=True, metavar="CSV", help="where to write the scores (and CSV.json)")
     add_guessing_options(parser, "the difficulty file")
     parser.add_argument("--difficulty-draws", default=None, metavar="POSTERIOR",
-                        help="posterior draws of b (fit_irt.py --save-posterior's posterior.zarr, .nc, .npz or a CSV "
-                             "of draws): integrate over them instead of plugging in b_mean")
+                        help="posterior draws of b (the posterior.zarr of benchmeasure fit --save-posterior, .nc, .npz "
+                             "or a CSV of draws): integrate over them instead of plugging in b_mean")
     parser.add_argument("--max-draws", type=integer(1, 100_000), default=200, metavar="S",
                         help="use S draws of --difficulty-draws, evenly spaced (default 200)")
     parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",

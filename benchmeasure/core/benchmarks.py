@@ -62,7 +62,9 @@ def _integer_ids(ids: list, lines: list, where: str) -> list:
         try:
             values.append(int(str(text).strip()))
         except ValueError:
-            fail(f"{where}: line {line}: item_id {text!r} is not an integer (expected 0 … {last})")
+            fail(f"{where}: line {line}: item_id {text!r} is not an integer (expected 0 … {last}): in the released "
+                 "layout item_id is the item's row index into test.jsonl; a difficulty file naming its items "
+                 "otherwise calls the column 'item' (as benchmeasure fit writes it): rename the column")
     seen = {}
     for value, line in zip(values, lines):
         if value in seen:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.base.csv_table import read_table
+from benchmeasure.base.csv_table import read_table, table_kind
 from benchmeasure.base.errors import fail
 
 logger = logging.getLogger(__name__)
@@ -129,9 +129,10 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
         fail(f"{path}: graded responses (model,item_id,trial,correct), not a count matrix; make the matrix first: "
              f"benchmeasure prepare {path} --n-trials {n_trials} --output response_matrix.csv")
     if header[0] != "model":
+        kind = table_kind(header)
         fail(f"{path}: first header column must be 'model', found {header[0]!r}"
              + ("; a wide table (one row per model or item) becomes a matrix with benchmeasure prepare --from wide"
-                if not header[0].strip() else ""))
+                if not header[0].strip() else f"; this is {kind}" if kind else ""))
     items = header[1:]
     models, data = [], []
     for r, row in enumerate(table.rows):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import os
 
-from benchmeasure.base.csv_table import read_table
+from benchmeasure.base.csv_table import read_table, table_kind
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import atomic_write
 
@@ -50,7 +50,9 @@ def write_counts_and_trials(models: list, items: list, counts, trials, path: str
 def _read_cells(path: str, n_trials: int, what: str) -> tuple[list, list, list, list]:
     table = read_table(path, expected="a header 'model,<item>,…'")
     if table.header[0] != "model":
-        fail(f"{path}: first header column must be 'model', found {table.header[0]!r}")
+        kind = table_kind(table.header)
+        fail(f"{path}: first header column must be 'model', found {table.header[0]!r}"
+             + (f"; this is {kind}" if kind else ""))
     items = table.header[1:]
     models, values, lines = [], [], []
     for line, row in zip(table.lines, table.rows):

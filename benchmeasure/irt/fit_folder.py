@@ -250,7 +250,7 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
         fail(f"{name}: no such folder")
     path = os.path.join(folder, "diagnostics.json")
     if not os.path.isfile(path):
-        fail(f"{name}: no diagnostics.json (write one with scripts/fit_irt.py --output-dir {folder})")
+        fail(f"{name}: no diagnostics.json (write one with benchmeasure fit --output-dir {folder})")
     try:
         with open(path, encoding="utf-8") as handle:
             diagnostics = json.load(handle)
@@ -260,12 +260,13 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
     settings = diagnostics.get("settings") if isinstance(diagnostics, dict) else None
     if not isinstance(source, dict) or not isinstance(settings, dict) or not all(
             k in source for k in ("sha256", "n_trials")) or "method" not in diagnostics:
-        fail(f"{path}: not a diagnostics.json of scripts/fit_irt.py (no input.sha256, input.n_trials, method "
+        fail(f"{path}: not a diagnostics.json of benchmeasure fit (no input.sha256, input.n_trials, method "
              f"or settings)")
     posterior = os.path.join(folder, POSTERIOR_NAME)
     if POSTERIOR_NAME not in diagnostics.get("outputs", []):
         stale = f" (the {POSTERIOR_NAME} there is from an earlier fit)" if os.path.exists(posterior) else ""
-        posterior, note = None, f"{folder} holds no posterior of this fit (fit_irt.py without --save-posterior){stale}"
+        posterior, note = None, (f"{folder} holds no posterior of this fit (benchmeasure fit without "
+                                 f"--save-posterior){stale}")
     elif not os.path.isdir(posterior):
         posterior, note = None, f"{posterior} is missing"
     else:
@@ -281,7 +282,7 @@ def posterior_store(path) -> Path:
     if path.is_dir() and not path.name.endswith(".zarr"):
         store = path / POSTERIOR_NAME
         if not store.is_dir():
-            fail(f"{path}: no {POSTERIOR_NAME} inside (give the posterior file or store, or a fit_irt.py "
+            fail(f"{path}: no {POSTERIOR_NAME} inside (give the posterior file or store, or a benchmeasure fit "
                  f"--save-posterior output folder)")
         return store
     if not path.exists():

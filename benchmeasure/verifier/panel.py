@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.resources import example_path
 
 try:  # Python >= 3.11
     import tomllib
@@ -209,6 +210,8 @@ def load_panel(path: str | os.PathLike) -> Panel:
     """
     if tomllib is None:
         fail("reading panel configs needs Python >= 3.11 (tomllib)")
+    if not os.path.exists(path):  # a shipped panel by name (paper, cpu_smollm) or by its checkout path
+        path = example_path(path, "panel")
     where = str(path)
     try:
         with open(path, "rb") as handle:
