@@ -197,7 +197,7 @@ def main(argv=None) -> int:
     from benchmeasure.irt.fit import fit_1pl
 
     def joint_or(route):
-        return "joint" if args.fixed_b is not None or matrix.trials is not None else route
+        return "joint" if args.fixed_b is not None else route
 
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
             "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
             "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
         say(f"note: {int(absent.sum())} absent cells (per model and item in diagnostics.json), fitted with the "
-            "masked likelihood on the joint route")
+            f"masked likelihood on the {result.settings.get('route')} route")
     write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])

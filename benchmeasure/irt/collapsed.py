@@ -345,8 +345,11 @@ def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *
     for index, start in enumerate(range(0, flat.shape[0], block)):
         stop = min(start + block, flat.shape[0])
         part = buffer[: stop - start]
-        draw_b_block(flat[start:stop], grid.nodes, grid.step, delta, float(data.n_trials), data.c_values, data.yu,
-                     data.gu, data.gbounds, data.item_kind, data.item_group, int(seeds[index]), part)
+        if hasattr(data, "draw_block"):  # holes or K per cell (collapsed_holes.CollapsedHolesData)
+            data.draw_block(flat[start:stop], delta, int(seeds[index]), part)
+        else:
+            draw_b_block(flat[start:stop], grid.nodes, grid.step, delta, float(data.n_trials), data.c_values,
+                         data.yu, data.gu, data.gbounds, data.item_kind, data.item_group, int(seeds[index]), part)
         out[start:stop] = part
         if on_block is not None:
             on_block(stop, flat.shape[0])
@@ -400,6 +403,9 @@ def _edge_weight(data: CollapsedData, theta: np.ndarray) -> float:
     """Largest normalized end-node weight over every group's integrand at θ."""
     from benchmeasure.irt.quadrature import edge_weight
 
+    if hasattr(data, "log_integrands"):  # holes or K per cell
+        a = data.log_integrands(theta)
+        return float(edge_weight(a).max()) if a.size else 0.0
     grid = data.grid
     worst = 0.0
     if data.c_values.size:
