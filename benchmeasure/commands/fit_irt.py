@@ -98,7 +98,8 @@ def parse_args(argv):
                         help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
     parser.add_argument("--allow-missing", action="store_true",
                         help="accept absent cells (blank) and K per cell (MATRIX.trials.csv, prepare --allow-missing): "
-                             "NUTS on the joint route with the masked likelihood (docs/suites.md)")
+                             "NUTS with the masked likelihood, on the collapsed route unless --route joint "
+                             "(docs/suites.md)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress and no summary (warnings still shown); without it progress goes to stderr: "
                              "a redrawn line on a terminal, a line every 10 s when stderr is a file")

@@ -393,7 +393,7 @@ def _step_factor(grid: Grid, data: CollapsedData) -> float:
 
 
 def _with_grid(data: CollapsedData, grid: Grid) -> CollapsedData:
-    clone = object.__new__(CollapsedData)
+    clone = object.__new__(type(data))
     clone.__dict__.update(data.__dict__)
     clone.grid = grid
     return clone
