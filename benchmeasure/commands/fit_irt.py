@@ -182,17 +182,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     matrix, guessing = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
-    if matrix.trials is None:
-        from benchmeasure.analyses.checks import warn_if_failing
+    from benchmeasure.analyses.checks import warn_if_failing
 
-        warn_if_failing(matrix)
-    else:
-        from benchmeasure.analyses.checks_holes import check_matrix_with_holes
-
-        failures = check_matrix_with_holes(matrix.counts, matrix.trials).failures()
-        if failures:
-            print("warning: response matrix fails the pre-fit checks (paper Table 5, on present cells): "
-                  + "; ".join(failures) + " — the fit proceeds", file=sys.stderr)
+    warn_if_failing(matrix)  # on present cells with holes
 
     from benchmeasure.irt.diagnostics import warnings_for
     from benchmeasure.irt.fit import fit_1pl
@@ -219,13 +211,11 @@ def main(argv=None) -> int:
 
     diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
     if matrix.trials is not None:
-        absent = matrix.trials == 0
-        diagnostics["absent_cells"] = {
-            "total": int(absent.sum()),
-            "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
-            "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
-        say(f"note: {int(absent.sum())} absent cells (per model and item in diagnostics.json), fitted with the "
-            f"masked likelihood on the {result.settings.get('route')} route")
+        from benchmeasure.core.fixed_scale_inputs import absent_counts
+
+        diagnostics["absent_cells"] = absent_counts(matrix)
+        say(f"note: {diagnostics['absent_cells']['total']} absent cells (per model and item in diagnostics.json), "
+            f"fitted with the masked likelihood on the {result.settings.get('route')} route")
     write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
