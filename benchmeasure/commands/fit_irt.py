@@ -211,11 +211,13 @@ def main(argv=None) -> int:
 
     diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
     if matrix.trials is not None:
-        from benchmeasure.core.fixed_scale_inputs import absent_counts
-
-        diagnostics["absent_cells"] = absent_counts(matrix)
-        say(f"note: {diagnostics['absent_cells']['total']} absent cells (per model and item in diagnostics.json), "
-            f"fitted with the masked likelihood on the {result.settings.get('route')} route")
+        absent = matrix.trials == 0
+        diagnostics["absent_cells"] = {
+            "total": int(absent.sum()),
+            "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
+            "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
+        say(f"note: {int(absent.sum())} absent cells (per model and item in diagnostics.json), fitted with the "
+            f"masked likelihood on the {result.settings.get('route')} route")
     write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
