@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmeasure.analyses.posterior_metrics import metric_draws, summarize_draws
+from benchmeasure.core.matrix_holes import diagnostics_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 from benchmeasure.irt.deconvolution import population_draws
@@ -54,31 +55,11 @@ K1_REFUSAL = ("not reported: the fit has one trial per cell (K = 1), where the n
               "and the per-draw intervals are reported, and each gap's resolution says whether it can be trusted")
 
 
-def _diagnostics_beside(path) -> dict:
-    """The ``diagnostics.json`` of the fit folder holding ``path`` (a file or a zarr folder), {} when none."""
-    import json
-    import os
-
-    beside = os.path.join(os.path.dirname(os.path.abspath(os.fspath(path).rstrip("/"))), "diagnostics.json")
-    try:
-        with open(beside, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
 def n_trials_beside(posterior_path) -> int | None:
     """K from the ``diagnostics.json`` of the fit folder holding ``posterior_path`` (None when there is none)."""
-    value = _diagnostics_beside(posterior_path).get("input", {})
+    value = diagnostics_beside(posterior_path).get("input", {})
     value = value.get("n_trials") if isinstance(value, dict) else None
     return value if isinstance(value, int) else None
-
-
-def absent_cells_beside(path) -> dict | None:
-    """``absent_cells`` (total, per model, per item) of the fit beside ``path`` when it had holes, else None."""
-    absent = _diagnostics_beside(path).get("absent_cells")
-    return absent if isinstance(absent, dict) and absent.get("total") else None
 
 
 #: draws larger than this in magnitude are rescaled before any sum (see :func:`report`)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.analyses.noise_aware import absent_cells_beside
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
 from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
+from benchmeasure.core.matrix_holes import absent_cells_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.analyses.noise_aware import absent_cells_beside, n_trials_beside, report
+from benchmeasure.analyses.noise_aware import n_trials_beside, report
 from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, TOP_K, add_alias, integer
+from benchmeasure.core.matrix_holes import absent_cells_beside
 
 EXAMPLES = """\
 examples:

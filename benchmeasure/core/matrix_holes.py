@@ -107,3 +107,22 @@ def read_counts_and_trials(path: str | os.PathLike, n_trials: int) -> tuple[list
         if all(t is None for t in t_row):
             fail(f"{path}: line {line}: model {model!r} has no answers at all (every cell is blank)")
     return (models, items, [[c or 0 for c in row] for row in counts], [[t or 0 for t in row] for row in trials])
+
+
+def diagnostics_beside(path) -> dict:
+    """The ``diagnostics.json`` of the fit folder holding ``path`` (a file or a zarr folder), {} when none."""
+    import json
+
+    beside = os.path.join(os.path.dirname(os.path.abspath(os.fspath(path).rstrip("/"))), "diagnostics.json")
+    try:
+        with open(beside, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def absent_cells_beside(path) -> dict | None:
+    """``absent_cells`` (total, per model, per item) of the fit beside ``path`` when it had holes, else None."""
+    absent = diagnostics_beside(path).get("absent_cells")
+    return absent if isinstance(absent, dict) and absent.get("total") else None

@@ -149,7 +149,7 @@ def _entry(name, path: Path, ids, b, pool, question_field, chars) -> Entry:
 def absent_view(path: Path, ids: list) -> dict | None:
     """A fit with holes (``absent_cells`` in the diagnostics.json beside the difficulty file): the total, the
     models with some and, per item in file order, how many models did not answer it; None without holes."""
-    from benchmeasure.analyses.noise_aware import absent_cells_beside
+    from benchmeasure.core.matrix_holes import absent_cells_beside
 
     absent = absent_cells_beside(path)
     if absent is None:
