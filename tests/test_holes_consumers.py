@@ -91,6 +91,11 @@ def test_score_and_calibrate_with_holes_match_brute_force(fitted):
     assert json.loads((folder / "new_difficulty.csv.json").read_text())["absent_cells"]["per_item"]["q0"] == 1
     assert_rejected(run_script("calibrate_items.py", matrix, "--abilities", out / "ability.csv", "--n-trials", K,
                                "--output", folder / "no2.csv"), "empty cell", "--allow-missing")
+    unanswered = folder / "unanswered.csv"
+    unanswered.write_text("model,new0,new1\nm0,1,\nm1,2,\n", encoding="utf-8")
+    assert_rejected(run_script("calibrate_items.py", unanswered, "--abilities", out / "ability.csv", "--n-trials", K,
+                               "--output", folder / "no3.csv", "--allow-missing"), "item 'new1' has no answers")
+    assert not (folder / "no3.csv").exists()
 
 
 def test_diagnose_posterior_metrics_explorer_and_robustness_report_absent_cells(fitted):

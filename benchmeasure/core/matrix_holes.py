@@ -109,11 +109,15 @@ def read_counts_and_trials(path: str | os.PathLike, n_trials: int) -> tuple[list
     return (models, items, [[c or 0 for c in row] for row in counts], [[t or 0 for t in row] for row in trials])
 
 
-def diagnostics_beside(path) -> dict:
-    """The ``diagnostics.json`` of the fit folder holding ``path`` (a file or a zarr folder), {} when none."""
+def diagnostics_beside(path, name: str = "diagnostics.json", up: int = 0) -> dict:
+    """The ``diagnostics.json`` (or ``name``) of the fit folder holding ``path`` (a file or a zarr folder), or of the
+    folder ``up`` levels above it; {} when none."""
     import json
 
-    beside = os.path.join(os.path.dirname(os.path.abspath(os.fspath(path).rstrip("/"))), "diagnostics.json")
+    folder = os.path.dirname(os.path.abspath(os.fspath(path).rstrip("/")))
+    for _ in range(up):
+        folder = os.path.dirname(folder)
+    beside = os.path.join(folder, name)
     try:
         with open(beside, encoding="utf-8") as handle:
             record = json.load(handle)
@@ -123,6 +127,11 @@ def diagnostics_beside(path) -> dict:
 
 
 def absent_cells_beside(path) -> dict | None:
-    """``absent_cells`` (total, per model, per item) of the fit beside ``path`` when it had holes, else None."""
-    absent = diagnostics_beside(path).get("absent_cells")
-    return absent if isinstance(absent, dict) and absent.get("total") else None
+    """``absent_cells`` (total, per model, per item) of the fit beside ``path`` when it had holes, else None: a fit
+    folder's diagnostics.json, or for ``DIR/<benchmark>/difficulty.csv`` of ``fit-suite`` the suite's
+    ``DIR/suite.json`` (whose counts cover the whole suite)."""
+    for name, up in (("diagnostics.json", 0), ("suite.json", 1)):
+        absent = diagnostics_beside(path, name, up).get("absent_cells")
+        if isinstance(absent, dict) and absent.get("total"):
+            return absent
+    return None

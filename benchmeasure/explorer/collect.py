@@ -155,8 +155,11 @@ def absent_view(path: Path, ids: list) -> dict | None:
     if absent is None:
         return None
     per_item = absent.get("per_item", {})
-    return {"total": int(absent["total"]), "models": len(absent.get("per_model", {})),
-            "items": sum(1 for i in ids if per_item.get(i)), "per_item": [int(per_item.get(i, 0)) for i in ids]}
+    counts = [int(per_item.get(i, 0)) for i in ids]  # this benchmark's items (a suite's record covers them all)
+    if not any(counts):
+        return None
+    return {"total": sum(counts), "models": len(absent.get("per_model", {})),
+            "items": sum(1 for c in counts if c), "per_item": counts}
 
 
 def check_names(entries: list) -> None:
