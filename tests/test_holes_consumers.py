@@ -171,3 +171,23 @@ def test_read_counts_with_holes_fuzz(tmp_path, k, cells, garbage):
     for j in range(len(matrix.models)):
         present, counts, _ = cells_of(matrix, j)
         assert present.size > 0 and np.array_equal(counts, matrix.counts[j, present])
+
+
+def test_absent_cells_are_found_beside_a_fit_and_a_suite_benchmark(tmp_path):
+    """A fit folder's diagnostics.json, else fit-suite's DIR/suite.json for DIR/<benchmark>/difficulty.csv; the
+    explorer counts only the benchmark's own items."""
+    from benchmeasure.core.matrix_holes import absent_cells_beside
+    from benchmeasure.explorer.collect import absent_view
+
+    record = {"absent_cells": {"total": 3, "per_model": {"a": 3}, "per_item": {"x1": 2, "y0": 1}}}
+    (tmp_path / "suite.json").write_text(json.dumps(record), encoding="utf-8")
+    for name, items in (("x", ["x0", "x1"]), ("y", ["y0"]), ("z", ["z0"])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "difficulty.csv").write_text("item,b_mean\n" + "".join(f"{i},0\n" for i in items))
+    assert absent_cells_beside(tmp_path / "x" / "difficulty.csv")["total"] == 3
+    assert absent_view(tmp_path / "x" / "difficulty.csv", ["x0", "x1"]) == {"total": 2, "models": 1, "items": 1,
+                                                                           "per_item": [0, 2]}
+    assert absent_view(tmp_path / "z" / "difficulty.csv", ["z0"]) is None
+    (tmp_path / "x" / "diagnostics.json").write_text(json.dumps({"absent_cells": {"total": 0}}), encoding="utf-8")
+    assert absent_cells_beside(tmp_path / "x" / "difficulty.csv")["total"] == 3   # no holes in the fit: the suite's
+    assert absent_cells_beside(tmp_path / "nowhere.csv") is None
