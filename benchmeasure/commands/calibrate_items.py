@@ -34,6 +34,7 @@ examples:
       --output new_difficulty.csv
   benchmeasure calibrate new.csv --abilities ability.csv --n-trials 4 --guessing 0.25 \\
       --reference-difficulty my_benchmark/difficulty.csv --output new_difficulty.csv
+  benchmeasure calibrate holes.csv --abilities ability.csv --n-trials 4 --allow-missing --output new_difficulty.csv
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct) of the new
 items; every model in it needs an ability in --abilities (models there but not here are unused).

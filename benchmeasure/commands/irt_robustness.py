@@ -29,6 +29,7 @@ examples:
   benchmeasure robustness m.csv --n-trials 8 --output-dir out --loo --workers 2 --draws 500 --tune 500
   benchmeasure fit m.csv --n-trials 8 --output-dir fit --save-posterior
   benchmeasure robustness m.csv --n-trials 8 --output-dir out --fit-dir fit --loo --bic
+  benchmeasure robustness holes.csv --n-trials 8 --output-dir out --allow-missing --loo   # blank cells = absent
 
 writes OUTPUT_DIR/robustness.json (all figures, settings, input sha256, package versions),
 OUTPUT_DIR/robustness.md (the tables in the paper's layout) and, with --loo, loo.csv.

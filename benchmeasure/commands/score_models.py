@@ -40,6 +40,7 @@ examples:
   benchmeasure score new_models.csv --difficulty my_benchmark/difficulty.csv --n-trials 2 --output scores.csv
   benchmeasure score anchors_answered.csv --difficulty difficulty.csv --n-trials 1 --guessing 0.25 --output s.csv
   benchmeasure score model_a.csv model_b.csv --difficulty difficulty.csv --n-trials 1 --output s.csv  # own anchors
+  benchmeasure score holes.csv --difficulty difficulty.csv --n-trials 4 --allow-missing --output s.csv  # blank = absent
   benchmeasure score responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
       --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
 
