@@ -191,3 +191,27 @@ def test_absent_cells_are_found_beside_a_fit_and_a_suite_benchmark(tmp_path):
     (tmp_path / "x" / "diagnostics.json").write_text(json.dumps({"absent_cells": {"total": 0}}), encoding="utf-8")
     assert absent_cells_beside(tmp_path / "x" / "difficulty.csv")["total"] == 3   # no holes in the fit: the suite's
     assert absent_cells_beside(tmp_path / "nowhere.csv") is None
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 5) | st.floats(allow_nan=False) | st.text(max_size=3),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                                 max_size=3), max_leaves=8)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(absent=st.one_of(_JSON, st.fixed_dictionaries({"total": _JSON, "per_model": _JSON, "per_item": _JSON})),
+       raw=st.sampled_from(["", "{", "[]", "null"]))
+def test_absent_cells_reader_fuzz(tmp_path, absent, raw):
+    """Whatever diagnostics.json holds, absent_cells_beside returns None or a well-formed record, never raises;
+    the explorer's view of it is then well-formed too."""
+    from benchmeasure.core.matrix_holes import absent_cells_beside
+    from benchmeasure.explorer.collect import absent_view
+
+    text = raw or json.dumps({"absent_cells": absent})
+    (tmp_path / "diagnostics.json").write_text(text, encoding="utf-8")
+    found = absent_cells_beside(tmp_path / "difficulty.csv")
+    if found is not None:
+        assert isinstance(found["total"], int) and found["total"] >= 1
+        assert all(isinstance(v, int) and v >= 0 for v in (*found["per_model"].values(), *found["per_item"].values()))
+        view = absent_view(tmp_path / "difficulty.csv", list(found["per_item"]))
+        assert view is None or view["total"] == sum(view["per_item"])

@@ -131,7 +131,25 @@ def absent_cells_beside(path) -> dict | None:
     folder's diagnostics.json, or for ``DIR/<benchmark>/difficulty.csv`` of ``fit-suite`` the suite's
     ``DIR/suite.json`` (whose counts cover the whole suite)."""
     for name, up in (("diagnostics.json", 0), ("suite.json", 1)):
-        absent = diagnostics_beside(path, name, up).get("absent_cells")
-        if isinstance(absent, dict) and absent.get("total"):
+        absent = _checked_absent(diagnostics_beside(path, name, up).get("absent_cells"))
+        if absent is not None:
             return absent
     return None
+
+
+def _checked_absent(absent) -> dict | None:
+    """``absent`` when it is a well-formed record with at least one absent cell (an integer total ≥ 1 and per
+    model / per item tables of non-negative integers), else None: a malformed record is ignored, not trusted."""
+    if not isinstance(absent, dict):
+        return None
+    total = absent.get("total")
+    if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+        return None
+    tables = {}
+    for key in ("per_model", "per_item"):
+        table = absent.get(key, {})
+        if not isinstance(table, dict) or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
+                                              for v in table.values()):
+            return None
+        tables[key] = {str(k): v for k, v in table.items()}
+    return {"total": total, **tables}
