@@ -122,10 +122,15 @@ class CollapsedHolesData:
             s = self.patterns @ soft
             rows.append(grid.log_weights[None, :] - self.c_values[:, None] * grid.nodes[None, :]
                         - s[self.c_pattern])
-        for u in range(self.gu.size):
-            total = np.array([sum(cell_loglik(self.yu[u, j], self.ku[u, j], eta[j, k], self.gu[u])
-                                  for j in range(self.n_models)) for k in range(grid.size)])
-            rows.append((grid.log_weights + total)[None, :])
+        log_sig = -np.logaddexp(0.0, -eta)                        # log σ(η)
+        log_sig_neg = -np.logaddexp(0.0, eta)                     # log(1 − σ(η))
+        for block in range(self.gbounds.size - 1):
+            lo, hi = self.gbounds[block], self.gbounds[block + 1]
+            g = float(self.gu[lo])
+            log_wrong = np.log1p(-g) + log_sig_neg
+            log_right = np.logaddexp(np.log(g), np.log1p(-g) + log_sig)
+            rows.append(grid.log_weights[None, :] + self.yu[lo:hi] @ (log_right - log_wrong)
+                        + self.ku[lo:hi] @ log_wrong)
         return np.concatenate(rows, axis=0) if rows else np.zeros((0, grid.size))
 
 
