@@ -140,6 +140,16 @@ def test_robustness_likelihoods_and_refits_keep_the_holes():
     direct = max(float(binom.logpmf(counts[present], trials[present], p[s][present]).sum()) for s in range(3))
     assert masked == pytest.approx(direct, rel=1e-12)
     assert bic_comparison(-10.0, -9.0, 6, 10, matrix.present_cells)["n"] == 55
+    # the 2PL of Tables 8-9 with the trials matrix as the binomial n: the masked likelihood (absent cells add 0)
+    from benchmeasure.irt.alternatives import build_2pl
+
+    model = build_2pl(counts, matrix.cell_trials())
+    point = {"theta": theta[0], "b": b[0], "log_a": rng.normal(0, 0.3, 10)}
+    a = np.exp(point["log_a"])
+    p2 = 1 / (1 + np.exp(-a[None, :] * (theta[0][:, None] - b[0][None, :])))
+    value = model.compile_logp(vars=[model["y"]], jacobian=False)(point)
+    assert float(value) == pytest.approx(float(binom.logpmf(counts[present], trials[present], p2[present]).sum()),
+                                         rel=1e-10)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
