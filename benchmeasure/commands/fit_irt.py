@@ -77,7 +77,8 @@ def parse_args(argv):
                         help="how NUTS explores the same posterior: collapsed = NUTS on the abilities with every "
                              "difficulty integrated out by quadrature, then each difficulty drawn exactly given each "
                              "draw (fast for many items); joint = NUTS on abilities and difficulties together; "
-                             "auto (default) = collapsed, joint with --sampler numpyro")
+                             "auto (default) = collapsed (also with --allow-missing), joint with --sampler numpyro "
+                             "or --fixed-difficulties")
     parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
                         help="nuts: full posterior (default, as in the paper); map: the marginal posterior mode "
                              "of the difficulties (abilities integrated out by quadrature, as marginal maximum "
