@@ -225,3 +225,23 @@ def test_absent_cells_reader_fuzz(tmp_path, absent, raw):
         assert all(isinstance(v, int) and v >= 0 for v in (*found["per_model"].values(), *found["per_item"].values()))
         view = absent_view(tmp_path / "difficulty.csv", list(found["per_item"]))
         assert view is None or view["total"] == sum(view["per_item"])
+
+
+def test_fit_ability_refuses_holes_without_the_option_and_keys_the_cache_on_the_trials(tmp_path):
+    import subprocess
+    import sys
+
+    from benchmeasure.benchfill.abilities import cache_key
+
+    counts, trials = _holes()
+    matrix = tmp_path / "m.csv"
+    write_counts_and_trials(MODELS, ITEMS, counts, trials, matrix)
+    result = subprocess.run([sys.executable, "-m", "benchmeasure", "fit-ability", str(matrix), "--n-trials", str(K),
+                             "--cache", str(tmp_path / "cache")], capture_output=True, text=True)
+    assert_rejected(result, "empty cell", "--allow-missing")
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    key = cache_key(matrix, K, 0.0, allow_missing=True)
+    trials[1, 5] = 2
+    counts[1, 5] = min(counts[1, 5], 2)
+    write_counts_and_trials(MODELS, ITEMS, counts, trials, matrix)  # same counts file, other trials file
+    assert cache_key(matrix, K, 0.0, allow_missing=True) != key
