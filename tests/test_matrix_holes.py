@@ -170,12 +170,11 @@ def test_checks_with_holes_reduce_to_table5_and_run_through_check(tmp_path):
 
 
 @pytest.mark.parametrize("flags, fragment", [
-    (("--method", "map"), "--method nuts, --route joint or auto"),
-    (("--route", "collapsed"), "--method nuts, --route joint or auto"),
+    (("--method", "map"), "--method nuts, --sampler nutpie or pymc"),
     (("--observation", "beta-binomial"), "binomial --observation model only"),
 ])
 def test_fit_refuses_what_it_cannot_do_with_holes_before_any_output(tmp_path, flags, fragment):
-    """Holes need NUTS on the joint route with the binomial: one error line, nothing printed or written first."""
+    """Holes need NUTS (either route) with the binomial: one error line, nothing printed or written first."""
     matrix = tmp_path / "m.csv"
     matrix.write_text("model,q0,q1,q2\na,1,,0\nb,0,1,1\nc,1,1,\n", encoding="utf-8")
     out = tmp_path / "fit"

@@ -225,7 +225,7 @@ def test_fit_command_with_holes_matches_quadrature(tmp_path):
     assert_rejected(run_script("fit_irt.py", matrix, "--n-trials", 3, "--output-dir", tmp_path / "no"), "empty cell")
     out = tmp_path / "fit"
     result = run_script("fit_irt.py", matrix, "--n-trials", 3, "--allow-missing", "--chains", 2, "--tune", 500,
-                        "--draws", 1500, "--seed", 2, "--output-dir", out)
+                        "--draws", 1500, "--seed", 2, "--output-dir", out, "--route", "joint")
     assert result.returncode == 0, result.stderr
     assert "1 absent cells" in result.stderr and "joint route" in result.stderr
     with open(out / "difficulty.csv", encoding="utf-8") as handle:

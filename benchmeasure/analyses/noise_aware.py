@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmeasure.analyses.posterior_metrics import metric_draws, summarize_draws
+from benchmeasure.core.matrix_holes import diagnostics_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 from benchmeasure.irt.deconvolution import population_draws
@@ -56,15 +57,8 @@ K1_REFUSAL = ("not reported: the fit has one trial per cell (K = 1), where the n
 
 def n_trials_beside(posterior_path) -> int | None:
     """K from the ``diagnostics.json`` of the fit folder holding ``posterior_path`` (None when there is none)."""
-    import json
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.abspath(os.fspath(posterior_path).rstrip("/"))), "diagnostics.json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle).get("input", {}).get("n_trials")
-    except (OSError, ValueError, AttributeError):
-        return None
+    value = diagnostics_beside(posterior_path).get("input", {})
+    value = value.get("n_trials") if isinstance(value, dict) else None
     return value if isinstance(value, int) else None
 
 

@@ -189,16 +189,17 @@ def bic(log_lik: float, parameters: int, observations: int) -> float:
     return parameters * np.log(observations) - 2.0 * log_lik
 
 
-def bic_comparison(ll_1pl: float, ll_2pl: float, n_models: int, n_items: int) -> dict:
-    """Table 8's row from the two maximized log-likelihoods (module docstring for k and n)."""
-    n = n_models * n_items
+def bic_comparison(ll_1pl: float, ll_2pl: float, n_models: int, n_items: int, n_cells: int | None = None) -> dict:
+    """Table 8's row from the two maximized log-likelihoods (module docstring for k and n); with holes ``n_cells``
+    is the number of present cells (an absent cell is no observation)."""
+    n = n_models * n_items if n_cells is None else int(n_cells)
     b1 = bic(ll_1pl, n_models + n_items, n)
     b2 = bic(ll_2pl, n_models + 2 * n_items, n)
     return {"bic_1pl": float(b1), "bic_2pl": float(b2), "delta_bic": float(b2 - b1),
             "selected": "1PL" if b2 - b1 > 0 else "2PL", "log_lik_1pl": ll_1pl, "log_lik_2pl": ll_2pl,
             "n": n, "k_1pl": n_models + n_items, "k_2pl": n_models + 2 * n_items,
             "likelihood": "binomial with log C(K, Y), maximum over posterior draws",
-            "n_definition": "model-item cells M*N"}
+            "n_definition": "model-item cells M*N" if n_cells is None else "present model-item cells (holes left out)"}
 
 
 def correlation_summary(full_b, refit_bs: list) -> dict:
@@ -218,10 +219,11 @@ def correlation_summary(full_b, refit_bs: list) -> dict:
 
 def _fit_b_mean(payload: tuple) -> list:
     """Worker: 1PL fit of one leave-one-out matrix; returns the posterior-mean difficulties."""
-    models, items, counts, n_trials, guessing, settings = payload
+    models, items, counts, n_trials, guessing, settings, trials = payload
     from benchmeasure.irt.fit import fit_1pl
 
-    matrix = ResponseMatrix(models, items, np.asarray(counts), n_trials)
+    matrix = ResponseMatrix(models, items, np.asarray(counts), n_trials,
+                            None if trials is None else np.asarray(trials, dtype=np.int64))
     return fit_1pl(matrix, guessing=guessing, **settings).b_mean.tolist()
 
 
@@ -236,7 +238,7 @@ def leave_one_model_out(matrix: ResponseMatrix, full_b, guessing, settings: dict
         reduced = matrix.drop_model(j)
         refit_settings = dict(settings, seed=int(settings["seed"]) + 1 + j)
         payloads.append((reduced.models, reduced.items, reduced.counts.tolist(), reduced.n_trials,
-                         guessing, refit_settings))
+                         guessing, refit_settings, None if reduced.trials is None else reduced.trials.tolist()))
     if workers <= 1:
         refits = [_fit_b_mean(p) for p in payloads]
     else:
@@ -295,12 +297,12 @@ def run_robustness(matrix: ResponseMatrix, *, guessing=0.0, chains: int = 4, tun
                                                      if saved is not None else "the 1PL fit of this run")
     if with_bic:
         say("2PL fit and BIC (Tables 8, 9)")
-        model = build_2pl(matrix.counts, matrix.n_trials, guessing, matrix.models, matrix.items)
+        model = build_2pl(matrix.counts, matrix.cell_trials(), guessing, matrix.models, matrix.items)
         idata, summary = sample_model(model, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
                                       seed=seed, cores=min(chains, cpus), var_names=["theta", "b", "a"])
         record["diagnostics_2pl"] = table_diagnostics(summary)
         post = idata["posterior"]
-        ll_2pl = max_draw_log_likelihood(matrix.counts, matrix.n_trials, _stack(post["theta"]), _stack(post["b"]),
+        ll_2pl = max_draw_log_likelihood(matrix.counts, matrix.cell_trials(), _stack(post["theta"]), _stack(post["b"]),
                                          guessing, _stack(post["a"]))
         if full is None:
             theta_1pl, b_1pl = saved.draws(matrix)
@@ -308,14 +310,15 @@ def run_robustness(matrix: ResponseMatrix, *, guessing=0.0, chains: int = 4, tun
         else:
             theta_1pl, b_1pl = full.draws("theta"), full.draws("b")
             draws_1pl = "the 1PL fit of this run" if saved is None else "a 1PL refit (no saved posterior)"
-        ll_1pl = max_draw_log_likelihood(matrix.counts, matrix.n_trials, theta_1pl, b_1pl, guessing)
-        record["bic"] = bic_comparison(ll_1pl, ll_2pl, len(matrix.models), len(matrix.items))
+        ll_1pl = max_draw_log_likelihood(matrix.counts, matrix.cell_trials(), theta_1pl, b_1pl, guessing)
+        record["bic"] = bic_comparison(ll_1pl, ll_2pl, len(matrix.models), len(matrix.items),
+                                       None if matrix.trials is None else matrix.present_cells)
         record["bic"]["draws_1pl"] = draws_1pl
     if mirt_dims:
         record["mirt"] = {}
         for dims in mirt_dims:
             say(f"MIRT with {dims} dimensions (Table 10)")
-            model = build_mirt(matrix.counts, matrix.n_trials, dims, guessing, matrix.models, matrix.items)
+            model = build_mirt(matrix.counts, matrix.cell_trials(), dims, guessing, matrix.models, matrix.items)
             _, summary = sample_model(model, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
                                       seed=seed, cores=min(chains, cpus), var_names=["theta", "b", "log_a"])
             record["mirt"][str(dims)] = table_diagnostics(summary)
@@ -341,6 +344,12 @@ def markdown(record: dict, name: str) -> str:
              "## Table 6: 1PL MCMC diagnostics", "",
              "| Benchmark | Max R-hat ↓ | Min Bulk ESS ↑ | # Divergent ↓ |", "|---|---|---|---|",
              f"| {name} | {diag(record['diagnostics_1pl'])} |", ""]
+    absent = record.get("absent_cells") or {}
+    if absent.get("total"):
+        cells = record.get("models", 0) * record.get("items", 0)
+        lines[1:1] = ["", f"Absent cells: {absent['total']} of {cells}, in {len(absent.get('per_model', {}))} "
+                          f"model(s) and {len(absent.get('per_item', {}))} item(s) (every fit uses the masked "
+                          "likelihood; per model and item in robustness.json)."]
     if record["diagnostics_1pl"].get("source"):
         lines[-1:-1] = ["", f"From {record['diagnostics_1pl']['source']} (benchmeasure fit)."]
     if "leave_one_model_out" in record:

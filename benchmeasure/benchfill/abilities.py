@@ -49,8 +49,13 @@ def irt_python() -> str:
     fail("no IRT environment: create it with 'bash scripts/setup_env.sh irt' or set BENCHMEASURE_IRT_PYTHON")
 
 
-def cache_key(matrix: str | os.PathLike, n_trials: int, guessing: float) -> str:
+def cache_key(matrix: str | os.PathLike, n_trials: int, guessing: float, allow_missing: bool = False) -> str:
     text = f"{sha256_file(matrix)}|K={n_trials}|g={guessing!r}"
+    if allow_missing:  # the trials file is part of the input
+        from benchmeasure.core.matrix_holes import trials_path
+
+        companion = trials_path(matrix)
+        text += f"|holes|{sha256_file(companion) if os.path.isfile(companion) else '-'}"
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -60,7 +65,7 @@ def read_abilities(path: str | os.PathLike) -> dict:
 
 
 def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.PathLike, guessing: float = 0.0,
-                  seed: int = 0, extra_args: tuple = ()) -> tuple:
+                  seed: int = 0, extra_args: tuple = (), allow_missing: bool = False) -> tuple:
     """Abilities for ``matrix``, from the cache or from one ``fit_irt.py`` run.
 
     Returns
@@ -71,13 +76,19 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
     matrix = Path(matrix)
     if not matrix.is_file():
         fail(f"{matrix}: response matrix not found")
-    folder = Path(cache_dir) / cache_key(matrix, n_trials, guessing)
+    folder = Path(cache_dir) / cache_key(matrix, n_trials, guessing, allow_missing)
     ability = folder / "ability.csv"
     if ability.is_file():
         return read_abilities(ability), folder
     # The checks fit_irt.py would make on this input, made here first: bad input is then one
     # error line, not a progress line followed by the subprocess's error.
-    read_matrix(matrix, n_trials)
+    if allow_missing:  # absent cells and K per cell: the fit's masked likelihood
+        from benchmeasure.core.matrix import read_matrix_allowing_holes
+
+        read_matrix_allowing_holes(matrix, n_trials)
+        extra_args = (*extra_args, "--allow-missing")
+    else:
+        read_matrix(matrix, n_trials)
     if not 0 <= seed < 2**32:
         fail(f"seed must be in [0, 2^32), got {seed}")
     staging = folder.with_name(folder.name + f".tmp{os.getpid()}")

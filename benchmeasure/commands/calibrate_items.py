@@ -25,7 +25,7 @@ from benchmeasure.base.files import (
     write_json,
 )
 from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY
-from benchmeasure.core.fixed_scale_inputs import input_records, read_counts
+from benchmeasure.core.fixed_scale_inputs import absent_counts, input_records, read_counts
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
 EXAMPLES = """\
@@ -34,6 +34,7 @@ examples:
       --output new_difficulty.csv
   benchmeasure calibrate new.csv --abilities ability.csv --n-trials 4 --guessing 0.25 \\
       --reference-difficulty my_benchmark/difficulty.csv --output new_difficulty.csv
+  benchmeasure calibrate holes.csv --abilities ability.csv --n-trials 4 --allow-missing --output new_difficulty.csv
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct) of the new
 items; every model in it needs an ability in --abilities (models there but not here are unused).
@@ -60,6 +61,9 @@ def parse_args(argv):
                         help="a benchmark's difficulty file: z is on its min-max scale (paper Section 4)")
     parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
                         help="mass of b's highest-density interval (default 0.94)")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="accept absent cells (an item calibrated on the models that answered it) and K per "
+                             "cell (blank cells and MATRIX.trials.csv, or long responses; docs/suites.md)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser.parse_args(argv)
 
@@ -80,7 +84,12 @@ def main(argv=None) -> int:
         reference = (min(values), max(values))
         if reference[1] <= reference[0]:
             fail(f"{args.reference_difficulty}: every b_mean is {reference[0]}; a min-max scale needs a spread")
-    matrix = read_counts(args.responses, args.n_trials)
+    matrix = read_counts(args.responses, args.n_trials, args.allow_missing)
+    if matrix.trials is not None:
+        empty = [item for item, t in zip(matrix.items, matrix.trials.sum(axis=0)) if t == 0]
+        if empty:
+            fail(f"{args.responses}: item {empty[0]!r} has no answers (every cell blank); nothing calibrates it "
+                 "(remove it from the matrix)")
     missing = [model for model in matrix.models if model not in abilities]
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
@@ -92,11 +101,14 @@ def main(argv=None) -> int:
     theta = np.asarray([abilities[model] for model in matrix.models], dtype=float)
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
     say(f"calibrating {len(matrix.items)} item(s) against the fixed abilities of {len(matrix.models)} model(s)")
+    trials = matrix.trials
     rows = [calibrate_item(matrix.counts[:, i], theta, args.n_trials, float(guessing[i]), reference, args.hdi_prob,
-                           item) for i, item in enumerate(matrix.items)]
+                           item, trials=None if trials is None else trials[:, i])
+            for i, item in enumerate(matrix.items)]
     record = {
         "output": args.output, "columns": CALIBRATION_COLUMNS, "items": len(rows), "models": len(matrix.models),
         "unused_abilities": [model for model in abilities if model not in set(matrix.models)],
+        "absent_cells": absent_counts(matrix),
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "reference_min_max": list(reference) if reference else None,
                      "model": "1PL, b ~ Normal(0, 1), abilities fixed at theta_mean"},

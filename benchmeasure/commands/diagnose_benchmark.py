@@ -11,6 +11,7 @@ from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
 from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
+from benchmeasure.core.matrix_holes import absent_cells_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 
@@ -81,6 +82,13 @@ def main(argv=None) -> int:
         if sds is not None:
             record["resolution"] = benchmark_resolution(column.values, sds)
             record["gaps"] = gap_table(column.values, sds, column.item_ids, args.top_k)
+        absent = absent_cells_beside(path)
+        if absent is not None:  # the fit had holes: say how many, and which gap edges had fewer answers
+            per_item = absent.get("per_item", {})
+            record["absent_cells"] = {"total": absent["total"], "per_model": absent.get("per_model", {}),
+                                      "items_with_absent_cells": len(per_item)}
+            for gap in record.get("gaps", []):
+                gap["absent_cells"] = [per_item.get(gap["lower_item"], 0), per_item.get(gap["upper_item"], 0)]
         results.append(record)
     k = args.top_k
     if args.json:
@@ -95,14 +103,20 @@ def main(argv=None) -> int:
         spans = ", ".join("[{:.4f}, {:.4f}]".format(g["left"], g["right"]) for g in r["largest_gaps"])
         print(f"Largest {k} gaps: {spans}")
         print(f"Values: {r['value']}")
+        if "absent_cells" in r:
+            a = r["absent_cells"]
+            print(f"Absent cells: {a['total']} in the fit (masked likelihood), {a['items_with_absent_cells']} items "
+                  f"and {len(a['per_model'])} models with some; per model and item in diagnostics.json")
         if "resolution" in r:
             print(f"Resolution: {r['resolution']['resolution']:.4f} (narrowest band this fit can reveal, normalized; "
                   f"typical posterior sd {r['resolution']['typical_sd']:.3f})")
             for g in r["gaps"]:
                 state = "resolved" if g["resolved"] else "NOT resolved (may be noise)"
                 sep = "n/a" if g["separation"] is None else f"{g['separation']:.1f}"
+                holes = g.get("absent_cells", [0, 0])
+                note = f" (absent cells at the edges: {holes[0]}, {holes[1]})" if any(holes) else ""
                 print(f"  gap {g['rank']}: {g['lower_item']} to {g['upper_item']}, width {g['width']:.4f}, "
-                      f"edges {sep} sds apart, {state}; noise can fill {g['fillable']:.4f}")
+                      f"edges {sep} sds apart, {state}; noise can fill {g['fillable']:.4f}{note}")
     else:
         width = max(len("Benchmark"), *(len(r["benchmark"]) for r in results))
         print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}")

@@ -29,6 +29,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", help="cache folder (default: <results root>/cache/abilities, the one BenchFill "
                                          "runs use; results root: $BENCHFILL_RESULTS, else propose/results)")
     parser.add_argument("--seed", type=SEED, default=0)
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): the fit's masked "
+                             "likelihood (docs/suites.md)")
     args = parser.parse_args(argv)
     if args.n_trials < 1:
         fail(f"--n-trials must be a positive integer, got {args.n_trials}")
@@ -39,7 +42,8 @@ def main(argv=None) -> int:
         from benchmeasure.benchfill.runner import results_root
 
         args.cache = results_root() / "cache" / "abilities"
-    _, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed)
+    _, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed,
+                              allow_missing=args.allow_missing)
     print(folder / "ability.csv")
     return 0
 

@@ -77,7 +77,8 @@ def parse_args(argv):
                         help="how NUTS explores the same posterior: collapsed = NUTS on the abilities with every "
                              "difficulty integrated out by quadrature, then each difficulty drawn exactly given each "
                              "draw (fast for many items); joint = NUTS on abilities and difficulties together; "
-                             "auto (default) = collapsed, joint with --sampler numpyro")
+                             "auto (default) = collapsed (also with --allow-missing), joint with --sampler numpyro "
+                             "or --fixed-difficulties")
     parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
                         help="nuts: full posterior (default, as in the paper); map: the marginal posterior mode "
                              "of the difficulties (abilities integrated out by quadrature, as marginal maximum "
@@ -98,7 +99,8 @@ def parse_args(argv):
                         help=f"also write the posterior draws (ArviZ DataTree, zarr) as {POSTERIOR_NAME}")
     parser.add_argument("--allow-missing", action="store_true",
                         help="accept absent cells (blank) and K per cell (MATRIX.trials.csv, prepare --allow-missing): "
-                             "NUTS on the joint route with the masked likelihood (docs/suites.md)")
+                             "NUTS with the masked likelihood, on the collapsed route unless --route joint "
+                             "(docs/suites.md)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress and no summary (warnings still shown); without it progress goes to stderr: "
                              "a redrawn line on a terminal, a line every 10 s when stderr is a file")
@@ -181,23 +183,15 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     matrix, guessing = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
-    if matrix.trials is None:
-        from benchmeasure.analyses.checks import warn_if_failing
+    from benchmeasure.analyses.checks import warn_if_failing
 
-        warn_if_failing(matrix)
-    else:
-        from benchmeasure.analyses.checks_holes import check_matrix_with_holes
-
-        failures = check_matrix_with_holes(matrix.counts, matrix.trials).failures()
-        if failures:
-            print("warning: response matrix fails the pre-fit checks (paper Table 5, on present cells): "
-                  + "; ".join(failures) + " — the fit proceeds", file=sys.stderr)
+    warn_if_failing(matrix)  # on present cells with holes
 
     from benchmeasure.irt.diagnostics import warnings_for
     from benchmeasure.irt.fit import fit_1pl
 
     def joint_or(route):
-        return "joint" if args.fixed_b is not None or matrix.trials is not None else route
+        return "joint" if args.fixed_b is not None else route
 
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
@@ -224,7 +218,7 @@ def main(argv=None) -> int:
             "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
             "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
         say(f"note: {int(absent.sum())} absent cells (per model and item in diagnostics.json), fitted with the "
-            "masked likelihood on the joint route")
+            f"masked likelihood on the {result.settings.get('route')} route")
     write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])

@@ -18,6 +18,7 @@ from benchmeasure.base.files import (
     write_json,
 )
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
+from benchmeasure.core.fixed_scale_inputs import absent_counts
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
 
@@ -28,6 +29,7 @@ examples:
   benchmeasure robustness m.csv --n-trials 8 --output-dir out --loo --workers 2 --draws 500 --tune 500
   benchmeasure fit m.csv --n-trials 8 --output-dir fit --save-posterior
   benchmeasure robustness m.csv --n-trials 8 --output-dir out --fit-dir fit --loo --bic
+  benchmeasure robustness holes.csv --n-trials 8 --output-dir out --allow-missing --loo   # blank cells = absent
 
 writes OUTPUT_DIR/robustness.json (all figures, settings, input sha256, package versions),
 OUTPUT_DIR/robustness.md (the tables in the paper's layout) and, with --loo, loo.csv.
@@ -70,6 +72,9 @@ def parse_args(argv):
     parser.add_argument("--workers", type=integer(1, 256), default=None,
                         help="processes for the leave-one-out refits (default: one per CPU)")
     parser.add_argument("--name", help="benchmark name in the tables (default: the matrix's folder)")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): every fit uses the "
+                             "masked likelihood, the BIC counts present cells (docs/suites.md)")
     return parser.parse_args(argv)
 
 
@@ -94,7 +99,12 @@ def main(argv=None) -> int:
         fail(f"--tune must be at least 0, got {args.tune}")
     if not 0 < args.target_accept < 1:
         fail(f"--target-accept must lie in (0, 1), got {args.target_accept}")
-    matrix = read_matrix(args.matrix, args.n_trials)
+    if args.allow_missing:
+        from benchmeasure.core.matrix import read_matrix_allowing_holes
+
+        matrix = read_matrix_allowing_holes(args.matrix, args.n_trials)
+    else:
+        matrix = read_matrix(args.matrix, args.n_trials)
     if args.loo and len(matrix.models) < 3:
         fail(f"{args.matrix}: leave-one-model-out needs at least 3 models, found {len(matrix.models)}")
     if args.guessing_csv is not None:
@@ -115,6 +125,7 @@ def main(argv=None) -> int:
     name = args.name or Path(args.matrix).resolve().parent.name
     record.update({"benchmark": name, "input": args.matrix, "input_sha256": sha256_file(args.matrix),
                    "n_trials": args.n_trials, "models": len(matrix.models), "items": len(matrix.items),
+                   "absent_cells": absent_counts(matrix),
                    "command": command_line(),
                    "package_versions": package_versions(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
     out = Path(args.output_dir)

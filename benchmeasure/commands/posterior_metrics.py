@@ -10,6 +10,7 @@ from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, r
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, TOP_K, add_alias, integer
+from benchmeasure.core.matrix_holes import absent_cells_beside
 
 EXAMPLES = """\
 examples:
@@ -78,6 +79,9 @@ def main(argv=None) -> int:
                      "n_trials": n_trials},
         "package_versions": package_versions(["numpy", "scipy", "xarray"]),
     }
+    absent = absent_cells_beside(args.posterior)
+    if absent is not None:  # the fit had holes: its b draws already carry each item's own amount of data
+        record["absent_cells"] = absent
     if args.output:
         write_json(args.output, record)
     if args.json:
@@ -86,6 +90,10 @@ def main(argv=None) -> int:
     pct = f"{100 * args.hdi_prob:g}%"
     print(f"{len(items)} items, {draws.shape[0]} posterior draws; central {pct} intervals; "
           f"resolution {rec['resolution']:.3f} (narrowest band this fit can reveal, normalized units)")
+    if absent is not None:
+        print(f"absent cells: {absent['total']} in the fit (masked likelihood: an item answered by fewer models "
+              f"has a wider posterior), {len(absent.get('per_item', {}))} items and "
+              f"{len(absent.get('per_model', {}))} models with some; per model and item in --json / diagnostics.json")
     print(f"| Metric | Plug-in (paper) | Per draw, own min-max {pct} | Per draw, fixed range {pct} | "
           f"Noise-aware estimate [{pct}] | Widest gap(s) resolved |")
     print("|---|---|---|---|---|---|")

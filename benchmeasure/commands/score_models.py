@@ -26,7 +26,13 @@ from benchmeasure.base.files import (
     write_json,
 )
 from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, integer
-from benchmeasure.core.fixed_scale_inputs import benchmark_difficulties, input_records, read_counts
+from benchmeasure.core.fixed_scale_inputs import (
+    absent_counts,
+    benchmark_difficulties,
+    cells_of,
+    input_records,
+    read_counts,
+)
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
 EXAMPLES = """\
@@ -34,6 +40,7 @@ examples:
   benchmeasure score new_models.csv --difficulty my_benchmark/difficulty.csv --n-trials 2 --output scores.csv
   benchmeasure score anchors_answered.csv --difficulty difficulty.csv --n-trials 1 --guessing 0.25 --output s.csv
   benchmeasure score model_a.csv model_b.csv --difficulty difficulty.csv --n-trials 1 --output s.csv  # own anchors
+  benchmeasure score holes.csv --difficulty difficulty.csv --n-trials 4 --allow-missing --output s.csv  # blank = absent
   benchmeasure score responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
       --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
 
@@ -70,6 +77,9 @@ def parse_args(argv):
                         help="use S draws of --difficulty-draws, evenly spaced (default 200)")
     parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
                         help="mass of θ's HDI and of the accuracy interval (default 0.94)")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="accept absent cells (a model scored on the items it answered) and K per cell "
+                             "(blank cells and MATRIX.trials.csv, or long responses with fewer trials; docs/suites.md)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser.parse_args(argv)
 
@@ -113,16 +123,19 @@ def main(argv=None) -> int:
     plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
     items, b = benchmark_difficulties(args.difficulty)
     position = {item: k for k, item in enumerate(items)}
-    tasks, seen = [], {}  # (model, counts, answered item indices) for every model of every input
+    tasks, seen = [], {}  # (model, counts, answered item indices, trials) for every model of every input
+    absent = {}
     for path in args.responses:
-        matrix = read_counts(path, args.n_trials)
+        matrix = read_counts(path, args.n_trials, args.allow_missing)
         unknown_items(path, matrix.items, items, args.difficulty)
         answered = np.asarray([position[item] for item in matrix.items], dtype=np.int64)
         for j, model in enumerate(matrix.models):
             if model in seen:
                 fail(f"{path}: model {model!r} is also in {seen[model]}; give each model's answers in one file")
             seen[model] = path
-            tasks.append((model, matrix.counts[j], answered))
+            present, counts, trials = cells_of(matrix, j)
+            tasks.append((model, counts, answered[present], trials))
+        absent.update(absent_counts(matrix)["per_model"])
     guessing = np.asarray(guessing_from_options(args, items, "difficulty file"), dtype=float)
     draws = difficulty_draws(args, items)
 
@@ -132,13 +145,15 @@ def main(argv=None) -> int:
     say(f"scoring {len(tasks)} model(s) against {len(items)} items"
         + (f", integrating over {len(draws)} difficulty draws" if draws is not None else ""))
     scores = []
-    for j, (model, counts, answered) in enumerate(tasks):
-        scores.append(score_model(counts, answered, b, args.n_trials, guessing, draws, args.hdi_prob, model))
+    for j, (model, counts, answered, trials) in enumerate(tasks):
+        scores.append(score_model(counts, answered, b, args.n_trials, guessing, draws, args.hdi_prob, model,
+                                  trials=trials))
         say(f"  [{j + 1}/{len(tasks)}] {model}: {answered.size} items, theta {scores[-1].theta_mean:.3f} ± "
             f"{scores[-1].theta_sd:.3f}, predicted accuracy {scores[-1].accuracy_predicted_full:.4f}")
     record = {
         "output": args.output, "columns": SCORE_COLUMNS, "models": len(scores),
-        "items_answered": {model: int(answered.size) for model, _, answered in tasks},
+        "items_answered": {model: int(answered.size) for model, _, answered, _ in tasks},
+        "absent_cells_per_model": absent,
         "items_in_benchmark": len(items),
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "difficulty_draws_used": None if draws is None else len(draws),

@@ -59,9 +59,22 @@ class ResponseMatrix:
         return self.counts / self.n_trials
 
     def drop_model(self, index: int) -> ResponseMatrix:
-        """The same matrix without model ``index`` (for leave-one-model-out refits)."""
+        """The same matrix without model ``index`` (for leave-one-model-out refits); holes are kept."""
         keep = [j for j in range(len(self.models)) if j != index]
-        return ResponseMatrix([self.models[j] for j in keep], list(self.items), self.counts[keep], self.n_trials)
+        trials = None if self.trials is None else self.trials[keep]
+        if trials is not None and (trials == self.n_trials).all():
+            trials = None
+        return ResponseMatrix([self.models[j] for j in keep], list(self.items), self.counts[keep], self.n_trials,
+                              trials)
+
+    def cell_trials(self):
+        """Trials per cell for a likelihood: the (M, N) ``trials`` matrix with holes (0 = absent), else K."""
+        return self.n_trials if self.trials is None else self.trials
+
+    @property
+    def present_cells(self) -> int:
+        """How many cells hold an answer (M·N without holes)."""
+        return self.counts.size if self.trials is None else int((self.trials > 0).sum())
 
     def constant_items(self) -> dict:
         """Items solved by every model in every trial (``all_correct``) or by none (``all_wrong``)."""
@@ -175,15 +188,17 @@ def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:
     write_count_table(matrix, path)
 
 
-def read_matrix_allowing_holes(path: str | os.PathLike, n_trials: int) -> ResponseMatrix:
+def read_matrix_allowing_holes(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)) -> ResponseMatrix:
     """A count matrix that may have absent cells (blank) and K per cell (``MATRIX.trials.csv``,
-    :mod:`benchmeasure.core.matrix_holes`); ``trials`` is None when every cell has ``n_trials``."""
+    :mod:`benchmeasure.core.matrix_holes`); ``trials`` is None when every cell has ``n_trials``. ``min_size`` as
+    for :func:`read_matrix`."""
     from benchmeasure.core.matrix_holes import read_counts_and_trials
 
     check_n_trials(n_trials)
     models, items, counts, trials = read_counts_and_trials(path, n_trials)
-    if len(models) < 2 or len(items) < 2:
-        fail(f"{path}: need at least 2 models and 2 items, found {len(models)} models and {len(items)} items")
+    if len(models) < min_size[0] or len(items) < min_size[1]:
+        fail(f"{path}: need at least {min_size[0]} model{'s' * (min_size[0] > 1)} and {min_size[1]} "
+             f"item{'s' * (min_size[1] > 1)}, found {len(models)} models and {len(items)} items")
     trials = np.asarray(trials, dtype=np.int64).reshape(len(models), len(items))
     return ResponseMatrix(list(models), list(items), np.asarray(counts, dtype=np.int64).reshape(trials.shape),
                           n_trials, None if (trials == n_trials).all() else trials)

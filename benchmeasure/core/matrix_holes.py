@@ -109,3 +109,49 @@ def read_counts_and_trials(path: str | os.PathLike, n_trials: int) -> tuple[list
         if all(t is None for t in t_row):
             fail(f"{path}: line {line}: model {model!r} has no answers at all (every cell is blank)")
     return (models, items, [[c or 0 for c in row] for row in counts], [[t or 0 for t in row] for row in trials])
+
+
+def diagnostics_beside(path, name: str = "diagnostics.json", up: int = 0) -> dict:
+    """The ``diagnostics.json`` (or ``name``) of the fit folder holding ``path`` (a file or a zarr folder), or of the
+    folder ``up`` levels above it; {} when none."""
+    import json
+
+    folder = os.path.dirname(os.path.abspath(os.fspath(path).rstrip("/")))
+    for _ in range(up):
+        folder = os.path.dirname(folder)
+    beside = os.path.join(folder, name)
+    try:
+        with open(beside, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def absent_cells_beside(path) -> dict | None:
+    """``absent_cells`` (total, per model, per item) of the fit beside ``path`` when it had holes, else None: a fit
+    folder's diagnostics.json, or for ``DIR/<benchmark>/difficulty.csv`` of ``fit-suite`` the suite's
+    ``DIR/suite.json`` (whose counts cover the whole suite)."""
+    for name, up in (("diagnostics.json", 0), ("suite.json", 1)):
+        absent = _checked_absent(diagnostics_beside(path, name, up).get("absent_cells"))
+        if absent is not None:
+            return absent
+    return None
+
+
+def _checked_absent(absent) -> dict | None:
+    """``absent`` when it is a well-formed record with at least one absent cell (an integer total ≥ 1 and per
+    model / per item tables of non-negative integers), else None: a malformed record is ignored, not trusted."""
+    if not isinstance(absent, dict):
+        return None
+    total = absent.get("total")
+    if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+        return None
+    tables = {}
+    for key in ("per_model", "per_item"):
+        table = absent.get(key, {})
+        if not isinstance(table, dict) or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
+                                              for v in table.values()):
+            return None
+        tables[key] = {str(k): v for k, v in table.items()}
+    return {"total": total, **tables}

@@ -66,6 +66,7 @@ class Entry:
     domain: str = ""
     posterior: dict | None = None
     filled: list = field(default_factory=list)
+    absent: dict | None = None
 
     def diagnosis(self) -> Diagnosis:
         return diagnose(self.b, top_k=TOP_K, where=self.source)
@@ -141,7 +142,24 @@ def load_entries(paths: list, column: str, question_field: str | None, chars: in
 def _entry(name, path: Path, ids, b, pool, question_field, chars) -> Entry:
     questions = read_questions(pool, question_field, chars) if pool is not None and pool.is_file() and chars else None
     log.info("%s: %d items from %s%s", name, len(b), path, " (with question text)" if questions else "")
-    return Entry(name, str(path), [str(i) for i in ids], list(b), questions, sha256_file(path))
+    return Entry(name, str(path), [str(i) for i in ids], list(b), questions, sha256_file(path),
+                 absent=absent_view(path, [str(i) for i in ids]))
+
+
+def absent_view(path: Path, ids: list) -> dict | None:
+    """A fit with holes (``absent_cells`` in the diagnostics.json beside the difficulty file): the total, the
+    models with some and, per item in file order, how many models did not answer it; None without holes."""
+    from benchmeasure.core.matrix_holes import absent_cells_beside
+
+    absent = absent_cells_beside(path)
+    if absent is None:
+        return None
+    per_item = absent.get("per_item", {})
+    counts = [int(per_item.get(i, 0)) for i in ids]  # this benchmark's items (a suite's record covers them all)
+    if not any(counts):
+        return None
+    return {"total": sum(counts), "models": len(absent.get("per_model", {})),
+            "items": sum(1 for c in counts if c), "per_item": counts}
 
 
 def check_names(entries: list) -> None:
@@ -372,6 +390,7 @@ def benchmark_view(entry: Entry, domains: dict) -> dict:
         "b": [_fixed(v, decimals) for v in entry.b],
         "z": [_fixed((v - low) / span, Z_DECIMALS) for v in entry.b],
         "ids": ids, "questions": questions, "posterior": entry.posterior, "filled": entry.filled,
+        "absent": entry.absent,
     }
 
 

@@ -331,8 +331,22 @@ class ModelScore:
         return [getattr(self, name) for name in SCORE_COLUMNS]
 
 
+def bernoulli_cells(counts, trials):
+    """K per cell as single trials: (index of each trial's cell, 1 for a correct trial else 0).
+
+    Y correct of T binomial trials and Y ones and T − Y zeros of T Bernoulli trials with the same p have the same
+    likelihood up to the constant C(T, Y), so a posterior with K per cell is the K = 1 posterior of these cells
+    (and its curvature bound, 1 + Σ T / 4, is the one the grid is sized for). A cell with 0 trials gives none.
+    """
+    y = np.asarray(counts, dtype=np.int64)
+    t = np.asarray(trials, dtype=np.int64)
+    cell = np.repeat(np.arange(t.size), t)
+    rank = np.arange(cell.size) - np.repeat(np.cumsum(t) - t, t)  # 0 … T − 1 within each cell
+    return cell, (rank < y[cell]).astype(float)
+
+
 def score_model(counts, answered, difficulties, n_trials: int, guessing, difficulty_draws=None,
-                prob: float = HDI_PROB, model: str = "") -> ModelScore:
+                prob: float = HDI_PROB, model: str = "", trials=None) -> ModelScore:
     """θ's posterior and the predicted full-benchmark accuracy of one model that answered some items.
 
     Parameters
@@ -348,21 +362,32 @@ def score_model(counts, answered, difficulties, n_trials: int, guessing, difficu
         Posterior draws of the difficulties: θ's posterior is then the mixture over draws of
         p(θ | y, b⁽ˢ⁾) (the difficulties are not updated by the new model's answers, as when they
         are held fixed), and the prediction uses each draw's difficulties for the unanswered items.
+    trials : array_like of int, shape (n,), optional
+        Trials of each answered item (1 … K) when they differ (K per cell); default K for every item. An
+        answered item then counts y_i / T_i towards the predicted accuracy, and the observed accuracy is
+        Σ y / Σ T.
     """
     y = np.asarray(counts, dtype=float)
     idx = np.asarray(answered, dtype=np.int64)
     g = np.asarray(guessing, dtype=float)
     rest = np.setdiff1d(np.arange(g.size), idx)
     draws = np.asarray(difficulties, dtype=float)[None, :] if difficulty_draws is None else difficulty_draws
-    grid = grid_for(idx.size, n_trials)
+    t = np.full(idx.size, float(n_trials)) if trials is None else np.asarray(trials, dtype=float)
+    solved = float((y / t).sum()) if idx.size else 0.0
+    observed = float(y.sum() / t.sum()) if idx.size else float("nan")
+    k = n_trials
+    if trials is not None and np.any(t != n_trials):  # K per cell: the same posterior from single trials
+        cell, y = bernoulli_cells(counts, trials)
+        idx, k = idx[cell], 1
+    grid = grid_for(idx.size, k)
     if grid.size > DIRECT_NODES:  # one fine grid over every draw's window, so the posteriors mix
-        windows = [mass_window(y, draw[idx], n_trials, np.broadcast_to(g[idx], idx.shape), "model") for draw in draws]
-        grid = grid_for(idx.size, n_trials, (min(w[0] for w in windows), max(w[1] for w in windows)))
-    components = [(ability_posterior(y, draw[idx], n_trials, g[idx], grid), draw[rest], g[rest]) for draw in draws]
+        windows = [mass_window(y, draw[idx], k, np.broadcast_to(g[idx], idx.shape), "model") for draw in draws]
+        grid = grid_for(idx.size, k, (min(w[0] for w in windows), max(w[1] for w in windows)))
+    components = [(ability_posterior(y, draw[idx], k, g[idx], grid), draw[rest], g[rest]) for draw in draws]
     posterior = components[0][0] if len(components) == 1 else GridPosterior.mixture([c[0] for c in components])
     low, high = posterior.hdi(prob)
-    prediction = predict_accuracy(components, float(y.sum()) / n_trials, g.size, n_trials, prob)
-    observed = float(y.sum()) / (n_trials * idx.size) if idx.size else float("nan")
+    prediction = predict_accuracy(components, solved, g.size, n_trials, prob)
+    idx = np.asarray(answered, dtype=np.int64)
     return ModelScore(model, posterior.mean, posterior.sd, low, high, int(idx.size), observed,
                       prediction.mean, prediction.low, prediction.high)
 
@@ -386,11 +411,19 @@ class ItemCalibration:
 
 
 def calibrate_item(counts, abilities, n_trials: int, guessing: float = 0.0, reference=None,
-                   prob: float = HDI_PROB, item: str = "") -> ItemCalibration:
+                   prob: float = HDI_PROB, item: str = "", trials=None) -> ItemCalibration:
     """b's posterior for one item given fixed abilities (BenchFill's online calibration, with an HDI).
 
-    ``reference`` is ``(b_min, b_max)`` of the benchmark whose normalized axis ``z`` is on.
+    ``reference`` is ``(b_min, b_max)`` of the benchmark whose normalized axis ``z`` is on. ``trials`` (one per
+    model, 0 = the model did not answer) gives K per cell: the masked likelihood (absent models drop out).
     """
+    if trials is not None:
+        t = np.asarray(trials, dtype=np.int64)
+        present = t > 0
+        counts, abilities, t = np.asarray(counts)[present], np.asarray(abilities, dtype=float)[present], t[present]
+        if np.any(t != n_trials):  # K per cell: the same posterior from single trials
+            cell, counts = bernoulli_cells(counts, t)
+            abilities, n_trials = abilities[cell], 1
     posterior = difficulty_posterior(counts, abilities, n_trials, guessing)
     low, high = posterior.hdi(prob)
     z = float("nan") if reference is None else (posterior.mean - reference[0]) / (reference[1] - reference[0])

@@ -328,28 +328,44 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
 
 
 def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *, block: int = 100,
-                      on_block=None) -> np.ndarray:
+                      on_block=None, threads: int | None = None) -> np.ndarray:
     """Exact draws of b given each θ draw: theta_draws (chains, draws, M) → float32 (chains, draws, N).
 
     Draws are made in blocks of ``block`` θ draws, each block seeded from ``seed`` and its
-    index (so the result does not depend on the block's position in time);
-    ``on_block(done, total)`` is called after each block (progress).
+    index (so the result depends neither on the block's position in time nor on the thread
+    that draws it); blocks are drawn by ``threads`` threads (default: the CPUs this process may
+    use, at most 4; the Numba kernels release the GIL). ``on_block(done, total)`` is called
+    after each block (progress).
     """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
     chains, draws, m = theta_draws.shape
     flat = np.ascontiguousarray(theta_draws.reshape(chains * draws, m), dtype=float)
     out = np.empty((chains * draws, data.n_items), dtype=np.float32)
     grid = data.grid
     delta = grid.curvature * grid.step ** 2 / 8.0
-    buffer = np.empty((min(block, flat.shape[0]), data.n_items))
-    seeds = np.random.SeedSequence(seed).generate_state(-(-flat.shape[0] // block))
-    for index, start in enumerate(range(0, flat.shape[0], block)):
+    starts = list(range(0, flat.shape[0], block))
+    seeds = np.random.SeedSequence(seed).generate_state(len(starts))
+    if threads is None:
+        threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+    def one(index):
+        start = starts[index]
         stop = min(start + block, flat.shape[0])
-        part = buffer[: stop - start]
-        draw_b_block(flat[start:stop], grid.nodes, grid.step, delta, float(data.n_trials), data.c_values, data.yu,
-                     data.gu, data.gbounds, data.item_kind, data.item_group, int(seeds[index]), part)
+        part = np.empty((stop - start, data.n_items))
+        if hasattr(data, "draw_block"):  # holes or K per cell (collapsed_holes.CollapsedHolesData)
+            data.draw_block(flat[start:stop], delta, int(seeds[index]), part)
+        else:
+            draw_b_block(flat[start:stop], grid.nodes, grid.step, delta, float(data.n_trials), data.c_values,
+                         data.yu, data.gu, data.gbounds, data.item_kind, data.item_group, int(seeds[index]), part)
         out[start:stop] = part
-        if on_block is not None:
-            on_block(stop, flat.shape[0])
+        return stop
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for stop in pool.map(one, range(len(starts))):  # in block order: stop grows
+            if on_block is not None:
+                on_block(stop, flat.shape[0])
     return out.reshape(chains, draws, data.n_items)
 
 
@@ -390,7 +406,7 @@ def _step_factor(grid: Grid, data: CollapsedData) -> float:
 
 
 def _with_grid(data: CollapsedData, grid: Grid) -> CollapsedData:
-    clone = object.__new__(CollapsedData)
+    clone = object.__new__(type(data))
     clone.__dict__.update(data.__dict__)
     clone.grid = grid
     return clone
@@ -400,6 +416,9 @@ def _edge_weight(data: CollapsedData, theta: np.ndarray) -> float:
     """Largest normalized end-node weight over every group's integrand at θ."""
     from benchmeasure.irt.quadrature import edge_weight
 
+    if hasattr(data, "log_integrands"):  # holes or K per cell
+        a = data.log_integrands(theta)
+        return float(edge_weight(a).max()) if a.size else 0.0
     grid = data.grid
     worst = 0.0
     if data.c_values.size:

@@ -173,18 +173,19 @@ def check_settings(**fields) -> FitSettings:
 
 
 def settings_for(matrix: ResponseMatrix, settings: FitSettings, fixed_b=None) -> FitSettings:
-    """The settings a fit of ``matrix`` runs with: holes or K per cell, and fixed difficulties, need NUTS on
-    the joint route (the route is set to joint). Raises :class:`SettingsError` for what cannot run."""
+    """The settings a fit of ``matrix`` runs with. Holes or K per cell need NUTS with nutpie or pymc and the
+    binomial; ``auto`` picks the collapsed route for them as for a complete matrix (the joint route when
+    difficulties are fixed). Fixed difficulties need NUTS on the joint route (the route is set to joint).
+    Raises :class:`SettingsError` for what cannot run."""
     s = settings
-    if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked joint model
-        if s.method != "nuts" or s.route == "collapsed" or s.sampler == "numpyro":
-            raise SettingsError("a matrix with absent cells or K per cell is fitted by NUTS on the joint route with "
-                                "nutpie or pymc ({method} nuts, {route} joint or auto); the fused kernel, the "
-                                "posterior mode and the collapsed route assume one K for every cell")
+    if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked likelihood
+        if s.method != "nuts" or s.sampler == "numpyro":
+            raise SettingsError("a matrix with absent cells or K per cell is fitted by NUTS with nutpie or pymc "
+                                "({method} nuts, {sampler} nutpie or pymc); the posterior mode and the numpyro "
+                                "model assume one K for every cell")
         if s.observation != "binomial":
             raise SettingsError("a matrix with absent cells or K per cell is fitted with the binomial "
                                 "{observation} model only, not {value!r}", value=s.observation)
-        s = dataclasses.replace(s, route="joint")
     if fixed_b is not None:
         if s.method != "nuts":
             raise SettingsError("fixed difficulties need {method} nuts (the posterior mode is not implemented for "
@@ -346,7 +347,8 @@ def _fit_collapsed(matrix, g, settings, wall_start, run: _Run) -> FitResult:
     from benchmeasure.irt.diagnostics import summarize_draws
     from benchmeasure.irt.model import build_collapsed_model
 
-    model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models)
+    model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models,
+                                        trials=getattr(matrix, "trials", None))
     idata, compile_time, sampling_time = _run_nuts(model, ["theta"], run)
     progress, seed_used = run.progress, run.seed_used
     posterior = idata["posterior"].to_dataset()

@@ -182,7 +182,7 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
     return model
 
 
-def build_collapsed_model(counts, n_trials: int, guessing=0.0, *, models=None, data=None):
+def build_collapsed_model(counts, n_trials: int, guessing=0.0, *, models=None, data=None, trials=None):
     """The PyMC model of the abilities' marginal posterior (every b_i integrated out), for the collapsed route.
 
     θ ~ Normal(0, 1) (dims ``model``) and a potential equal to
@@ -193,15 +193,19 @@ def build_collapsed_model(counts, n_trials: int, guessing=0.0, *, models=None, d
     makes z_0 the (scaled) mean ability: the abilities' common shift, which the data barely
     constrain, gets a coordinate (and a mass-matrix entry) of its own. H is orthogonal, so
     θ keeps exactly its Normal(0, I) prior. ``data`` is the
-    :class:`~benchmeasure.irt.collapsed.CollapsedData` to use (built from ``counts`` when None).
-    Returns ``(model, data)``.
+    :class:`~benchmeasure.irt.collapsed.CollapsedData` to use (built from ``counts`` when None); with
+    ``trials`` (M × N, 0 = absent cell) it is a :class:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData`
+    (the masked likelihood). Returns ``(model, data)``.
     """
     import pymc as pm
 
     from benchmeasure.irt.collapsed import CollapsedData
+    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
     from benchmeasure.irt.pytensor_op import MarginalLoglik
 
-    data = data or CollapsedData(counts, n_trials, guessing)
+    if data is None:
+        data = (CollapsedData(counts, n_trials, guessing) if trials is None
+                else CollapsedHolesData(counts, trials, n_trials, guessing))
     n_models = data.n_models
     coords = {"model": list(models) if models is not None else list(range(n_models))}
     v = _householder(n_models)

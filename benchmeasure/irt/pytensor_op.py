@@ -19,6 +19,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 from benchmeasure.irt.collapsed import CollapsedData, marginal_logp_grad
+from benchmeasure.irt.collapsed_holes import CollapsedHolesData, marginal_logp_grad_holes
 from benchmeasure.irt.kernel import LoglikData, loglik_and_grad
 
 
@@ -111,9 +112,23 @@ class MarginalLoglik:
 
     def __call__(self, theta):
         d = self.data
+        if isinstance(d, CollapsedHolesData):  # holes or K per cell: the trials patterns travel as constants
+            return MarginalHolesLoglikGrad()(theta, *[pytensor.shared(np.ascontiguousarray(c), borrow=False)
+                                                      for c in d.args()])[0]
         constants = [d.grid.nodes, d.grid.log_weights, d.c_values, d.c_counts, d.row_sums, d.yu, d.nu, d.gu,
                      d.gbounds, np.array([float(d.n_trials)])]
         return self._op(theta, *[pytensor.shared(c, borrow=False) for c in constants])[0]
+
+
+class MarginalHolesLoglikGrad(MarginalLoglikGrad):
+    """(θ, nodes, log weights, patterns, c pattern, c, n_c, R, Y_u, T_u, n_u, g_u, g bounds) → (ℓ(θ), ∂ℓ/∂θ) with
+    holes or K per cell (:mod:`benchmeasure.irt.collapsed_holes`)."""
+
+    def perform(self, node, inputs, outputs):
+        theta, *constants = inputs
+        value, grad = marginal_logp_grad_holes(np.ascontiguousarray(theta), *constants)
+        outputs[0][0] = np.asarray(value, dtype=np.float64)
+        outputs[1][0] = grad
 
 
 def _kernel_version() -> int:
@@ -123,7 +138,7 @@ def _kernel_version() -> int:
 
     here = importlib.resources.files(__package__)
     digest = hashlib.sha256()
-    for name in ("kernel.py", "pytensor_op.py", "collapsed.py", "quadrature.py"):
+    for name in ("kernel.py", "pytensor_op.py", "collapsed.py", "collapsed_holes.py", "quadrature.py"):
         digest.update(here.joinpath(name).read_bytes())
     return int.from_bytes(digest.digest()[:6], "big")
 
@@ -162,6 +177,21 @@ def _register_numba():
             return np.asarray(value), grad
 
         return marginal, _KERNEL_VERSION
+
+    @register_funcify_default_op_cache_key(MarginalHolesLoglikGrad)
+    def _funcify_marginal_holes(op, node=None, **kwargs):
+        @numba_njit
+        def marginal_holes(theta, nodes, log_w, patterns, c_pattern, c_values, c_counts, row_sums, yu, ku, nu, gu,
+                           gbounds):
+            value, grad = marginal_logp_grad_holes(
+                np.ascontiguousarray(theta), np.ascontiguousarray(nodes), np.ascontiguousarray(log_w),
+                np.ascontiguousarray(patterns), np.ascontiguousarray(c_pattern), np.ascontiguousarray(c_values),
+                np.ascontiguousarray(c_counts), np.ascontiguousarray(row_sums), np.ascontiguousarray(yu),
+                np.ascontiguousarray(ku), np.ascontiguousarray(nu), np.ascontiguousarray(gu),
+                np.ascontiguousarray(gbounds))
+            return np.asarray(value), grad
+
+        return marginal_holes, _KERNEL_VERSION
 
 
 _register_numba()
