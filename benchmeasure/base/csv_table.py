@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import gzip
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -130,6 +132,22 @@ def table_kind(names) -> str | None:
     return None
 
 
+def _open_text(path: str):
+    """A CSV file as text; a name ending in ``.gz`` is read through gzip (the bundled suites are shipped so)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
+
+
+@contextlib.contextmanager
+def _gzip_errors(path: str) -> Iterator[None]:
+    """A damaged ``.gz`` file is one error line, not a traceback."""
+    try:
+        yield
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        fail(f"{path}: not a readable gzip file ({exc}); give the plain CSV or a complete .gz")
+
+
 @contextlib.contextmanager
 def open_table(path: str | os.PathLike, required: Iterable = (), nonblank: Iterable | None = None,
                expected: str = "", label_first: bool = False) -> Iterator[tuple[list, Iterator[tuple[int, list]]]]:
@@ -148,10 +166,10 @@ def open_table(path: str | os.PathLike, required: Iterable = (), nonblank: Itera
         fail(f"{path}: is a folder, expected a CSV file")
     with file_errors(path):
         try:
-            handle = open(path, encoding="utf-8-sig", newline="")
+            handle = _open_text(path)
         except OSError as exc:
             fail(f"{path}: cannot read ({exc.strerror or exc})")
-        with handle:
+        with handle, _gzip_errors(path):
             reader = csv.reader(handle, strict=True)
             raw = next(reader, None)
             while raw == []:  # blank lines before the header

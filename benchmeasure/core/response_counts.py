@@ -8,7 +8,8 @@ messages, the same matrix — on any Python 3.9+, streaming the file through the
 packages are installed (``prepare_response_matrix.py`` chooses; ``tests/test_response_counts.py`` checks
 that both give the same matrix or both refuse).
 
-Rules (README, "input format"): columns ``model,item_id,trial,correct`` (others ignored); ``correct`` is
+Rules (README, "input format"): columns ``model,item_id,trial,correct`` (others ignored; with ``--n-trials 1``
+the ``trial`` column may be left out, each row then being trial 0); ``correct`` is
 ``0`` or ``1``; no blank model, item or trial ID; every (model, item) pair has exactly ``n_trials`` rows
 with distinct trial IDs; every model answers every item some model answered.
 """
@@ -52,10 +53,12 @@ def count_responses(path: str | os.PathLike, n_trials: int, allow_missing: bool 
     items: dict = {}
     seen: dict = {}  # (model, item, trial) -> line
     pairs: dict = {}  # (j, i) -> [rows, correct, first line]
-    with open_table(path, required=COLUMNS, nonblank=(), expected=",".join(COLUMNS)) as (header, rows):
-        at = [header.index(name) for name in COLUMNS]
+    # one answer per cell (--n-trials 1) needs no trial column: each row is trial 0 (the bundled suites)
+    required = COLUMNS if n_trials > 1 else ("model", "item_id", "correct")
+    with open_table(path, required=required, nonblank=(), expected=",".join(COLUMNS)) as (header, rows):
+        at = [header.index(name) if name in header else None for name in COLUMNS]
         for line, fields in rows:
-            model, item, trial, correct = (fields[k] for k in at)
+            model, item, trial, correct = ("0" if k is None else fields[k] for k in at)
             if correct not in ("0", "1"):
                 fail(f"{path} line {line}: model {model!r}, item {item!r}, trial {trial!r}: correct is "
                      f"{correct!r}, expected 0 or 1")
