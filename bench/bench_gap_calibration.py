@@ -143,8 +143,8 @@ def main():
                           f"{c['plugin']['bias']:+.3f} | {c['plugin']['rmse']:.3f} | {c['plugin']['coverage']} | "
                           f"{c['new']['bias']:+.3f} | {c['new']['rmse']:.3f} | {c['new']['coverage']} | {fc} |",
                           flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+                if args.json:  # after every cell, so that a long run's finished cells are kept
+                    Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
