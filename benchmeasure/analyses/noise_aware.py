@@ -56,16 +56,9 @@ K1_REFUSAL = ("not reported: the fit has one trial per cell (K = 1), where the n
 
 def n_trials_beside(posterior_path) -> int | None:
     """K from the ``diagnostics.json`` of the fit folder holding ``posterior_path`` (None when there is none)."""
-    import json
-    import os
+    from benchmeasure.core.difficulty_file import fit_n_trials
 
-    path = os.path.join(os.path.dirname(os.path.abspath(os.fspath(posterior_path).rstrip("/"))), "diagnostics.json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle).get("input", {}).get("n_trials")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) else None
+    return fit_n_trials(posterior_path)
 
 
 #: draws larger than this in magnitude are rescaled before any sum (see :func:`report`)
@@ -99,7 +92,7 @@ def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: i
     if refused is None:
         noisy, population = population_draws(b, replicates=replicates, seed=seed)
         aware = metric_draws(noisy, top_k)
-    gaps = gap_table(mean, sd, items, top_k)
+    gaps = gap_table(mean, sd, items, top_k, n_trials=n_trials)
     resolution = benchmark_resolution(mean, sd)
     metrics = {}
     for name in own:

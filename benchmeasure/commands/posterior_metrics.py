@@ -163,7 +163,10 @@ def main(argv=None) -> int:
     if rec["metrics"]["max_gap"].get("resolved") is False:
         g = rec["gaps"][0]
         print(f"note: the widest gap ({g['lower_item']} to {g['upper_item']}) is not resolved: its edges are "
-              f"{g['separation']:.1f} posterior sds apart (resolved: ≥ 2); it may be noise, not a gap")
+              f"{g['separation']:.1f} posterior sds apart (resolved: ≥ 2); it may be noise, not a gap"
+              + ("" if g.get("extra_trials_per_model") is None else
+                 f"; about {g['extra_trials_per_model']} more trials per model on these two items would resolve it "
+                 "if it is as wide as it looks"))
     if args.calibrate:
         print_calibration(record["calibration"])
     return 0
