@@ -173,7 +173,7 @@ def main(argv=None) -> int:
 
 
 def _cell(c: dict | None, key: str = "coverage") -> str:
-    return "refused" if c is None else f"{c['bias']:+.3f} | {c[key]}"
+    return "refused | -" if c is None else f"{c['bias']:+.3f} | {c[key]}"
 
 
 def print_calibration(cal: dict) -> None:
