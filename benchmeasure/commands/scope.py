@@ -49,9 +49,9 @@ examples:
       --seed 0 --output-dir results/scope_arith
   benchmeasure scope --space rg_space.yaml --generator benchmeasure.scope.rg:basic_arithmetic ... \\
       --utility complexity --complexity "terms*digits" --threshold 0.1 ...
-  benchmeasure scope ... --model sim-weak --model sim-solver --model sim-strong --utility band \
+  benchmeasure scope ... --model sim-weak --model sim-solver --model sim-strong --utility band \\
       --band 0.35 0.6 --abilities panel_ability.csv --difficulty my_benchmark/difficulty.csv ...
-  benchmeasure scope ... --utility band --gap 1 --abilities panel_ability.csv \
+  benchmeasure scope ... --utility band --gap 1 --abilities panel_ability.csv \\
       --difficulty my_benchmark/difficulty.csv ...     # the first gap in BenchFill's order (resolved first)
 
 space file (YAML): one entry per parameter
