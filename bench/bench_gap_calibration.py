@@ -35,75 +35,20 @@ import numpy as np
 
 runpy.run_path(str(Path(__file__).resolve().parent.parent / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
-from benchmeasure.analyses.noise_aware import report  # noqa: E402
-from benchmeasure.core.matrix import ResponseMatrix  # noqa: E402
-from benchmeasure.core.metrics import diagnose  # noqa: E402
-from benchmeasure.irt.fit import fit_1pl  # noqa: E402
-from benchmeasure.irt.quadrature import sample  # noqa: E402
-
-METRICS = ("ddm", "max_gap", "top5_gap_sum")
-WORLDS = ("normal", "uniform", "band", "clusters")
+from benchmeasure.analyses.gap_calibration import METRICS, WORLDS, replicate, summarize  # noqa: E402
+from benchmeasure.analyses.gap_calibration import true_difficulties as world_difficulties  # noqa: E402
 
 
 def true_difficulties(world: str, n: int, rng) -> np.ndarray:
-    """n true difficulties of a world (names as in the issue)."""
-    if world == "normal":
-        return rng.normal(0, 1, n)
-    if world == "uniform":
-        return rng.uniform(-2, 2, n)
-    if world == "band":  # uniform on [-2, 2] with an empty band of 20 % of the range at a random place
-        start = rng.uniform(-1.6, 0.8)
-        u = rng.uniform(-2, 1.2, n)
-        return np.where(u >= start, u + 0.8, u)
-    if world == "clusters":
-        side = rng.random(n) < 0.5
-        return np.where(side, rng.normal(-1.0, 0.35, n), rng.normal(1.2, 0.35, n))
-    raise SystemExit(f"unknown world {world!r}")
+    """n true difficulties of a world (names as in the issue; :mod:`benchmeasure.analyses.gap_calibration`)."""
+    return world_difficulties(world, n, rng)
 
 
 def one(world, n, k, models, rng, args):
     b = true_difficulties(world, n, rng)
     theta = rng.normal(0, 1.5, models)
-    y = rng.binomial(k, 1 / (1 + np.exp(-(theta[:, None] - b[None, :]))))
-    matrix = ResponseMatrix([f"m{j}" for j in range(models)], [f"i{i}" for i in range(n)], y, k)
-    if args.abilities == "nuts":
-        fit = fit_1pl(matrix, chains=args.chains, tune=args.tune, draws=args.draws, route="collapsed",
-                      seed=int(rng.integers(2**31)), cores=1)
-        b_draws = fit.draws("b")
-    else:  # exact draws of every b given the true abilities (quadrature), no NUTS: the fast stand-in
-        b_draws = sample(y.T, k, theta, size=args.chains * args.draws, seed=int(rng.integers(2**31))).T
-    rec = report(matrix.items, b_draws, seed=int(rng.integers(2**31)), replicates=args.replicates)
-    truth = diagnose(list(b)).as_dict()
-    row = {"truth": {m: truth[m] for m in METRICS}, "resolution": rec["resolution"],
-           "max_gap_resolved": rec["metrics"]["max_gap"]["resolved"]}
-    for m in METRICS:
-        e = rec["metrics"][m]
-        row[m] = {"plugin": e["plugin"], "plugin_low": e["per_draw_min_max"]["low"],
-                  "plugin_high": e["per_draw_min_max"]["high"], "new": e["estimate"], "new_low": e["low"],
-                  "new_high": e["high"]}
-    row["max_gap"]["fillcorr"] = rec["metrics"]["max_gap"]["filled_corrected"]
-    return row
-
-
-def summarize(rows):
-    out = {}
-    for m in METRICS:
-        t = np.array([r["truth"][m] for r in rows])
-        cell = {}
-        for est in ("plugin", "new", "fillcorr"):
-            if est not in rows[0][m]:
-                continue
-            v = np.array([r[m][est] for r in rows])
-            cell[est] = {"bias": float((v - t).mean()), "rmse": float(np.sqrt(((v - t) ** 2).mean()))}
-            if est != "fillcorr":
-                lo = np.array([r[m][f"{est}_low"] for r in rows])
-                hi = np.array([r[m][f"{est}_high"] for r in rows])
-                cell[est]["coverage"] = f"{int(((lo <= t) & (t <= hi)).sum())}/{len(rows)}"
-        cell["truth_mean"] = float(t.mean())
-        out[m] = cell
-    out["resolved"] = f"{sum(r['max_gap_resolved'] for r in rows)}/{len(rows)}"
-    out["resolution"] = float(np.mean([r["resolution"] for r in rows]))
-    return out
+    return replicate(b, theta, k, rng, chains=args.chains, tune=args.tune, draws=args.draws,
+                     replicates=args.replicates, abilities=args.abilities, refuse_k1=False)
 
 
 def main():
@@ -143,8 +88,8 @@ def main():
                           f"{c['plugin']['bias']:+.3f} | {c['plugin']['rmse']:.3f} | {c['plugin']['coverage']} | "
                           f"{c['new']['bias']:+.3f} | {c['new']['rmse']:.3f} | {c['new']['coverage']} | {fc} |",
                           flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+                if args.json:  # after every cell, so that a long run's finished cells are kept
+                    Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -141,10 +141,20 @@ def test_benchfill_targets_resolved_gaps_first_and_warns(tmp_path, caplog):
     noisy_top = _seed_set(tmp_path, [0.05, 0.05, 0.05, 0.6, 0.6])   # the widest gap's edges are 1.6 sds apart
     with caplog.at_level(logging.WARNING):
         targets = noisy_top.targets(3)
+        noisy_top.target_choice(3, n_trials=4)
     # resolved gaps first (widest first among them), then the widest gap, which is not resolved, with a warning
     assert [(t.left, t.right) for t in targets] == [pytest.approx((1 / 6, 0.5)), pytest.approx((0, 1 / 6)),
                                                     pytest.approx((1.6 / 3, 1.0))]
     assert any("not resolved" in r.getMessage() for r in caplog.records)
+    # what to ask the panel next: the unresolved target names its edge items and the trials that would resolve it
+    from benchmeasure.core.resolution import trials_to_resolve
+
+    choice = noisy_top.target_choice(3, n_trials=4)
+    assert [row["resolved"] for row in choice] == [True, True, False]
+    assert (choice[2]["lower_item"], choice[2]["upper_item"]) == ("3", "4")
+    assert choice[2]["extra_trials_per_model"] == trials_to_resolve(1.4, 0.6, 0.6, 4) > 0
+    assert choice[0]["extra_trials_per_model"] == 0
+    assert any("more trials per model on its two edge items" in r.getMessage() for r in caplog.records)
     search = type("S", (), {"parents": 2, "children": 2, "rounds": 2})()
     gap, _, _ = next_step(noisy_top.z_values(), State((), frozenset(), 0, 0, 0), Limits(max_items=3), search, 4,
                           noisy_top.sd_values())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -255,3 +256,36 @@ def test_reasoning_gym_adapter_generates_and_grades_offline():
         load_generator("benchmeasure.scope.rg:no_such_task")
     with pytest.raises(InputError, match="no setting 'colour'"):
         generate(function, "rg", {"colour": 1}, 0)
+
+
+def test_gap_band_takes_resolved_gaps_first(tmp_path, solver, caplog):
+    """--gap R picks the band in BenchFill's gap order (core.resolution.resolved_first), through the CLI."""
+    from benchmeasure.scope.utility import gap_band
+
+    # a wide gap (1.0 → 2.2) whose edge items are noisy, and a narrower one (3.0 → 3.8) between sure items
+    b = [0.0, 0.5, 1.0, 2.2, 2.6, 3.0, 3.8, 4.0]
+    sd = [0.1, 0.1, 0.6, 0.6, 0.1, 0.1, 0.1, 0.1]
+    first = gap_band(b, sd, 1, n_trials=4)
+    assert (first["low"], first["high"]) == (pytest.approx(3.0 / 4), pytest.approx(3.8 / 4)) and first["resolved"]
+    with caplog.at_level(logging.WARNING, logger="benchmeasure.scope.utility"):
+        second = gap_band(b, sd, 4, n_trials=4)   # after the three resolved gaps (0.8, 0.5, 0.4 units wide)
+    assert (second["low"], second["high"], second["paper_rank"]) == (pytest.approx(0.25), pytest.approx(0.55), 1)
+    assert not second["resolved"] and second["extra_trials_per_model"] > 0 and "not resolved" in caplog.text
+    assert gap_band(b, [0.0] * len(b), 1)["paper_rank"] == 1       # no sds: the paper's order
+    difficulty = tmp_path / "difficulty.csv"
+    difficulty.write_text("item,b_mean,b_sd\n" + "".join(f"q{i},{v},{s}\n" for i, (v, s) in enumerate(zip(b, sd))))
+    space = tmp_path / "space.yaml"
+    space.write_text("terms: {type: int, low: 4, high: 5}\ndigits: {type: int, low: 8, high: 8}\n"
+                     "ops: {type: categorical, choices: [add]}\ndistractors: {type: int, low: 0, high: 1}\n")
+    args = scope_args(space, solver, tmp_path / "out", budget=16)
+    args[args.index("error")] = "band"
+    panel = ROOT / "docs" / "examples" / "sim_panel_ability.csv"
+    both = run_script("scope.py", *args, "--band", 0.1, 0.2, "--gap", 1, "--abilities", panel,
+                      "--difficulty", difficulty)
+    assert_rejected(both, "one of --band LO HI or --gap R")
+    args[args.index("sim-solver")] = "sim-weak"
+    result = run_script("scope.py", *args, "--gap", 4, "--abilities", panel, "--difficulty", difficulty)
+    assert result.returncode == 0, result.stderr
+    assert "not resolved" in result.stderr
+    band = json.loads((tmp_path / "out" / "summary.json").read_text())["settings"]["band"]
+    assert band["z_band"] == [pytest.approx(0.25), pytest.approx(0.55)] and band["gap"]["resolved"] is False

@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 
 from benchmeasure.analyses.posterior_metrics import metric_draws, summarize_draws
-from benchmeasure.core.matrix_holes import diagnostics_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 from benchmeasure.irt.deconvolution import population_draws
@@ -57,9 +56,9 @@ K1_REFUSAL = ("not reported: the fit has one trial per cell (K = 1), where the n
 
 def n_trials_beside(posterior_path) -> int | None:
     """K from the ``diagnostics.json`` of the fit folder holding ``posterior_path`` (None when there is none)."""
-    value = diagnostics_beside(posterior_path).get("input", {})
-    value = value.get("n_trials") if isinstance(value, dict) else None
-    return value if isinstance(value, int) else None
+    from benchmeasure.core.difficulty_file import fit_n_trials
+
+    return fit_n_trials(posterior_path)
 
 
 #: draws larger than this in magnitude are rescaled before any sum (see :func:`report`)
@@ -93,7 +92,7 @@ def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: i
     if refused is None:
         noisy, population = population_draws(b, replicates=replicates, seed=seed)
         aware = metric_draws(noisy, top_k)
-    gaps = gap_table(mean, sd, items, top_k)
+    gaps = gap_table(mean, sd, items, top_k, n_trials=n_trials)
     resolution = benchmark_resolution(mean, sd)
     metrics = {}
     for name in own:

@@ -59,17 +59,38 @@ class SeedSet:
         """Posterior sds on the normalized axis (b_sd / (b_max − b_min)), aligned with :meth:`z_values`."""
         return [item.b_sd / (self.b_max - self.b_min) for item in self.items]
 
-    def targets(self, k: int) -> list:
+    def targets(self, k: int, n_trials: int | None = None) -> list:
         """The ``k`` target gaps (:class:`benchmeasure.core.metrics.Gap`); target z* = midpoint.
 
         The paper's choice is the ``k`` widest; here resolved gaps come first (widest first among
         them), then unresolved ones (:mod:`.gap_choice`), and each unresolved target is logged.
         """
-        from benchmeasure.benchfill.gap_choice import resolved_first, warn_unresolved
+        return [row["gap"] for row in self.target_choice(k, n_trials)]
 
-        chosen = resolved_first(largest_gaps(self.z_values()), self.z_values(), self.sd_values())[:k]
-        warn_unresolved(chosen)
-        return [gap for gap, _ in chosen]
+    def target_choice(self, k: int, n_trials: int | None = None) -> list[dict]:
+        """:meth:`targets` with why: per target ``gap``, ``separation`` (None: no sds), ``resolved``, the edge
+        items ``lower_item``/``upper_item`` and, given the calibration's trials per cell ``n_trials``,
+        ``extra_trials_per_model`` on those two items that would resolve it (None: not known or not practical)."""
+        from benchmeasure.benchfill.gap_choice import warn_unresolved
+        from benchmeasure.core.resolution import SEPARATION, resolved_first, trials_to_resolve
+
+        z = self.z_values()
+        chosen = resolved_first(largest_gaps(z), z, self.sd_values())[:k]
+        order = sorted(range(len(z)), key=lambda i: (z[i], i))
+        rows = []
+        for gap, sep in chosen:
+            left = [i for i in order if z[i] == gap.left]
+            right = [i for i in order if z[i] == gap.right]
+            lower = self.items[left[-1]] if left else None
+            upper = self.items[right[0]] if right else None
+            extra = None
+            if n_trials and sep is not None and lower is not None and upper is not None:
+                extra = trials_to_resolve(upper.b_mean - lower.b_mean, lower.b_sd, upper.b_sd, n_trials)
+            rows.append({"gap": gap, "separation": sep, "resolved": sep is None or sep >= SEPARATION,
+                         "lower_item": lower and lower.item_id, "upper_item": upper and upper.item_id,
+                         "extra_trials_per_model": extra})
+        warn_unresolved(chosen, [row["extra_trials_per_model"] for row in rows])
+        return rows
 
     def normalize(self, b: float) -> float:
         return (b - self.b_min) / (self.b_max - self.b_min)

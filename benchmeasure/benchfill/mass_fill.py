@@ -195,7 +195,8 @@ def next_step(z: list, state: State, limits: Limits, search, calls_per_rewrite: 
     floor = limits.target_max_gap or 0.0
     open_gaps = [g for g in largest_gaps(z) if (g.left, g.right) not in state.tried and g.width > floor]
     if sd is not None:  # resolved gaps first (gap_choice); inserted items take the originals' median sd
-        from benchmeasure.benchfill.gap_choice import resolved_first, warn_unresolved
+        from benchmeasure.benchfill.gap_choice import warn_unresolved
+        from benchmeasure.core.resolution import resolved_first
 
         chosen = resolved_first(open_gaps, z, list(sd) + [statistics.median(sd)] * (len(z) - len(sd)))[:1]
         warn_unresolved(chosen)

@@ -166,14 +166,15 @@ async def _cancel_other_tasks() -> None:
 
 async def _run(run: RunFolder) -> dict:
     async with open_loop(run) as (benchmark, loop, client):
-        targets = benchmark.targets(run.config.search.gaps)
+        choice = benchmark.target_choice(run.config.search.gaps, run.config.benchmark.matrix_n_trials)
+        targets = [row["gap"] for row in choice]
         log.info("%s: %d items; targets %s", run.config.benchmark.name, len(benchmark.items),
                  ", ".join(f"gap {t.rank} [{t.left:.3f}, {t.right:.3f}] z*={t.midpoint:.3f}" for t in targets))
         results = await loop.run(targets)
-    return write_outputs(run, benchmark, loop, targets, results, client.usage)
+    return write_outputs(run, benchmark, loop, targets, results, client.usage, choice)
 
 
-def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage) -> dict:
+def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choice=None) -> dict:
     config = run.config
     children = {c.item_id: c for c in loop.children()}
     selected = {name: [] for name in STRATEGIES}  # per strategy (benchmeasure.benchfill.strategies)
@@ -195,7 +196,9 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage) -> d
         rows[mode].update(independent_deviation([r for r in reannotations if r.mode == mode],
                                                 config.search.reannotate))
     summary = {**rows, "benchmark": benchmark.name,
-               "targets": [{"gap": t.rank, "left": t.left, "right": t.right, "target": t.midpoint} for t in targets],
+               "targets": [{"gap": t.rank, "left": t.left, "right": t.right, "target": t.midpoint,
+                            **({k: v for k, v in c.items() if k != "gap"} if c else {})}
+                           for t, c in zip(targets, choice or [None] * len(targets))],
                "settings": config.as_dict(), **run.provenance(), "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
     text = format_table(benchmark.name, rows)

@@ -10,7 +10,7 @@ import argparse
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
-from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
+from benchmeasure.core.difficulty_file import benchmark_name, fit_n_trials, read_difficulty_column
 from benchmeasure.core.matrix_holes import absent_cells_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
@@ -34,7 +34,9 @@ definitions (paper, Table 1):
 These are plug-in values (the metric of the posterior means, the paper's definition). When the
 file also has b_sd (fit_irt.py writes it), the benchmark's resolution is printed beside them:
 the narrowest band this fit can reveal, and for each gap whether its edges are at least 2
-posterior sds apart (resolved) and how much of it noise can fill (docs/gap_noise.md).
+posterior sds apart (resolved) and how much of it noise can fill (docs/gap_noise.md); with the
+fit's diagnostics.json beside the file, also how many more trials per model on an unresolved
+gap's two edge items would resolve it, if it is as wide as it looks (what to ask the panel next).
 """
 
 
@@ -68,6 +70,16 @@ def _posterior_sds(path: str):
     return read_difficulty_column(path, "b_sd").values
 
 
+def _ask(gap: dict) -> str:
+    """What to ask the panel next for an unresolved gap (needs K from the fit's diagnostics.json)."""
+    extra = gap.get("extra_trials_per_model")
+    if gap["resolved"] or "extra_trials_per_model" not in gap:
+        return ""
+    if extra is None:
+        return "; more trials on its edge items cannot resolve it (an edge item carries almost no information)"
+    return f"; ask the panel for about {extra} more trials per model on {gap['lower_item']} and {gap['upper_item']}"
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.name is not None and len(args.name) != len(args.files):
@@ -81,7 +93,7 @@ def main(argv=None) -> int:
         sds = _posterior_sds(path) if args.column == "b_mean" and not args.normalized else None
         if sds is not None:
             record["resolution"] = benchmark_resolution(column.values, sds)
-            record["gaps"] = gap_table(column.values, sds, column.item_ids, args.top_k)
+            record["gaps"] = gap_table(column.values, sds, column.item_ids, args.top_k, n_trials=fit_n_trials(path))
         absent = absent_cells_beside(path)
         if absent is not None:  # the fit had holes: say how many, and which gap edges had fewer answers
             per_item = absent.get("per_item", {})
@@ -116,7 +128,8 @@ def main(argv=None) -> int:
                 holes = g.get("absent_cells", [0, 0])
                 note = f" (absent cells at the edges: {holes[0]}, {holes[1]})" if any(holes) else ""
                 print(f"  gap {g['rank']}: {g['lower_item']} to {g['upper_item']}, width {g['width']:.4f}, "
-                      f"edges {sep} sds apart, {state}; noise can fill {g['fillable']:.4f}{note}")
+                      f"edges {sep} sds apart, {state}; noise can fill {g['fillable']:.4f}{note}"
+                      + _ask(g))
     else:
         width = max(len("Benchmark"), *(len(r["benchmark"]) for r in results))
         print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}")

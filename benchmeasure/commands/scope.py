@@ -37,7 +37,7 @@ from benchmeasure.scope.journal import JOURNAL, Journal, search_lock
 from benchmeasure.scope.runner import search, summarize
 from benchmeasure.scope.space import read_space
 from benchmeasure.scope.strategies import STRATEGIES
-from benchmeasure.scope.utility import UTILITIES, band_thresholds, threshold_function
+from benchmeasure.scope.utility import UTILITIES, band_thresholds, gap_band, threshold_function
 from benchmeasure.verifier.llm_client import Endpoint, LLMClient
 
 EXAMPLES = """\
@@ -50,8 +50,10 @@ examples:
       --seed 0 --output-dir results/scope_arith
   benchmeasure scope --space rg_space.yaml --generator benchmeasure.scope.rg:basic_arithmetic ... \\
       --utility complexity --complexity "terms*digits" --threshold 0.1 ...
-  benchmeasure scope ... --model sim-weak --model sim-solver --model sim-strong --utility band \
+  benchmeasure scope ... --model sim-weak --model sim-solver --model sim-strong --utility band \\
       --band 0.35 0.6 --abilities panel_ability.csv --difficulty my_benchmark/difficulty.csv ...
+  benchmeasure scope ... --utility band --gap 1 --abilities panel_ability.csv \\
+      --difficulty my_benchmark/difficulty.csv ...     # the first gap in BenchFill's order (resolved first)
 
 space file (YAML): one entry per parameter
   terms: {type: int, low: 2, high: 11}
@@ -84,6 +86,9 @@ def parse_args(argv):
     parser.add_argument("--complexity", help="complexity expression for --utility complexity (e.g. 'terms*digits')")
     parser.add_argument("--band", nargs=2, type=number(0.0, 1.0), metavar=("LO", "HI"),
                         help="--utility band: the normalized difficulty band [LO, HI] (e.g. a gap from diagnose)")
+    parser.add_argument("--gap", type=integer(1, 1_000_000), metavar="R",
+                        help="--utility band, instead of --band: the R-th gap of --difficulty in BenchFill's order "
+                             "(resolved gaps first, widest first; resolution needs its b_sd column)")
     parser.add_argument("--abilities", help="--utility band: the panel's ability.csv (model,theta_mean), held fixed")
     parser.add_argument("--difficulty", help="--utility band: the benchmark's difficulty.csv (b_mean): its min and "
                                              "max define the normalized scale")
@@ -108,17 +113,27 @@ def parse_args(argv):
 
 def panel_band(args) -> dict:
     """The band utility's error-rate interval for the panel (see benchmeasure.scope.utility)."""
-    if args.band is None or args.abilities is None or args.difficulty is None:
-        fail("--utility band needs --band LO HI, --abilities ability.csv and --difficulty difficulty.csv")
+    if (args.band is None) == (args.gap is None) or args.abilities is None or args.difficulty is None:
+        fail("--utility band needs one of --band LO HI or --gap R, and --abilities ability.csv and "
+             "--difficulty difficulty.csv")
     abilities = read_ability_table(args.abilities)
     missing = [m for m in args.model if m not in abilities]
     if missing:
         fail(f"{args.abilities}: no ability for panel model(s) {', '.join(missing)}")
     b = read_difficulty_column(args.difficulty).values
     thetas = [abilities[m] for m in args.model]
+    gap = None
+    if args.gap is not None:
+        from benchmeasure.base.csv_table import read_table
+        from benchmeasure.core.difficulty_file import fit_n_trials
+
+        has_sd = "b_sd" in read_table(args.difficulty).header
+        sd = read_difficulty_column(args.difficulty, "b_sd").values if has_sd else [0.0] * len(b)
+        gap = gap_band(b, sd, args.gap, fit_n_trials(args.difficulty))
+        args.band = [gap["low"], gap["high"]]
     low, high = band_thresholds(thetas, args.band[0], args.band[1], min(b), max(b))
     return {"z_band": list(args.band), "b_min": min(b), "b_max": max(b), "abilities": dict(zip(args.model, thetas)),
-            "error_interval": (low, high)}
+            "error_interval": (low, high), **({"gap": gap} if gap else {})}
 
 
 def check_resume(folder: Path, settings: dict) -> None:

@@ -141,6 +141,18 @@ def warn_unconverged(path: str, table, ids: list) -> None:
                        "; ".join(problems))
 
 
+def fit_n_trials(path: str | os.PathLike) -> int | None:
+    """Trials per cell (K, ``input.n_trials``) of the fit whose ``diagnostics.json`` sits beside ``path`` (a
+    difficulty file or a saved posterior), or None when there is none."""
+    folder = os.path.dirname(os.path.abspath(os.fspath(path).rstrip("/")))
+    try:
+        with open(os.path.join(folder, "diagnostics.json"), encoding="utf-8") as handle:
+            value = json.load(handle).get("input", {}).get("n_trials")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
 GENERIC_STEMS = {"response_matrix", "matrix", "responses", "counts", "difficulty", "calibration", "m"}
 
 

@@ -21,6 +21,16 @@ Definitions used in every report:
   gap at the typical σ (median posterior sd) and the typical density (distinct posterior
   means per unit of b over their range; tied items, which share one posterior, count once):
   2 D(σ, λ) + 2√2 σ, divided by that range (normalized units, like Max Gap).
+
+**What to ask the panel next** (:func:`trials_to_resolve`). An item's posterior precision is
+about its prior's (1, the N(0, 1) population) plus K·J_i, where J_i = Σ_m p_im(1 − p_im) is the
+Fisher information of one trial by each model; so K·J_i ≈ 1/σ_i² − 1 can be read off the fit's
+own sd, and with K' trials per model on that item σ_i'² ≈ 1 / (1 + (K'/K)(1/σ_i² − 1)). A gap
+of width w becomes resolved when σ_lo'² + σ_hi'² ≤ (w / SEPARATION)²; the smallest such K' is
+found by bisection (the left side falls as K' grows). It assumes the gap stays as wide as it
+looks (a gap made by noise shrinks as trials come in: that is the point of asking) and binomial
+trials (with over-dispersed repeated samples, extra trials of the same model help less).
+``tests/test_extra_trials.py`` checks σ' against the exact posterior sd at K' by simulation.
 """
 
 from __future__ import annotations
@@ -60,6 +70,73 @@ def filled_depth(sigma: float, density: float) -> float:
     return sigma * total * h / 3
 
 
+#: more trials than this many times K are not a practical request (reported as None)
+MAX_TRIAL_FACTOR = 1000
+
+
+def trials_to_resolve(width: float, sd_low: float, sd_high: float, n_trials: int) -> int | None:
+    """Extra trials per model, on both edge items, after which a gap of ``width`` (units of b) is resolved.
+
+    0 when it is resolved already; None when no number up to :data:`MAX_TRIAL_FACTOR` × K would do (an
+    edge item every model solves or fails carries almost no information: σ ≥ 1, the prior's sd), or
+    when the width is 0 (module docstring).
+    """
+    if not width > 0 or n_trials < 1:
+        return None
+    target = (width / SEPARATION) ** 2
+    info = [max(1.0 / (s * s) - 1.0, 0.0) if s > 0 else math.inf for s in (sd_low, sd_high)]
+
+    def variance(factor: float) -> float:
+        return sum(0.0 if math.isinf(a) else 1.0 / (1.0 + factor * a) for a in info)
+
+    if variance(1.0) <= target:
+        return 0
+    top = float(MAX_TRIAL_FACTOR)
+    if variance(top) > target:
+        return None
+    low = 1.0
+    while top - low > 1e-9 * top:
+        mid = 0.5 * (low + top)
+        low, top = (mid, top) if variance(mid) > target else (low, mid)
+    return max(1, math.ceil(top * n_trials - 1e-9) - n_trials)
+
+
+def separations(z: list, sd: list, gaps: list) -> list:
+    """Per gap (``metrics.Gap`` on the normalized axis) its width over the sd of its edges' difference.
+
+    ``z`` and ``sd`` are aligned (sd in the same normalized units). None where the sds are all
+    zero (nothing known) or the gap touches an end of the axis with no item there.
+    """
+    import bisect
+
+    pairs = sorted(zip(z, sd))
+    zs = [p[0] for p in pairs]
+    out = []
+    for gap in gaps:
+        lo = bisect.bisect_right(zs, gap.left) - 1     # the item at the left edge (last with that z)
+        hi = bisect.bisect_left(zs, gap.right)        # the item at the right edge (first with that z)
+        if lo < 0 or hi >= len(zs) or zs[lo] != gap.left or zs[hi] != gap.right:
+            out.append(None)
+            continue
+        spread = math.hypot(pairs[lo][1], pairs[hi][1])
+        out.append(None if spread == 0 else gap.width / spread)
+    return out
+
+
+def resolved_first(gaps: list, z: list, sd: list) -> list:
+    """``gaps`` (``metrics.Gap``) reordered: resolved (or unknown) gaps first, then unresolved, then empty
+    (width 0) ones, each group in its given order. Every gap choice uses it: BenchFill's targets, mass
+    fill's next gap, the band of ``scope --gap``.
+
+    Returns a list of ``(gap, separation)``.
+    """
+    seps = separations(z, sd, gaps)
+    known = [(g, s) for g, s in zip(gaps, seps) if g.width > 0 and (s is None or s >= SEPARATION)]
+    weak = [(g, s) for g, s in zip(gaps, seps) if g.width > 0 and s is not None and s < SEPARATION]
+    empty = [(g, s) for g, s in zip(gaps, seps) if g.width <= 0]
+    return known + weak + empty
+
+
 def _count_within(sorted_b: list, low: float, high: float) -> int:
     import bisect
 
@@ -95,7 +172,7 @@ def sorted_order(b_mean) -> list:
     return sorted(range(len(b_mean)), key=lambda i: (float(b_mean[i]), i))
 
 
-def gap_table(b_mean, b_sd, items=None, top_k: int = 5) -> list[dict]:
+def gap_table(b_mean, b_sd, items=None, top_k: int = 5, n_trials: int | None = None) -> list[dict]:
     """The ``top_k`` widest gaps between neighbouring posterior means, each with its resolution.
 
     Each row: ``rank``, ``lower_item``/``upper_item`` (edge items), ``lower_b``/``upper_b``,
@@ -103,7 +180,9 @@ def gap_table(b_mean, b_sd, items=None, top_k: int = 5) -> list[dict]:
     ``separation`` (width over the sd of the edges' difference), ``resolved``, ``fillable``
     (normalized depth noise is expected to fill from both edges, D_lower + D_upper at the
     local densities within 2 typical sds) and ``filled_corrected_width`` (width + fillable:
-    the band width that would show as this gap). Ties (equal b, equal width) are ordered by
+    the band width that would show as this gap). With ``n_trials`` (K), also
+    ``extra_trials_per_model``: trials per model on both edge items after which the gap would be
+    resolved (:func:`trials_to_resolve`; 0 when it is). Ties (equal b, equal width) are ordered by
     item position, so the table never depends on the order of draws.
     """
     b, s = _check(b_mean, b_sd)
@@ -126,6 +205,8 @@ def gap_table(b_mean, b_sd, items=None, top_k: int = 5) -> list[dict]:
                      "width": (hi - lo) / span, "separation": sep,
                      "resolved": bool(sep is None or sep >= SEPARATION), "fillable": fill / span,
                      "filled_corrected_width": ((hi - lo) + fill) / span})
+        if n_trials is not None:
+            rows[-1]["extra_trials_per_model"] = trials_to_resolve(hi - lo, ss[g], ss[g + 1], n_trials)
     return rows
 
 

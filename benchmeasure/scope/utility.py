@@ -11,7 +11,10 @@
   fixed (the 1PL as BenchFill calibrates, :mod:`benchmeasure.benchfill.calibration`). Each instance is
   answered by every panel model; the panel's mean error e(b) = 1 − mean_m σ(θ_m − b) is increasing in
   b, so z ∈ [lo, hi] ⇔ e ∈ [e(b_lo), e(b_hi)]: certified when the bounds on the panel's mean error lie
-  inside that interval (a two-sided certificate, same δ).
+  inside that interval (a two-sided certificate, same δ). The band may be named by a gap instead
+  (:func:`gap_band`, ``scope --gap R``): the R-th gap of the benchmark in the one gap order every
+  gap choice of this project uses (:func:`benchmeasure.core.resolution.resolved_first`: resolved
+  gaps first, widest first among them), with a warning when that gap is not resolved.
 
 The expression may use the parameter names, numbers, + − * / ** and ( ), and log, sqrt, exp, min, max,
 abs; it must give a positive finite number for every configuration.
@@ -20,10 +23,13 @@ abs; it must give a positive finite number for every configuration.
 from __future__ import annotations
 
 import ast
+import logging
 import math
 import operator
 
 from benchmeasure.base.errors import fail
+
+log = logging.getLogger(__name__)
 
 UTILITIES = ("error", "complexity", "band")
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -116,3 +122,36 @@ def z_of_error(abilities, error: float, b_min: float, b_max: float) -> float:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if panel_error(abilities, mid) < error else (lo, mid)
     return (0.5 * (lo + hi) - b_min) / (b_max - b_min)
+
+
+def gap_band(b, sd, rank: int, n_trials: int | None = None) -> dict:
+    """The ``rank``-th gap of difficulties ``b`` (posterior sds ``sd``, units of b) in the shared gap order.
+
+    Returns ``{"rank", "low", "high"}`` (the band on the normalized scale) with ``separation`` (width over
+    the sd of its edges' difference; None without sds), ``resolved`` and, given K, ``extra_trials_per_model``.
+    Logs a warning when the chosen gap is not resolved: it may be estimation noise, not a gap.
+    """
+    from benchmeasure.core.metrics import largest_gaps
+    from benchmeasure.core.resolution import SEPARATION, resolved_first, trials_to_resolve
+
+    low_b, high_b = min(b), max(b)
+    if not high_b > low_b:
+        fail("--difficulty: the benchmark's difficulties span no range (max b = min b)")
+    span = high_b - low_b
+    z = [(v - low_b) / span for v in b]
+    ordered = [(g, s) for g, s in resolved_first(largest_gaps(z), z, [v / span for v in sd]) if g.width > 0]
+    if not 1 <= rank <= len(ordered):
+        fail(f"--gap {rank}: the benchmark has {len(ordered)} gap(s) between items")
+    gap, sep = ordered[rank - 1]
+    resolved = sep is None or sep >= SEPARATION
+    row = {"rank": rank, "paper_rank": gap.rank, "low": gap.left, "high": gap.right, "separation": sep,
+           "resolved": resolved}
+    if not resolved:
+        lower = max(range(len(z)), key=lambda i: (z[i] <= gap.left, z[i]))
+        upper = min(range(len(z)), key=lambda i: (z[i] < gap.right, z[i]))
+        row["extra_trials_per_model"] = (trials_to_resolve(gap.width * span, sd[lower], sd[upper], n_trials)
+                                         if n_trials else None)
+        log.warning("--gap %d: the band [%.4f, %.4f] is not resolved (its edge items are %.1f posterior sds apart; "
+                    "resolved: >= %g); it may be estimation noise, not a gap", rank, gap.left, gap.right, sep,
+                    SEPARATION)
+    return row
