@@ -110,6 +110,8 @@ def test_help_examples_are_written_as_benchmeasure(name):
         for line in commands:
             assert "benchmeasure " in line and ".py " not in line.split("benchmeasure")[0], (
                 f"benchmeasure {name}: example {line!r} should be written as 'benchmeasure …'")
+            # a continuation written as a single backslash in a non-raw string joins two lines with a gap
+            assert not re.search(r"\S {5,}--", line), f"benchmeasure {name}: example {line!r} lost its line break"
 
 
 def test_docs_write_commands_as_benchmeasure_first():

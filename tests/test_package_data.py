@@ -76,3 +76,21 @@ def test_init_with_a_shipped_config_names_where_its_data_is_read(tmp_path):
     assert not (tmp_path / "r").exists()
     assert_rejected(run_script("propose/benchfill.py", "init", "--config", "aime2", "--results", tmp_path / "r"),
                     "aime2: BenchFill config not found", "aime24")
+
+
+def test_rollout_takes_a_shipped_panel_by_name(tmp_path):
+    """`rollout --panel cpu_smollm` from any folder reads (and hashes) the shipped file: it gets as far as the
+    model's address — here a closed port, so one error line naming the model — and writes nothing."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "c.jsonl").write_text('{"item_id": "a1", "question": "What is 2 + 2?", "answer": "4"}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmeasure", "rollout", "--candidates", "c.jsonl", "--panel", "cpu_smollm",
+         "--benchmark", "arithmetic", "--kind", "math", "--n-trials", "2", "--models", "smollm2-t07",
+         "--output", "rows.csv", "--retries", "0", "--timeout", "5"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CPU_PANEL_URL": "http://127.0.0.1:9/v1"})
+    assert_rejected(result, "smollm2-t07", "127.0.0.1:9")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]

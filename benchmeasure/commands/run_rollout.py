@@ -17,6 +17,7 @@ import contextlib
 import csv
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from benchmeasure.base.files import (
     sha256_file,
 )
 from benchmeasure.base.options import N_TRIALS, SECONDS, integer
+from benchmeasure.base.resources import example_path
 from benchmeasure.grading import KINDS, kind_for
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.llm_client import LLMCallError, LLMClient
@@ -47,7 +49,7 @@ EXAMPLES = """examples:
       --benchmark aime24 --output rows.csv
   benchmeasure rollout --candidates items.jsonl --panel panel.toml --benchmark bbh_3obj \\
       --n-trials 4 --output rows.csv --raw-output raw.jsonl
-  benchmeasure rollout --backend lmms-eval --candidates items.jsonl \
+  benchmeasure rollout --backend lmms-eval --candidates items.jsonl \\
       --panel panel.toml --benchmark aime24 --output rows.csv --workdir lmms_run/
 """
 
@@ -156,6 +158,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.workdir and args.backend != "lmms-eval":
         fail("--workdir applies to --backend lmms-eval only")
+    if not os.path.exists(args.panel):  # a shipped panel by name (cpu_smollm, paper): hash the file read
+        args.panel = str(example_path(args.panel, "panel"))
     panel = load_panel(args.panel)
     hashes = {"panel": sha256_file(args.panel)}
     models = list(panel.models)
