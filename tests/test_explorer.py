@@ -183,6 +183,17 @@ def test_posterior_intervals_and_band(tmp_path):
     assert_rejected(explore(root, "--posterior", f"fit={tmp_path / 'other.npz'}", "--output", tmp_path / "x.html"),
                     "other.npz", "not fit's 40")
     assert not (tmp_path / "x.html").exists()
+    # a K = 1 fit (diagnostics.json beside the draws): the noise-aware interval is refused, as posterior-metrics
+    # refuses it; the cell shows the per-draw interval on a fixed range, marked, and its tooltip says why
+    (root / "diagnostics.json").write_text(json.dumps({"input": {"n_trials": 1}}))
+    done = explore(root, "--posterior", root / "draws.npz", "--output", out)
+    assert done.returncode == 0, done.stderr
+    post = page_data(out)["benchmarks"][0]["posterior"]
+    cli = json.loads(run_script("posterior_metrics.py", root / "draws.npz", "--json").stdout)["metrics"]
+    for name in ("ddm", "max_gap", "top5_gap_sum"):
+        iv, fixed = post["intervals"][name], cli[name]["per_draw_fixed_range"]
+        assert cli[name]["low"] is None and iv["low"] is None and "K = 1" in iv["refused"]
+        assert iv["text"] == f"[{fixed['low']:.3f}, {fixed['high']:.3f}]*" and "K = 1" in iv["title"]
 
 
 def test_rejects_bad_input_with_one_line(tmp_path):

@@ -236,8 +236,10 @@ def posterior_view(draws, probability: float, source: str) -> dict:
 
     from benchmeasure.analyses.noise_aware import report
     from benchmeasure.analyses.posterior_metrics import ecdf_band
+    from benchmeasure.core.difficulty_file import fit_n_trials
 
-    rec = report(None, draws, top_k=TOP_K, probability=probability)
+    # K from the fit folder: at K = 1 the noise-aware interval is refused, as posterior-metrics refuses it
+    rec = report(None, draws, top_k=TOP_K, probability=probability, n_trials=fit_n_trials(source))
     grid = np.linspace(0.0, 1.0, BAND_POINTS)
     low, high = ecdf_band(draws, grid, probability)
     pct = f"{100 * probability:g}%"
@@ -245,12 +247,18 @@ def posterior_view(draws, probability: float, source: str) -> dict:
     for k, m in rec["metrics"].items():
         own = m["per_draw_min_max"]
         resolved = {True: "; widest gap(s) resolved", False: "; NOT resolved: may be noise"}.get(m.get("resolved"), "")
+        if m["refused"]:  # K = 1: no noise-aware interval; the per-draw one on the fixed range, labelled so
+            fixed = m["per_draw_fixed_range"]
+            text = f"[{fmt(fixed['low'])}, {fmt(fixed['high'])}]*"
+            aware = f"noise-aware interval {m['refused']}; shown: per draw on a fixed range {pct}"
+        else:
+            text = f"[{fmt(m['low'])}, {fmt(m['high'])}]"
+            aware = f"interval: noise-aware {pct} (estimate {fmt(m['estimate'])})"
         intervals[k] = {"low": m["low"], "high": m["high"], "estimate": m["estimate"], "plugin": m["plugin"],
-                        "per_draw_min_max": own, "resolved": m.get("resolved"),
-                        "text": f"[{fmt(m['low'])}, {fmt(m['high'])}]",
-                        "title": (f"value: the paper's plug-in (metric of the posterior means); interval: noise-aware "
-                                  f"{pct} (estimate {fmt(m['estimate'])}); per draw, own min-max: "
-                                  f"[{fmt(own['low'])}, {fmt(own['high'])}]{resolved}; resolution "
+                        "per_draw_min_max": own, "resolved": m.get("resolved"), "refused": m["refused"],
+                        "text": text,
+                        "title": (f"value: the paper's plug-in (metric of the posterior means); {aware}; per draw, "
+                                  f"own min-max: [{fmt(own['low'])}, {fmt(own['high'])}]{resolved}; resolution "
                                   f"{fmt(rec['resolution'])}")}
     return {
         "source": source, "draws": int(draws.shape[0]), "probability": probability,
