@@ -199,13 +199,26 @@ def ess_bulk(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def ess_tail(x: np.ndarray) -> np.ndarray:
-    """Tail effective sample size per parameter of x: (chains, draws, P).
+def ess_tail(x: np.ndarray, chunk: int = 1024, on_chunk=None) -> np.ndarray:
+    """Tail effective sample size per parameter of x: (chains, draws, P), of any float type.
 
     ArviZ's ``method="tail"`` (Vehtari et al. 2021): the smaller of the ESS of the indicators
     I(x ≤ 5 % quantile) and I(x ≤ 95 % quantile) on split chains — how well the posterior's tails
-    (and so its intervals) are resolved, beside :func:`ess_bulk` for its centre.
+    (and so its intervals) are resolved, beside :func:`ess_bulk` for its centre. Parameters are taken
+    ``chunk`` at a time (each converted to float64 on its own), so the working memory is a few copies of
+    (chains, draws, chunk) whatever P is; ``on_chunk(done, total)`` reports progress.
     """
+    n_params = x.shape[2]
+    out = np.full(n_params, np.nan)
+    for start in range(0, n_params, chunk):
+        stop = min(start + chunk, n_params)
+        out[start:stop] = _ess_tail_block(np.asarray(x[:, :, start:stop], dtype=float))
+        if on_chunk is not None:
+            on_chunk(stop, n_params)
+    return out
+
+
+def _ess_tail_block(x: np.ndarray) -> np.ndarray:
     x = _by_parameter(x)
     out = np.full(x.shape[0], np.nan)
     if x.shape[2] < 4:
