@@ -98,7 +98,14 @@ def run_fit(root: Path, matrix: Path, out: Path, args) -> dict:
     done_at = next((t for t, text in lines if text.startswith("1PL fit: done")), None)
     after = [t for t, _ in lines if done_at is not None and t >= done_at] + [wall]
     silence = max(np.diff(after)) if len(after) > 1 else None
-    record = {"wall_s": wall, "phases": {k: peaks[k] / 1e9 for k in order}, "load_before": load_before,
+    seconds: dict[str, list[float]] = {}
+    for t, text in lines:
+        for prefix in ("1PL fit: ", "fit folder: "):
+            if text.startswith(prefix):
+                span = seconds.setdefault(_phase_key(prefix, text[len(prefix):]), [t, t])
+                span[1] = t
+    record = {"wall_s": wall, "phases": {k: peaks[k] / 1e9 for k in order},
+              "phase_span_s": {k: round(b - a, 1) for k, (a, b) in seconds.items()}, "load_before": load_before,
               "load_after": os.getloadavg()[0], "returncode": proc.returncode,
               "writing_s": None if done_at is None else wall - done_at, "longest_silence_after_done_s": silence,
               "peak_gb": max(peaks.values(), default=0) / 1e9}
@@ -109,7 +116,7 @@ def run_fit(root: Path, matrix: Path, out: Path, args) -> dict:
     sampling = d["timing"].get("sampling_time_s")
     record.update({"min_ess_bulk": d["min_ess_bulk"], "max_r_hat": d["max_r_hat"], "route": d["settings"]["route"],
                    "ess_per_s": d["min_ess_bulk"] / sampling if sampling else None})
-    record["writing_lines"] = [text for t, text in lines if done_at is not None and t >= done_at][:40]
+    record["writing_lines"] = [text for t, text in lines if done_at is not None and t >= done_at]
     return record
 
 
