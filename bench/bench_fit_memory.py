@@ -38,16 +38,26 @@ ROOT = Path(__file__).resolve().parent.parent
 PEAK_GB_TARGET = 3.0
 
 
-def simulate(models: int, items: int, seed: int, folder: Path) -> Path:
+def simulate(models: int, items: int, seed: int, folder: Path, holes: float = 0.0) -> Path:
+    """The matrix file; with ``holes`` > 0 that fraction of cells is blank (planned at random, seeded) and the
+    fit runs with ``--allow-missing``."""
     sys.path.insert(0, str(ROOT))
     from benchmeasure.core.matrix import ResponseMatrix, write_matrix
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
     from benchmeasure.irt.simulate import simulate_counts
 
     rng = np.random.default_rng(seed)
     theta, b = rng.normal(size=models) * 1.1, rng.normal(size=items) * 1.1
     counts = simulate_counts(theta, b, 1, seed=seed + 1)
-    path = folder / f"matrix_{models}x{items}.csv"
-    write_matrix(ResponseMatrix([f"m{j}" for j in range(models)], [f"i{i}" for i in range(items)], counts, 1), path)
+    path = folder / f"matrix_{models}x{items}_{holes:g}.csv"
+    names, ids = [f"m{j}" for j in range(models)], [f"i{i}" for i in range(items)]
+    if holes > 0:
+        trials = (rng.random(counts.shape) >= holes).astype(np.int64)
+        trials[:, trials.sum(axis=0) == 0] = 1  # every item keeps an answer
+        trials[trials.sum(axis=1) == 0, 0] = 1  # and every model
+        write_counts_and_trials(names, ids, counts, trials, path)
+    else:
+        write_matrix(ResponseMatrix(names, ids, counts, 1), path)
     return path
 
 
@@ -62,11 +72,12 @@ def rss_bytes(pid: int) -> int | None:
     return None
 
 
-def run_fit(root: Path, matrix: Path, out: Path, args) -> dict:
+def run_fit(root: Path, matrix: Path, out: Path, args, holes: float = 0.0) -> dict:
     command = [sys.executable, str(root / "scripts" / "fit_irt.py"), str(matrix), "--n-trials", "1",
                "--output-dir", str(out), "--seed", str(args.seed), "--chains", str(args.chains),
                "--tune", str(args.tune), "--draws", str(args.draws)] + (["--save-posterior"] if args.save_posterior
-                                                                         else [])
+                                                                         else []) + (
+        ["--allow-missing"] if holes > 0 else [])
     env = {**os.environ, "BENCHMEASURE_PROGRESS_INTERVAL": "1"}
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
@@ -132,7 +143,8 @@ def _phase_key(prefix: str, label: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="12x41871", help="comma-separated MODELSxITEMS (default 12x41871)")
+    parser.add_argument("--sizes", default="12x41871", help="comma-separated MODELSxITEMS[xHOLES] (default 12x41871; "
+                        "12x2000x0.1: 10 %% of the cells blank)")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=1000)
@@ -145,26 +157,28 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for size in args.sizes.split(","):
-            models, items = (int(x) for x in size.lower().split("x"))
-            matrix = simulate(models, items, args.seed, folder)
+            parts = size.lower().split("x")
+            models, items = int(parts[0]), int(parts[1])
+            holes = float(parts[2]) if len(parts) > 2 else 0.0
+            matrix = simulate(models, items, args.seed, folder, holes)
             print(f"[bench] {size} ...", file=sys.stderr, flush=True)
-            rec = run_fit(ROOT, matrix, folder / f"fit_{size}", args)
-            rec.update({"size": size, "label": args.label})
+            rec = run_fit(ROOT, matrix, folder / f"fit_{size}", args, holes)
+            rec.update({"size": f"{models}x{items}", "holes": holes, "label": args.label})
             records.append(rec)
             print(json.dumps({k: v for k, v in rec.items() if k != "writing_lines"}), file=sys.stderr)
     print(f"{args.chains} chains × ({args.tune} + {args.draws}), K = 1, seed {args.seed}"
           f"{', --save-posterior' if args.save_posterior else ''}; RSS sampled every 0.2 s; load average shown")
     keys = ("NUTS", "b draws", "summaries", "finishing", "tail ESS", "writing")
-    print("| size | code | wall s | peak GB: " + " | ".join(keys) + " | whole | after done s | longest silence after "
-          "done s | min bulk ESS | ESS/s | load |")
-    print("|---" * (len(keys) + 10) + "|")
+    print("| size | holes | route | code | wall s | peak GB: " + " | ".join(keys) + " | whole | after done s "
+          "| longest silence after done s | min bulk ESS | ESS/s | load |")
+    print("|---" * (len(keys) + 12) + "|")
     for r in records:
         p = r["phases"]
 
         def num(v, spec):
             return "–" if v is None else format(v, spec)
 
-        print(f"| {r['size']} | {r['label']} | {r['wall_s']:.1f} | "
+        print(f"| {r['size']} | {100 * r['holes']:.0f}% | {r.get('route', '–')} | {r['label']} | {r['wall_s']:.1f} | "
               + " | ".join(num(p.get(k), ".2f") for k in keys)
               + f" | {r['peak_gb']:.2f} | {num(r['writing_s'], '.1f')} "
               f"| {num(r['longest_silence_after_done_s'], '.1f')} | {num(r.get('min_ess_bulk'), '.0f')} "

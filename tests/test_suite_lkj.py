@@ -45,7 +45,7 @@ def test_one_benchmark_is_the_papers_model():
     differences = []
     for _ in range(3):
         theta, b = rng.normal(size=5), rng.normal(size=7)
-        mine = _logp(ours, {"z": theta[:, None], "b": b})
+        mine = _logp(ours, {"theta": theta[:, None], "b": b})
         theirs = _logp(paper, {"theta": theta, "b": b})
         differences.append(mine - theirs)
     # the same density up to one constant (the binomial coefficients, left out by both or neither)

@@ -4,9 +4,17 @@ Model (B benchmarks; item i belongs to benchmark k(i); the cells present in the 
 
     Y_ji ~ Binomial(T_ji, σ(θ_j,k(i) − b_i))            absent cells (T_ji = 0) add nothing: the masked likelihood
     b_i ~ Normal(0, b_prior_sd²)                         the paper's Normal(0, 1) by default
-    θ_j = diag(s) · L · z_j,   z_j ~ Normal(0, I_B)      non-centred: θ_j ~ Normal(0, diag(s) R diag(s))
-    L = cholesky(R),  R ~ LKJ(η)                         η = 2 by default (mild shrinkage towards independence)
+    θ_j ~ Normal(0, diag(s) R diag(s)),  via its Cholesky factor diag(s) · L,  L = cholesky(R)
+    R ~ LKJ(η)                                           η = 2 by default (mild shrinkage towards independence)
     s_k = 1 (``scales="unit"``, the paper's θ scale)  or  s_k ~ HalfNormal(scale_sd) (``scales="half-normal"``)
+
+Coordinates (``parametrization``): ``"centred"`` (default) samples θ itself given L; ``"non-centred"`` samples
+z_j ~ Normal(0, I) with θ_j = diag(s) L z_j. Every model answers tens to thousands of items, so each θ_j is
+well determined by its data and the centred form mixes better: on a simulated 50-model × 2 × 300-item suite
+(2 chains × (300 + 300), same seed) the lowest bulk ESS was 205 centred against 61 non-centred (the correlation
+itself mixing slowest there), with 15 against 18 leapfrog steps per draw; nutpie's low-rank mass matrix
+(``adaptation="low_rank"``) raised the ESS (364) but cost 4 times as long per draw here. With unit scales there
+is no funnel for the non-centred form to remove.
 
 With one benchmark and unit scales this is exactly the paper's 1PL (θ_j ~ Normal(0, 1), b_i ~ Normal(0, 1)).
 The posterior of R says how far two benchmarks measure the same ability: :func:`fit_correlated` returns the
@@ -48,7 +56,7 @@ class CorrelatedFit:
 
 
 def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0, scales: str = "unit",
-                scale_sd: float = 1.0, b_prior_sd: float = 1.0):
+                scale_sd: float = 1.0, b_prior_sd: float = 1.0, parametrization: str = "centred"):
     """The PyMC model above; ``counts`` and ``trials`` are models × items (``trials`` 0 = absent cell)."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -62,17 +70,21 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
     which = np.asarray(item_benchmark, dtype=np.int64)[cols]
     with pm.Model() as model:
         b = pm.Normal("b", 0.0, b_prior_sd, shape=n_items)
-        z = pm.Normal("z", 0.0, 1.0, shape=(n_models, n_benchmarks))
         if n_benchmarks == 1:
             chol = pt.ones((1, 1))
         else:
             chol = pm.LKJCorr("chol_corr", n=n_benchmarks, eta=eta)  # PyMC 6: the Cholesky factor of R
         pm.Deterministic("corr", chol @ chol.T)
-        deviation = z @ chol.T                                  # rows ~ Normal(0, R)
         if scales == "half-normal":
             scale = pm.HalfNormal("scale", scale_sd, shape=n_benchmarks)
-            deviation = deviation * scale[None, :]
-        theta = pm.Deterministic("theta", deviation)
+            chol = scale[:, None] * chol                         # Cholesky factor of diag(s) R diag(s)
+        if parametrization == "non-centred":
+            z = pm.Normal("z", 0.0, 1.0, shape=(n_models, n_benchmarks))
+            theta = pm.Deterministic("theta", z @ chol.T)        # rows ~ Normal(0, diag(s) R diag(s))
+        elif n_benchmarks == 1:
+            theta = pm.Normal("theta", 0.0, chol[0, 0], shape=(n_models, 1))
+        else:
+            theta = pm.MvNormal("theta", mu=np.zeros(n_benchmarks), chol=chol, shape=(n_models, n_benchmarks))
         logit = theta[rows, which] - b[cols]
         # binomial log-likelihood without log C(T, Y): Y·η − T·softplus(η), on the present cells only
         pm.Potential("loglik", pt.sum(y * logit - n * pt.softplus(logit)))
@@ -82,7 +94,7 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
 def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: float = 2.0, scales: str = "unit",
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
-                   progress=None) -> CorrelatedFit:
+                   parametrization: str = "centred", adaptation: str = "diag", progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``progress`` is a :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws are
@@ -100,7 +112,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         fail(f"the LKJ shape eta must be > 0, got {eta}")
     n_benchmarks = len(benchmarks)
     model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
-                        b_prior_sd=b_prior_sd)
+                        b_prior_sd=b_prior_sd, parametrization=parametrization)
     names = ["theta", "b", "corr"] + (["scale"] if scales == "half-normal" else [])
     start = time.perf_counter()
     if progress is not None:
@@ -112,7 +124,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     sample_start = time.perf_counter()
     idata = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=int(seed),
                           cores=cores or min(chains, available_cpus()), target_accept=float(target_accept),
-                          progress_bar=False, progress_callback=callback, save_warmup=False)
+                          adaptation=adaptation, progress_bar=False, progress_callback=callback, save_warmup=False)
     sampling_time = time.perf_counter() - sample_start
     posterior = idata["posterior"].to_dataset()
     extra = [v for v in posterior.data_vars if v not in names]
