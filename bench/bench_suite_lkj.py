@@ -2,7 +2,8 @@
 """Do the LKJ posterior's intervals for the correlation cover the truth? Side by side with the empirical-Bayes estimate.
 
 Simulated suites with a known correlation matrix R (3 benchmarks: correlations 0.8, 0.3, 0.5), abilities
-θ_j ~ Normal(0, R), b ~ Normal(0, 1), K trials per cell and a fraction of cells absent (planned at random). Each
+θ_j ~ Normal(μ, diag(s) R diag(s)) with μ = (1, −0.5, 0) and s = (1.5, 1, 0.7), b ~ Normal(0, 1), K trials per
+cell and a fraction of cells absent (planned at random). Each
 replication is fitted two ways on the same data:
 
 * ``correlated`` — :func:`benchmeasure.suite.mirt.fit_correlated` (NUTS, LKJ(2), the full posterior): the posterior
@@ -33,13 +34,15 @@ runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 _machine = runpy.run_path(str(Path(__file__).with_name("machine.py")))
 
 TRUTH = np.array([[1.0, 0.8, 0.3], [0.8, 1.0, 0.5], [0.3, 0.5, 1.0]])
+MEANS = np.array([1.0, -0.5, 0.0])    # benchmark mean abilities (an easy, a hard and a middling benchmark)
+SPREADS = np.array([1.5, 1.0, 0.7])   # and spreads
 
 
 def simulate(rng, models: int, per: int, n_trials: int, holes: float):
     from benchmeasure.suite.reader import Suite
 
     n_bench = TRUTH.shape[0]
-    theta = rng.multivariate_normal(np.zeros(n_bench), TRUTH, size=models)
+    theta = rng.multivariate_normal(MEANS, TRUTH * np.outer(SPREADS, SPREADS), size=models)
     bench = np.repeat(np.arange(n_bench), per)
     b = rng.normal(size=bench.size)
     p = 1.0 / (1.0 + np.exp(-(theta[:, bench] - b[None, :])))

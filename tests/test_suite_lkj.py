@@ -40,7 +40,7 @@ def test_one_benchmark_is_the_papers_model():
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 4, size=(5, 7))
     trials = np.full((5, 7), 3)
-    ours = build_model(counts, trials, np.zeros(7, int), 1)
+    ours = build_model(counts, trials, np.zeros(7, int), 1, scales="unit")
     paper = paper_model(counts, 3, 0.0, parametrization="direct", kernel="pytensor")
     differences = []
     for _ in range(3):

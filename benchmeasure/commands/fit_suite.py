@@ -49,9 +49,10 @@ output: DIR/<benchmark>/difficulty.csv (item,b_mean,b_sd: one scale for the whol
   DIR/suite.json (settings, convergence, absent cells per model and item, inputs and their SHA-256).
 
 abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds). correlated = one ability per
-  model per benchmark, correlated across benchmarks: NUTS (nutpie) on the multidimensional 1PL, R ~ LKJ(eta),
-  b ~ Normal(0, 1) (the paper's), masked likelihood; difficulty.csv then holds its posterior b (minutes: 57 x 2,040
-  ZeroEval took about 3 min on 2 shared cores). correlated-eb = the same abilities with the correlation estimated
+  model per benchmark, correlated across benchmarks: NUTS (nutpie) on the multidimensional 1PL, theta_j ~
+  Normal(mu, diag(s) R diag(s)), R ~ LKJ(eta), b ~ Normal(0, 1) (the paper's), masked likelihood; difficulty.csv
+  then holds its posterior b (minutes: ZeroEval's 57 x 2,040 took 10 min at 2 chains x (500 + 500) on 2 loaded
+  cores). correlated-eb = the same abilities with the correlation estimated
   by the method of moments and plugged in (empirical Bayes: no interval for it; seconds).
 """
 
@@ -70,9 +71,9 @@ def parse_args(argv):
                         "posterior by NUTS (correlated) or empirical-Bayes point estimate (correlated-eb)")
     nuts = parser.add_argument_group("--abilities correlated (NUTS)")
     nuts.add_argument("--eta", type=POSITIVE, default=2.0, help="LKJ shape of the correlation prior (default 2)")
-    nuts.add_argument("--scales", choices=("unit", "half-normal"), default="unit",
-                      help="ability scale per benchmark: 1 (default, the paper's; one benchmark is then exactly "
-                      "the paper's 1PL) or HalfNormal(1)")
+    nuts.add_argument("--scales", choices=("unit", "half-normal"), default="half-normal",
+                      help="ability spread per benchmark: HalfNormal(1) (default) or 1 (the paper's; one benchmark "
+                      "is then exactly the paper's 1PL)")
     nuts.add_argument("--chains", type=CHAINS, default=4, help="NUTS chains (default 4)")
     nuts.add_argument("--tune", type=TUNE, default=1000, help="warm-up iterations per chain (default 1000)")
     nuts.add_argument("--draws", type=DRAWS, default=1000, help="draws per chain (default 1000)")
