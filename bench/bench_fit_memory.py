@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -35,13 +36,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 PEAK_GB_TARGET = 3.0
 
 
 def simulate(models: int, items: int, seed: int, folder: Path, holes: float = 0.0) -> Path:
     """The matrix file; with ``holes`` > 0 that fraction of cells is blank (planned at random, seeded) and the
     fit runs with ``--allow-missing``."""
-    sys.path.insert(0, str(ROOT))
     from benchmeasure.core.matrix import ResponseMatrix, write_matrix
     from benchmeasure.core.matrix_holes import write_counts_and_trials
     from benchmeasure.irt.simulate import simulate_counts
