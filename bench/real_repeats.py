@@ -10,10 +10,11 @@ real model on this machine and runs the same check through the project's own com
    sampling settings (``benchmeasure serve-cpu-panel --panel cpu_smollm``);
 3. ``benchmeasure rollout --n-trials K`` on the sampling models (temperature 0.7 and 1.0) and on the greedy
    one, graded by the math grader → ``responses.csv``;
-4. ``benchmeasure prepare`` and ``benchmeasure fit`` (the paper's model; the fit prints and records its
-   dispersion check) → ``fit/diagnostics.json``;
-5. prints the observed dispersion, its replicated reference and the share of all-or-none cells beside the
-   share the fitted 1PL implies.
+4. ``benchmeasure prepare`` and ``benchmeasure fit`` (the paper's model; every K > 1 fit prints and records its
+   dispersion check), twice: on all three models, and on the two that sample (the greedy model answers the
+   same at every trial by construction, so its cells are all-or-none whatever the item);
+5. writes ``summary.json``: per fit the observed dispersion against its replicated reference, the share of
+   all-or-none cells and each model's accuracy.
 
 Run from the checkout (needs ``.venv-benchfill`` with the prepared model and ``.venv-irt``)::
 
@@ -77,47 +78,62 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=60)
     parser.add_argument("--n-trials", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--refit", action="store_true",
+                        help="skip the server and the rollouts: refit OUTPUT_DIR/responses.csv (e.g. the bundled one)")
     args = parser.parse_args()
     out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    items = arithmetic_items(args.items, args.seed)
-    with open(out / "items.jsonl", "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(item) + "\n" for item in items)
-
-    port = free_port()
-    ready = out / "server.url"
-    ready.unlink(missing_ok=True)
-    started = time.monotonic()
-    server = subprocess.Popen([str(BENCHFILL), "-m", "benchmeasure", "serve-cpu-panel", "--panel", "cpu_smollm",
-                               "--port", str(port), "--log", str(out / "vllm.log"), "--ready-file", str(ready)],
-                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
-    try:
-        while not ready.exists():
-            if server.poll() is not None:
-                sys.exit(f"error: the server stopped (exit {server.returncode}); see {out / 'vllm.log'}")
-            time.sleep(2)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "CPU_PANEL_URL": ready.read_text().strip()}
-        served = time.monotonic()
-        run([BENCHFILL, "-m", "benchmeasure", "rollout", "--candidates", out / "items.jsonl", "--panel", "cpu_smollm",
-             "--benchmark", "arithmetic", "--kind", "math", "--n-trials", args.n_trials, "--models", MODELS,
-             "--output", out / "responses.csv", "--concurrency", 4], env=env)
-        rolled = time.monotonic()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+    if not args.refit:
+        items = arithmetic_items(args.items, args.seed)
+        with open(out / "items.jsonl", "w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(item) + "\n" for item in items)
+        started = time.monotonic()
+        port = free_port()
+        ready = out / "server.url"
+        ready.unlink(missing_ok=True)
+        server = subprocess.Popen([str(BENCHFILL), "-m", "benchmeasure", "serve-cpu-panel", "--panel", "cpu_smollm",
+                                   "--port", str(port), "--log", str(out / "vllm.log"), "--ready-file", str(ready)],
+                                  cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+        try:
+            while not ready.exists():
+                if server.poll() is not None:
+                    sys.exit(f"error: the server stopped (exit {server.returncode}); see {out / 'vllm.log'}")
+                time.sleep(2)
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "CPU_PANEL_URL": ready.read_text().strip()}
+            served = time.monotonic()
+            run([BENCHFILL, "-m", "benchmeasure", "rollout", "--candidates", out / "items.jsonl",
+                 "--panel", "cpu_smollm", "--benchmark", "arithmetic", "--kind", "math",
+                 "--n-trials", args.n_trials, "--models", MODELS,
+                 "--output", out / "responses.csv", "--concurrency", 4], env=env)
+            rolled = time.monotonic()
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=60)
+    else:
+        started = served = rolled = time.monotonic()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run([IRT, "-m", "benchmeasure", "prepare", out / "responses.csv", "--n-trials", args.n_trials,
-         "--output", out / "matrix.csv"], env=env)
-    run([IRT, "-m", "benchmeasure", "fit", out / "matrix.csv", "--n-trials", args.n_trials, "--seed", args.seed,
-         "--output-dir", out / "fit"], env=env)
-    diagnostics = json.loads((out / "fit" / "diagnostics.json").read_text())
-    with open(out / "matrix.csv", encoding="utf-8") as handle:
-        rows = [line.rstrip("\n").split(",") for line in handle][1:]
-    counts = [[int(c) for c in row[1:]] for row in rows]
-    summary = {"models": [row[0] for row in rows], "items": args.items, "n_trials": args.n_trials,
-               "all_or_none_share_observed": all_or_none_share(counts, args.n_trials),
-               "dispersion": diagnostics.get("dispersion"),
-               "seconds": {"server_start": round(served - started, 1), "rollouts": round(rolled - served, 1)}}
+    with open(out / "responses.csv", encoding="utf-8") as handle:
+        lines = handle.readlines()
+    sampling = out / "responses_sampling.csv"  # the two models that sample (temperature > 0) — see module doc
+    sampling.write_text(lines[0] + "".join(line for line in lines[1:] if not line.startswith("smollm2-greedy,")))
+    summary = {"items": args.items, "n_trials": args.n_trials, "seed": args.seed}
+    if not args.refit:
+        summary["seconds"] = {"server_start": round(served - started, 1), "rollouts": round(rolled - served, 1)}
+    for label, responses in (("all", out / "responses.csv"), ("sampling", sampling)):
+        matrix, fit = out / f"matrix_{label}.csv", out / f"fit_{label}"
+        run([IRT, "-m", "benchmeasure", "prepare", responses, "--n-trials", args.n_trials, "--output", matrix],
+            env=env)
+        run([IRT, "-m", "benchmeasure", "fit", matrix, "--n-trials", args.n_trials, "--seed", args.seed,
+             "--output-dir", fit], env=env)
+        diagnostics = json.loads((fit / "diagnostics.json").read_text())
+        with open(matrix, encoding="utf-8") as handle:
+            rows = [line.rstrip("\n").split(",") for line in handle][1:]
+        counts = [[int(c) for c in row[1:]] for row in rows]
+        summary[label] = {"models": [row[0] for row in rows],
+                          "all_or_none_share_observed": round(all_or_none_share(counts, args.n_trials), 4),
+                          "accuracy": {row[0]: round(sum(map(int, row[1:])) / (args.n_trials * args.items), 4)
+                                       for row in rows},
+                          "dispersion": diagnostics.get("dispersion")}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return 0

@@ -197,7 +197,7 @@ def test_fit_suite_from_a_matrix_with_holes(tmp_path):
                        [(f"q{i}", "easy" if i < 15 else "hard") for i in range(30)])
     out = tmp_path / "fit"
     result = run_script("fit_suite.py", "--matrix", matrix, "--n-trials", 1, "--item-benchmarks", bench,
-                        "--abilities", "correlated", "--output-dir", out)
+                        "--abilities", "correlated-eb", "--output-dir", out)
     assert result.returncode == 0, result.stderr
     assert "easy: 15 items, DDM" in result.stdout and "2 absent cells" in result.stderr
     with open(out / "hard" / "difficulty.csv", encoding="utf-8") as handle:

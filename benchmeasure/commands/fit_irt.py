@@ -12,6 +12,7 @@ reported in one line with exit status 2 and nothing is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -204,22 +205,29 @@ def main(argv=None) -> int:
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)
     from benchmeasure.irt.fit_folder import fit_record, write_fit_folder
+    from benchmeasure.irt.progress import Progress
 
-    diagnostics = fit_record(result, matrix, matrix_path=args.matrix, guessing=guessing,
-                             guessing_csv=args.guessing_csv, fixed_difficulties=args.fixed_difficulties,
-                             save_posterior=args.save_posterior, wall_time=time.perf_counter() - wall_start)
-    from benchmeasure.core.difficulty_file import default_benchmark_name
+    # writing the fit folder shows its own progress (tail ESS per chunk of items, then each file): at
+    # 12 x 41,871 it takes tens of seconds after the sampler's display says done
+    writing = Progress("fit folder") if show_progress and args.method == "nuts" else None
+    with writing if writing is not None else contextlib.nullcontext():
+        diagnostics = fit_record(result, matrix, matrix_path=args.matrix, guessing=guessing,
+                                 guessing_csv=args.guessing_csv, fixed_difficulties=args.fixed_difficulties,
+                                 save_posterior=args.save_posterior, wall_time=time.perf_counter() - wall_start,
+                                 progress=writing)
+        from benchmeasure.core.difficulty_file import default_benchmark_name
 
-    diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
+        diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
+        if matrix.trials is not None:
+            absent = matrix.trials == 0
+            diagnostics["absent_cells"] = {
+                "total": int(absent.sum()),
+                "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
+                "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
+        write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior, progress=writing)
     if matrix.trials is not None:
-        absent = matrix.trials == 0
-        diagnostics["absent_cells"] = {
-            "total": int(absent.sum()),
-            "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
-            "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
-        say(f"note: {int(absent.sum())} absent cells (per model and item in diagnostics.json), fitted with the "
-            f"masked likelihood on the {result.settings.get('route')} route")
-    write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior)
+        say(f"note: {int((matrix.trials == 0).sum())} absent cells (per model and item in diagnostics.json), "
+            f"fitted with the masked likelihood on the {result.settings.get('route')} route")
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
     for warning in result.warnings:

@@ -4,14 +4,16 @@ Reads long responses (``model,item_id[,trial],correct[,benchmark]``, ``.gz`` all
 (``--matrix``, from ``prepare --allow-missing``), calibrates every item at once by marginal maximum a posteriori
 (EM over an ability grid; absent cells add nothing to the likelihood) and writes one difficulty file per
 benchmark with its DDM, Max Gap and Top-5 Gap Sum (each benchmark min–max normalized on its own, as the paper
-does), the abilities and, with ``--abilities correlated``, one ability per model per benchmark and the
-correlation of abilities across benchmarks.
+does), the abilities and, with ``--abilities correlated`` (NUTS, the full posterior of a multidimensional 1PL with
+an LKJ prior) or ``--abilities correlated-eb`` (fast empirical-Bayes point estimate), one ability per model per
+benchmark and the correlation of abilities across benchmarks.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import os
 import re
 import sys
@@ -26,20 +28,32 @@ from benchmeasure.base.files import (
     plan_outputs,
     write_json,
 )
-from benchmeasure.base.options import N_TRIALS
+from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, SEED, TUNE, number
 from benchmeasure.core.fixed_scale_inputs import input_records
+
+POSITIVE = number(0.0, 1e6, open_low=True)
 
 EXAMPLES = """\
 examples:
   benchmeasure fit-suite data/mmlu_pro/responses.csv.gz --output-dir runs/mmlu_pro_suite
   benchmeasure fit-suite data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --abilities correlated \\
-      --output-dir runs/zeroeval_suite
+      --seed 1 --output-dir runs/zeroeval_suite
+  benchmeasure fit-suite data/mmlu_pro/responses.csv.gz --abilities correlated-eb --output-dir runs/mmlu_pro_eb
   benchmeasure fit-suite --matrix matrix.csv --n-trials 4 --item-benchmarks item_benchmark.csv --output-dir runs/s
 
 output: DIR/<benchmark>/difficulty.csv (item,b_mean,b_sd: one scale for the whole suite), DIR/metrics.csv (per
   benchmark: items, DDM, Max Gap, Top-5 Gap Sum, each benchmark normalized on its own), DIR/ability.csv
-  (model,theta_mean,theta_sd,absent_cells[,theta_<benchmark>...]), DIR/correlation.csv (--abilities
-  correlated), DIR/suite.json (settings, absent cells per model and item, inputs and their SHA-256).
+  (model,theta_mean,theta_sd,absent_cells[,theta_<benchmark>...,sd_<benchmark>...]), DIR/correlation.csv (the
+  correlation matrix: posterior means with correlated, point estimate with correlated-eb), DIR/correlation_pairs.csv
+  (correlated: benchmark_a,benchmark_b,mean,sd,low,high,r_hat,ess_bulk; low/high the central 94 % interval),
+  DIR/suite.json (settings, convergence, absent cells per model and item, inputs and their SHA-256).
+
+abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds). correlated = one ability per
+  model per benchmark, correlated across benchmarks: NUTS (nutpie) on the multidimensional 1PL, theta_j ~
+  Normal(mu, diag(s) R diag(s)), R ~ LKJ(eta), b ~ Normal(0, 1) (the paper's), masked likelihood; difficulty.csv
+  then holds its posterior b (slow: ZeroEval's 57 x 2,040 took 20 min at 2 chains x (500 + 500) on 2 heavily
+  loaded cores, 3 min of CPU time). correlated-eb = the same abilities with the correlation estimated
+  by the method of moments and plugged in (empirical Bayes: no interval for it; seconds).
 """
 
 
@@ -52,8 +66,19 @@ def parse_args(argv):
     parser.add_argument("--n-trials", type=N_TRIALS, metavar="K", help="with --matrix: the most trials of a cell")
     parser.add_argument("--item-benchmarks", metavar="CSV", help="item_id,benchmark file (items of files without "
                         "a benchmark column, or of --matrix)")
-    parser.add_argument("--abilities", choices=("one", "correlated"), default="one",
-                        help="one ability per model (default, the paper's) or one per benchmark, correlated")
+    parser.add_argument("--abilities", choices=("one", "correlated", "correlated-eb"), default="one",
+                        help="one ability per model (default, the paper's); one per benchmark, correlated: full "
+                        "posterior by NUTS (correlated) or empirical-Bayes point estimate (correlated-eb)")
+    nuts = parser.add_argument_group("--abilities correlated (NUTS)")
+    nuts.add_argument("--eta", type=POSITIVE, default=2.0, help="LKJ shape of the correlation prior (default 2)")
+    nuts.add_argument("--scales", choices=("unit", "half-normal"), default="half-normal",
+                      help="ability spread per benchmark: HalfNormal(1) (default) or 1 (the paper's; one benchmark "
+                      "is then exactly the paper's 1PL)")
+    nuts.add_argument("--chains", type=CHAINS, default=4, help="NUTS chains (default 4)")
+    nuts.add_argument("--tune", type=TUNE, default=1000, help="warm-up iterations per chain (default 1000)")
+    nuts.add_argument("--draws", type=DRAWS, default=1000, help="draws per chain (default 1000)")
+    nuts.add_argument("--seed", type=SEED, default=0, metavar="N", help="sampler seed (default 0)")
+    nuts.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
     args = parser.parse_args(argv)
     if bool(args.responses) == bool(args.matrix):
@@ -77,7 +102,8 @@ def main(argv=None) -> int:
     inputs = [*args.responses, args.matrix, args.item_benchmarks]
     if args.matrix and os.path.isfile(trials_path(args.matrix)):
         inputs.append(trials_path(args.matrix))
-    fixed = ["metrics.csv", "ability.csv", "suite.json"] + (["correlation.csv"] if args.abilities != "one" else [])
+    fixed = (["metrics.csv", "ability.csv", "suite.json"] + (["correlation.csv"] if args.abilities != "one" else [])
+             + (["correlation_pairs.csv"] if args.abilities == "correlated" else []))
     plan_outputs(folders=[(args.output_dir, fixed)], inputs=inputs)
 
     from benchmeasure.core.metrics import diagnose
@@ -94,7 +120,13 @@ def main(argv=None) -> int:
     plan_outputs(folders=[(args.output_dir, fixed), *((os.path.join(args.output_dir, f), ["difficulty.csv"])
                                                       for f in folders.values())], inputs=inputs)
     with single_thread():
-        result = fit_suite(suite, args.abilities)
+        result = fit_suite(suite, "correlated" if args.abilities == "correlated-eb" else "one")
+    posterior = None
+    if args.abilities == "correlated":
+        posterior = _nuts(suite, args)
+        result = dataclasses.replace(result, b=posterior.b["mean"], b_sd=posterior.b["sd"],
+                                     per_benchmark=posterior.theta["mean"], per_benchmark_sd=posterior.theta["sd"],
+                                     correlation=posterior.correlation["mean"])
     metrics = []
     for name in suite.benchmarks:
         items = suite.benchmark_items(name)
@@ -105,7 +137,10 @@ def main(argv=None) -> int:
     absent = suite.absent_cells()
     record = {
         "settings": {"abilities": args.abilities, "estimator": "marginal maximum a posteriori (EM, 61-point grid)",
-                     "prior": "theta ~ Normal(0, 1); b ~ Normal(0, 3^2)"},
+                     "prior": "theta ~ Normal(0, 1); b ~ Normal(0, 3^2)",
+                     **({"note": "theta_mean/theta_sd: the one-ability EM fit; b and the per-benchmark abilities: "
+                                 "the multidimensional posterior (correlated_posterior)"} if posterior else {})},
+        **({"correlated_posterior": _posterior_record(posterior, suite.benchmarks)} if posterior else {}),
         "models": len(suite.models), "items": len(suite.items), "em_iterations": result.iterations,
         "benchmarks": {name: int(size) for name, size, _ in metrics},
         "absent_cells": {"total": absent["total"], "of": absent["cells"],
@@ -144,11 +179,65 @@ def main(argv=None) -> int:
                 writer.writerow(["benchmark", *suite.benchmarks])
                 writer.writerows([name, *(f"{v:.4f}" for v in row)]
                                  for name, row in zip(suite.benchmarks, result.correlation))
+        if posterior is not None:
+            _write_pairs(os.path.join(args.output_dir, "correlation_pairs.csv"), posterior, suite.benchmarks)
         write_json(os.path.join(args.output_dir, "suite.json"), record)
     for name, size, d in metrics:
         shown = "fewer than 2 items" if d is None else f"DDM {d.ddm:.3f}, Max Gap {d.max_gap:.3f}, " \
                                                         f"Top-5 {d.top_k_gap_sum:.3f}"
         print(f"{name}: {size} items, {shown}")
+    if posterior is not None:
+        d, c = posterior.diagnostics, posterior.correlation
+        for a in range(len(suite.benchmarks)):
+            for b in range(a + 1, len(suite.benchmarks)):
+                print(f"correlation {suite.benchmarks[a]} ~ {suite.benchmarks[b]}: {c['mean'][a, b]:.3f} "
+                      f"[{c['low'][a, b]:.3f}, {c['high'][a, b]:.3f}] (94% interval)")
+        print(f"NUTS: max R-hat {d['max_r_hat']:.4f} ({d['worst_r_hat']}), min bulk ESS {d['min_ess_bulk']:.0f} "
+              f"({d['worst_ess_bulk']}), {d['divergences']} divergences; sampling {d['sampling_time_s']:.1f} s",
+              file=sys.stderr)
+        from benchmeasure.irt.diagnostics import warnings_for
+
+        for warning in warnings_for(d):
+            print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {args.output_dir}: {len(suite.benchmarks)} benchmarks, {len(suite.models)} models, "
           f"{absent['total']} absent cells of {absent['cells']}, {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
+
+
+def _nuts(suite, args):
+    """The multidimensional 1PL's posterior (suite.mirt), with a progress display unless --quiet."""
+    import contextlib
+
+    from benchmeasure.irt.progress import Progress
+    from benchmeasure.suite.mirt import fit_correlated
+
+    shown = None if args.quiet else Progress("multidimensional 1PL", chains=args.chains)
+    with shown if shown is not None else contextlib.nullcontext():
+        return fit_correlated(suite.counts, suite.trials, suite.item_benchmark, list(suite.benchmarks),
+                              eta=args.eta, scales=args.scales, chains=args.chains, tune=args.tune,
+                              draws=args.draws, seed=args.seed, progress=shown)
+
+
+def _posterior_record(posterior, benchmarks) -> dict:
+    d = posterior.diagnostics
+    keys = ("max_r_hat", "worst_r_hat", "min_ess_bulk", "worst_ess_bulk", "divergences", "converged",
+            "leapfrog_steps_per_draw", "compile_time_s", "sampling_time_s", "min_ess_bulk_per_s")
+    out = {"settings": posterior.settings, **{k: d.get(k) for k in keys}}
+    if posterior.scales is not None:
+        out["scales"] = {name: {k: float(v[n]) for k, v in posterior.scales.items()}
+                         for n, name in enumerate(benchmarks)}
+    from benchmeasure.irt.fit_folder import json_safe
+
+    return json_safe(out)
+
+
+def _write_pairs(path, posterior, benchmarks) -> None:
+    c = posterior.correlation
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["benchmark_a", "benchmark_b", "mean", "sd", "low", "high", "r_hat", "ess_bulk"])
+        for a in range(len(benchmarks)):
+            for b in range(a + 1, len(benchmarks)):
+                writer.writerow([benchmarks[a], benchmarks[b], *(f"{c[k][a, b]:.4f}" for k in ("mean", "sd", "low",
+                                                                                             "high", "r_hat")),
+                                 f"{c['ess_bulk'][a, b]:.0f}"])

@@ -199,13 +199,45 @@ def ess_bulk(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def ess_tail(x: np.ndarray) -> np.ndarray:
-    """Tail effective sample size per parameter of x: (chains, draws, P).
+def ess_tail(x: np.ndarray, chunk: int = 1024, on_chunk=None) -> np.ndarray:
+    """Tail effective sample size per parameter of x: (chains, draws, P), of any float type.
 
     ArviZ's ``method="tail"`` (Vehtari et al. 2021): the smaller of the ESS of the indicators
     I(x ≤ 5 % quantile) and I(x ≤ 95 % quantile) on split chains — how well the posterior's tails
-    (and so its intervals) are resolved, beside :func:`ess_bulk` for its centre.
+    (and so its intervals) are resolved, beside :func:`ess_bulk` for its centre. Parameters are taken
+    ``chunk`` at a time (each converted to float64 on its own), so the working memory is a few copies of
+    (chains, draws, chunk) whatever P is; ``on_chunk(done, total)`` reports progress.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
+    n_params = x.shape[2]
+    out = np.full(n_params, np.nan)
+
+    def one(start):
+        stop = min(start + chunk, n_params)
+        out[start:stop] = _ess_tail_block(np.asarray(x[:, :, start:stop], dtype=float))
+        return stop - start
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=_workers()) as pool:  # NumPy's sorts and FFTs release the GIL
+        for size in pool.map(one, range(0, n_params, chunk)):
+            done += size
+            if on_chunk is not None:
+                on_chunk(done, n_params)
+    return out
+
+
+def _workers() -> int:
+    """Threads for the chunked summaries: up to 2 of the CPUs available."""
+    import os
+
+    try:
+        return max(1, min(2, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return 1
+
+
+def _ess_tail_block(x: np.ndarray) -> np.ndarray:
     x = _by_parameter(x)
     out = np.full(x.shape[0], np.nan)
     if x.shape[2] < 4:
@@ -268,12 +300,7 @@ def summarize_draws(values: np.ndarray, chunk: int = 1024, workers: int | None =
         return stop - start
 
     if workers is None:
-        try:
-            import os
-
-            workers = max(1, min(2, len(os.sched_getaffinity(0))))
-        except AttributeError:  # pragma: no cover - not on Linux
-            workers = 1
+        workers = _workers()
     done = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for size in pool.map(one, starts):

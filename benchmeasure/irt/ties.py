@@ -52,16 +52,24 @@ def tie_summary(counts, guessing=0.0, *, trials=None, whole_column: bool = False
                      "steps; more trials per cell or more models separate them") if staircase else None}
 
 
-def pool_ties(labels, b_draws) -> tuple[np.ndarray, np.ndarray]:
-    """Per item the mean and sd of the draws pooled over its tie group; ``b_draws`` (D, N)."""
-    b = np.asarray(b_draws, dtype=float)
+def pool_ties(labels, b_draws, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """Per item the mean and sd of the draws pooled over its tie group; ``b_draws`` (D, N) of any float type.
+
+    Two passes over ``chunk`` items at a time (sums, then squared deviations from the pooled means), each
+    chunk converted to float64 on its own: no full-size temporary beside the draws themselves."""
     labels = np.asarray(labels)
+    n_draws, n_items = b_draws.shape
     groups = int(labels.max()) + 1
-    count = np.bincount(labels, minlength=groups) * b.shape[0]
+    count = np.bincount(labels, minlength=groups) * n_draws
     total = np.zeros(groups)
-    np.add.at(total, labels, b.sum(axis=0))
+    for start in range(0, n_items, chunk):
+        block = np.asarray(b_draws[:, start:start + chunk], dtype=float)
+        np.add.at(total, labels[start:start + chunk], block.sum(axis=0))
     mean = total / count
     sq = np.zeros(groups)
-    np.add.at(sq, labels, ((b - mean[labels][None, :]) ** 2).sum(axis=0))
+    for start in range(0, n_items, chunk):
+        block = np.asarray(b_draws[:, start:start + chunk], dtype=float)
+        centred = mean[labels[start:start + chunk]][None, :]
+        np.add.at(sq, labels[start:start + chunk], ((block - centred) ** 2).sum(axis=0))
     sd = np.sqrt(sq / np.maximum(count - 1, 1))
     return mean[labels], sd[labels]
