@@ -227,7 +227,8 @@ def main(argv=None) -> int:
         write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior, progress=writing)
     if matrix.trials is not None:
         say(f"note: {int((matrix.trials == 0).sum())} absent cells (per model and item in diagnostics.json), "
-            f"fitted with the masked likelihood on the {result.settings.get('route')} route")
+            "fitted with the masked likelihood " + (f"on the {result.settings.get('route')} route"
+                                                    if result.settings.get("route") else "(marginal mode)"))
     constant, models_constant = diagnostics["constant_items"], diagnostics["constant_models"]
     n_constant = len(constant["all_correct"]) + len(constant["all_wrong"])
     for warning in result.warnings:

@@ -173,16 +173,16 @@ def check_settings(**fields) -> FitSettings:
 
 
 def settings_for(matrix: ResponseMatrix, settings: FitSettings, fixed_b=None) -> FitSettings:
-    """The settings a fit of ``matrix`` runs with. Holes or K per cell need NUTS with nutpie or pymc and the
-    binomial; ``auto`` picks the collapsed route for them as for a complete matrix (the joint route when
-    difficulties are fixed). Fixed difficulties need NUTS on the joint route (the route is set to joint).
-    Raises :class:`SettingsError` for what cannot run."""
+    """The settings a fit of ``matrix`` runs with. Holes or K per cell need the binomial, and NUTS with nutpie
+    or pymc or the posterior mode; ``auto`` picks the collapsed route for them as for a complete matrix (the
+    joint route when difficulties are fixed). Fixed difficulties need NUTS on the joint route (the route is set
+    to joint). Raises :class:`SettingsError` for what cannot run."""
     s = settings
     if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked likelihood
-        if s.method != "nuts" or s.sampler == "numpyro":
+        if s.method == "nuts" and s.sampler == "numpyro":
             raise SettingsError("a matrix with absent cells or K per cell is fitted by NUTS with nutpie or pymc "
-                                "({method} nuts, {sampler} nutpie or pymc); the posterior mode and the numpyro "
-                                "model assume one K for every cell")
+                                "({sampler} nutpie or pymc) or by {method} map; the numpyro model assumes one K "
+                                "for every cell")
         if s.observation != "binomial":
             raise SettingsError("a matrix with absent cells or K per cell is fitted with the binomial "
                                 "{observation} model only, not {value!r}", value=s.observation)
@@ -436,7 +436,7 @@ def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:
     from benchmeasure.irt.marginal_mode import marginal_mode
 
     start = time.perf_counter()
-    theta, b, info = marginal_mode(matrix.counts, matrix.n_trials, guessing)
+    theta, b, info = marginal_mode(matrix.counts, matrix.n_trials, guessing, trials=getattr(matrix, "trials", None))
     optimize_time = time.perf_counter() - start
     m, n = len(matrix.models), len(matrix.items)
     nan_n, nan_m = np.full(n, np.nan), np.full(m, np.nan)

@@ -7,7 +7,9 @@ maximum likelihood avoids this by integrating the abilities out. Here, with the 
 
     log p(b | Y) = Σ_i log N(b_i; 0, 1) + Σ_j log ∫ N(θ; 0, 1) Π_i Binom(Y_ji | K, p(θ − b_i, g_i)) dθ + const,
 
-and its mode is found by L-BFGS. Each model's integral is one-dimensional and is computed on the uniform
+and its mode is found by L-BFGS. With holes or K per cell (``prepare --allow-missing``) the trials matrix T
+replaces K: an absent cell has T = Y = 0 and adds exactly nothing to a model's integrand (the masked likelihood).
+Each model's integral is one-dimensional and is computed on the uniform
 trapezoid grid of :mod:`benchmeasure.irt.quadrature` (the same grid and error bound as the collapsed
 sampler and the anchored fits: relative error near 1e-17, so the mode is exact for this model to
 optimizer tolerance). The grid is shared by all models, so the log-likelihood at every (model, node) is two
@@ -38,25 +40,29 @@ def _log_probs(eta: np.ndarray, g: np.ndarray):
     return log_p, log_q, dp * np.exp(-log_p), -dp * np.exp(-log_q)
 
 
-def _model_posteriors(y: np.ndarray, k: int, b: np.ndarray, g: np.ndarray, grid):
-    """Per model (M, G): log weight × prior × likelihood at each θ node; and the pieces for the gradient."""
+def _model_posteriors(y: np.ndarray, k, b: np.ndarray, g: np.ndarray, grid):
+    """Per model (M, G): log weight × prior × likelihood at each θ node; and the pieces for the gradient.
+    ``k`` the trials: a number, or the (M, N) trials matrix (0 for an absent cell)."""
     eta = grid.nodes[:, None] - b[None, :]  # (G, N)
     log_p, log_q, dlog_p, dlog_q = _log_probs(eta, g[None, :])
     loglik = y @ log_p.T + (k - y) @ log_q.T  # (M, G)
     return loglik + grid.log_weights[None, :], dlog_p, dlog_q
 
 
-def marginal_mode(counts, n_trials: int, guessing=0.0, *, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray, dict]:
+def marginal_mode(counts, n_trials: int, guessing=0.0, *, trials=None,
+                  tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray, dict]:
     """(θ, b, info): b the mode of p(b | Y) with θ integrated out, θ each model's mode given that b.
 
-    ``counts`` (M, N), ``guessing`` a constant or (N,). ``info`` holds the optimizer's record and the
-    largest normalized weight at the grid's two ends (should be ~0: nothing beyond the grid).
+    ``counts`` (M, N), ``guessing`` a constant or (N,); ``trials`` None (K = ``n_trials`` in every cell) or the
+    (M, N) trials matrix of a matrix with holes (0 absent, ≤ ``n_trials`` otherwise). ``info`` holds the
+    optimizer's record and the largest normalized weight at the grid's two ends (should be ~0: nothing
+    beyond the grid).
     """
     from scipy.optimize import minimize
 
     y = np.asarray(counts, dtype=float)
     n_items = y.shape[1]
-    k = float(n_trials)
+    k = float(n_trials) if trials is None else np.asarray(trials, dtype=float)
     g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,)).copy()
     grid = make_grid(n_items, n_trials)
 
