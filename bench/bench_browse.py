@@ -44,9 +44,9 @@ runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
 from machine import cpu_name, versions  # noqa: E402
 
-from benchmeasure.browse import dense, fusion  # noqa: E402
+from benchmeasure.browse import dense, fusion, hybrid, lexical  # noqa: E402
 from benchmeasure.browse.evaluation import bootstrap_mean, per_query, read_queries  # noqa: E402
-from benchmeasure.browse.index import BLOCK, add_benchmark, load_index  # noqa: E402
+from benchmeasure.browse.index import BLOCK, add_benchmark, load_index, read_stored_items  # noqa: E402
 from benchmeasure.browse.items import Item, read_items  # noqa: E402
 
 DATA = ROOT / "data" / "browse_eval"
@@ -65,7 +65,10 @@ def build_quality_index(folder: Path) -> float:
 
 
 QUERY_SETS = {"set 1 (queries.json)": DATA / "queries.json",
-              "set 2 (queries_heldout.json, held out)": DATA / "queries_heldout.json"}
+              "set 2 (queries_heldout.json, held out)": DATA / "queries_heldout.json",
+              "set 3 (queries_set3.json, final held out)": DATA / "queries_set3.json"}
+# the third fusion round (data/browse_eval/fusion_protocol.md): chosen on set 1 by nDCG@10 among these
+ROUND3 = ("rrf prf+bm25", "rrf prf+rm3", "zsum prf+rm3", "zsum prf+bm25", "mnz prf+rm3", "tiebreak prf/bm25")
 PRF_SWEEP = (3, 5, 10, 20)
 ALPHAS = [round(a / 10, 1) for a in range(11)]
 
@@ -82,12 +85,27 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def alternatives(index, query: str) -> dict:
-    """Score vectors of the alternatives the CLI does not offer, over all items."""
+def alternatives(index, query: str, tokens: list[list[str]]) -> dict:
+    """Score vectors of the alternatives the CLI does not offer, over all items (``tokens``: each item's
+    analysed tokens, for RM3)."""
     allowed = np.ones(len(index.item_ids), dtype=bool)
     parts = fusion.component_scores(index, query, allowed)
     cosine = parts["dense"]
     lex = parts["lexical"] if parts["lexical"] is not None else np.zeros_like(cosine)
+    feedback = fusion.top(cosine, allowed, hybrid.RM3_DOCS)
+    rm3 = hybrid.rm3_scores(index.retriever, query, [tokens[i] for i in feedback], cosine[feedback])
+    rm3 = np.zeros_like(cosine) if rm3 is None else rm3
+    prf = parts["prf"]
+    depth = fusion.DEPTH
+    out_round3 = {
+        "bm25 rm3(dense)": rm3,
+        "rrf prf+bm25": fusion.rrf([fusion.top(prf, allowed, depth), fusion.top(lex, lex > 0, depth)], len(lex)),
+        "rrf prf+rm3": fusion.rrf([fusion.top(prf, allowed, depth), fusion.top(rm3, rm3 > 0, depth)], len(lex)),
+        "zsum prf+rm3": hybrid.zsum([prf, rm3], allowed),
+        "zsum prf+bm25": hybrid.zsum([prf, lex], allowed),
+        "mnz prf+rm3": hybrid.mnz([prf, rm3], allowed, depth),
+        "tiebreak prf/bm25": hybrid.tiebreak(prf, lex),
+    }
     out = {f"convex a={a}": a * _minmax(cosine) + (1 - a) * _minmax(lex) for a in ALPHAS}
     candidates = np.argsort(-cosine, kind="stable")[:DEPTH]
     rerank = np.full(len(cosine), -np.inf)
@@ -97,7 +115,7 @@ def alternatives(index, query: str) -> dict:
     vector = dense.embed_query(query)
     for m in PRF_SWEEP:
         out[f"prf m={m}"] = fusion.prf_scores(index, vector, cosine, allowed, m)
-    return out
+    return {**out, **out_round3}
 
 
 def quality(folder: Path, path: Path) -> dict:
@@ -110,12 +128,14 @@ def quality(folder: Path, path: Path) -> dict:
             labels[str(record["question_id"])] = record[label_field]
     counts = {lab: sum(v == lab for v in labels.values()) for lab in set(labels.values())}
     index = load_index(folder)
+    texts = {r["item_id"]: r["text"] for r in read_stored_items(folder, "mmlu_pro")}
+    tokens = [lexical.tokenize(texts[i], index.retriever.stopwords) for i in index.item_ids]
     item_labels = np.array([labels[i] for i in index.item_ids])
     rows: dict = {}
     for q in queries:
         found = {mode: [labels[h.item_id] == q.label for h in fusion.search(index, q.query, DEPTH, mode)]
                  for mode in ("lexical", "dense", "fused", "prf")}
-        for name, scores in alternatives(index, q.query).items():
+        for name, scores in alternatives(index, q.query, tokens).items():
             found[name] = list(item_labels[np.argsort(-scores, kind="stable")[:DEPTH]] == q.label)
         for name, relevant in found.items():
             for metric, value in per_query(relevant, K, counts[q.label]).items():
@@ -129,15 +149,17 @@ def choose_alpha(rows: dict, which: np.ndarray) -> float:
     return max(ALPHAS, key=lambda a: (round(means[a], 12), a))
 
 
-def print_table(rows: dict, names: list[str], seed: int) -> None:
+def print_table(rows: dict, names: list[str], seed: int, chosen: str) -> None:
     metrics = list(rows["dense"])
-    print(f"  {'retriever':<22}" + "".join(f"  {m + ' [95% CI]':>24}" for m in metrics))
+    print(f"  {'retriever':<24}" + "".join(f"  {m + ' [95% CI]':>24}" for m in metrics))
     for name in names:
         cells = [bootstrap_mean(rows[name][m], N_BOOT, seed) for m in metrics]
-        print(f"  {name:<22}" + "".join(f"  {m:6.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in cells))
-    for name in ("prf", "fused"):
-        cells = [bootstrap_mean(np.subtract(rows[name][m], rows["dense"][m]), N_BOOT, seed) for m in metrics]
-        print(f"  {name + ' - dense':<22}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
+        print(f"  {name:<24}" + "".join(f"  {m:6.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in cells))
+    print("  paired differences (the same resampled queries for both):")
+    for name, base in [("prf", "dense"), ("fused", "dense"), *((n, "dense") for n in ROUND3), (chosen, "prf")]:
+        cells = [bootstrap_mean(np.subtract(rows[name][m], rows[base][m]), N_BOOT, seed) for m in metrics]
+        label = f"{name} - {base}"
+        print(f"  {label:<24}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
 
 
 def report_quality(folder: Path, seed: int) -> None:
@@ -159,11 +181,16 @@ def report_quality(folder: Path, seed: int) -> None:
     for result in results.values():
         result["convex (set-1 a)"] = result[f"convex a={a}"]
     names = ["lexical", "dense", "fused", "rerank", "convex (set-1 a)", "prf",
-             *(f"prf m={m}" for m in PRF_SWEEP)]
+             *(f"prf m={m}" for m in PRF_SWEEP), "bm25 rm3(dense)", *ROUND3]
+    means = {name: float(np.mean(first[name][f"nDCG@{K}"])) for name in ("fused", *ROUND3)}
+    chosen = max(means, key=lambda name: (round(means[name], 12), name))
+    print(f"  third round (data/browse_eval/fusion_protocol.md): chosen on set 1 by nDCG@{K}: {chosen} "
+          f"({means[chosen]:.3f}); the others there: "
+          + ", ".join(f"{n} {v:.3f}" for n, v in sorted(means.items(), key=lambda kv: -kv[1]) if n != chosen))
     for title, rows in results.items():
         print(f"\n{title}: {len(rows['dense'][f'nDCG@{K}'])} queries; relevant = same MMLU-Pro category "
               f"(100 items each); MRR over the top {DEPTH}")
-        print_table(rows, names, seed)
+        print_table(rows, names, seed, chosen)
 
 
 def cold_queries(folder: Path, queries: list[str], mode: str) -> tuple[list, list]:
