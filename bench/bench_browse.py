@@ -1,14 +1,17 @@
 """BenchBrowser retrieval on the bundled MMLU-Pro sample: each retriever side by side, and speed at 100,000 items.
 
-Quality: two sets of use-case queries (``data/browse_eval/queries.json``, 39 queries written before any retrieval
-was run, and ``queries_heldout.json``, 39 more written later, before any result with them, to check for
-overfitting; an item is relevant when its MMLU-Pro category is the query's) against the 1,400 bundled items
-(``items.jsonl``, 100 per category, question and options indexed). P@10, nDCG@10 and MRR, each with a 95%
-bootstrap interval over queries, for BM25 (``lexical``), the all-MiniLM-L6-v2 cosine (``dense``), reciprocal
-rank fusion (``fused``), BM25 re-ranking the dense top 100 by RRF (``rerank``), a min-max convex combination
-whose weight is chosen on half of set 1 and scored on the other half, then chosen on set 1 and scored on set 2
-(``convex``), and dense pseudo-relevance feedback (``prf``, the default mode; m feedback items, 10 fixed a
-priori, 3–20 shown), with paired intervals of prf − dense and fused − dense.
+Quality: three sets of use-case queries (``data/browse_eval/queries.json``, 39 queries written before any retrieval
+was run; ``queries_heldout.json``, 39 more written later, before any result with them; ``queries_set3.json``, 39
+more written before the third fusion round, the final held-out test; an item is relevant when its MMLU-Pro
+category is the query's) against the 1,400 bundled items (``items.jsonl``, 100 per category, question and options
+indexed). P@10, nDCG@10 and MRR, each with a 95% bootstrap interval over queries, for BM25 (``lexical``), the
+all-MiniLM-L6-v2 cosine (``dense``), reciprocal rank fusion of the two (``rrf``), BM25 re-ranking the dense top
+100 by RRF (``rerank``), a min-max convex combination whose weight is chosen on half of set 1 and scored on the
+other half, then chosen on set 1 and scored on sets 2 and 3 (``convex``), dense pseudo-relevance feedback
+(``prf``, the default mode; m feedback items, 10 fixed a priori, 3–20 shown), and the third round's candidates
+(``data/browse_eval/fusion_protocol.md``: dense-seeded RM3, RRF / CombSUM of z-scores / CombMNZ of prf with BM25
+or RM3, BM25 breaking prf's near-ties), the one chosen on set 1 (by nDCG@10) being the ``fused`` mode; with
+paired intervals of each against dense, and of fused against prf.
 
 Speed: an index of 100,000 items. Its texts are the 1,400 bundled texts, each repeated with a distinct
 number appended (so BM25 indexes 100,000 distinct documents of real length); its vectors are the 1,400 real
@@ -53,7 +56,7 @@ DATA = ROOT / "data" / "browse_eval"
 K = 10
 DEPTH = 100  # MRR looks this deep; rerank re-orders the dense top DEPTH
 N_BOOT = 2000
-MODES = ("prf", "dense", "fused", "lexical")
+MODES = ("prf", "dense", "fused", "rrf", "lexical")
 
 
 def build_quality_index(folder: Path) -> float:
@@ -69,6 +72,7 @@ QUERY_SETS = {"set 1 (queries.json)": DATA / "queries.json",
               "set 3 (queries_set3.json, final held out)": DATA / "queries_set3.json"}
 # the third fusion round (data/browse_eval/fusion_protocol.md): chosen on set 1 by nDCG@10 among these
 ROUND3 = ("rrf prf+bm25", "rrf prf+rm3", "zsum prf+rm3", "zsum prf+bm25", "mnz prf+rm3", "tiebreak prf/bm25")
+TIE_SWEEP = ("tiebreak eps=1e-3", "tiebreak eps=5e-3", "tiebreak eps=1e-2")  # sensitivity, not chosen
 PRF_SWEEP = (3, 5, 10, 20)
 ALPHAS = [round(a / 10, 1) for a in range(11)]
 
@@ -104,7 +108,8 @@ def alternatives(index, query: str, tokens: list[list[str]]) -> dict:
         "zsum prf+rm3": hybrid.zsum([prf, rm3], allowed),
         "zsum prf+bm25": hybrid.zsum([prf, lex], allowed),
         "mnz prf+rm3": hybrid.mnz([prf, rm3], allowed, depth),
-        "tiebreak prf/bm25": hybrid.tiebreak(prf, lex),
+        "tiebreak prf/bm25": hybrid.tiebreak(prf, parts["lexical"]),
+        **{name: hybrid.tiebreak(prf, parts["lexical"], float(name.split("=")[1])) for name in TIE_SWEEP},
     }
     out = {f"convex a={a}": a * _minmax(cosine) + (1 - a) * _minmax(lex) for a in ALPHAS}
     candidates = np.argsort(-cosine, kind="stable")[:DEPTH]
@@ -134,7 +139,7 @@ def quality(folder: Path, path: Path) -> dict:
     rows: dict = {}
     for q in queries:
         found = {mode: [labels[h.item_id] == q.label for h in fusion.search(index, q.query, DEPTH, mode)]
-                 for mode in ("lexical", "dense", "fused", "prf")}
+                 for mode in MODES}
         for name, scores in alternatives(index, q.query, tokens).items():
             found[name] = list(item_labels[np.argsort(-scores, kind="stable")[:DEPTH]] == q.label)
         for name, relevant in found.items():
@@ -156,7 +161,8 @@ def print_table(rows: dict, names: list[str], seed: int, chosen: str) -> None:
         cells = [bootstrap_mean(rows[name][m], N_BOOT, seed) for m in metrics]
         print(f"  {name:<24}" + "".join(f"  {m:6.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in cells))
     print("  paired differences (the same resampled queries for both):")
-    for name, base in [("prf", "dense"), ("fused", "dense"), *((n, "dense") for n in ROUND3), (chosen, "prf")]:
+    for name, base in [("prf", "dense"), ("rrf", "dense"), *((n, "dense") for n in ROUND3), ("fused", "dense"),
+                       ("fused", "prf")]:
         cells = [bootstrap_mean(np.subtract(rows[name][m], rows[base][m]), N_BOOT, seed) for m in metrics]
         label = f"{name} - {base}"
         print(f"  {label:<24}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
@@ -180,13 +186,14 @@ def report_quality(folder: Path, seed: int) -> None:
     print(f"  chosen on all of set 1: a = {a}; scored on set 2 below as 'convex (set-1 a)'")
     for result in results.values():
         result["convex (set-1 a)"] = result[f"convex a={a}"]
-    names = ["lexical", "dense", "fused", "rerank", "convex (set-1 a)", "prf",
-             *(f"prf m={m}" for m in PRF_SWEEP), "bm25 rm3(dense)", *ROUND3]
-    means = {name: float(np.mean(first[name][f"nDCG@{K}"])) for name in ("fused", *ROUND3)}
+    names = ["lexical", "dense", "rrf", "rerank", "convex (set-1 a)", "prf",
+             *(f"prf m={m}" for m in PRF_SWEEP), "bm25 rm3(dense)", *ROUND3, *TIE_SWEEP, "fused"]
+    means = {name: float(np.mean(first[name][f"nDCG@{K}"])) for name in ("rrf", *ROUND3)}
     chosen = max(means, key=lambda name: (round(means[name], 12), name))
     print(f"  third round (data/browse_eval/fusion_protocol.md): chosen on set 1 by nDCG@{K}: {chosen} "
           f"({means[chosen]:.3f}); the others there: "
-          + ", ".join(f"{n} {v:.3f}" for n, v in sorted(means.items(), key=lambda kv: -kv[1]) if n != chosen))
+          + ", ".join(f"{n} {v:.3f}" for n, v in sorted(means.items(), key=lambda kv: -kv[1]) if n != chosen)
+          + "; 'fused' below is the mode as the CLI runs it (the chosen tiebreak)")
     for title, rows in results.items():
         print(f"\n{title}: {len(rows['dense'][f'nDCG@{K}'])} queries; relevant = same MMLU-Pro category "
               f"(100 items each); MRR over the top {DEPTH}")

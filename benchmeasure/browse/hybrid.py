@@ -89,12 +89,16 @@ def mnz(score_lists: list[np.ndarray], allowed: np.ndarray, depth: int = 1000) -
 
 
 def tiebreak(primary: np.ndarray, secondary: np.ndarray | None, eps: float = TIE_EPS) -> np.ndarray:
-    """Scores that order by ``floor(primary / eps)``, then by ``secondary`` (its order only)."""
-    bins = np.floor(np.asarray(primary, dtype=float) / eps)
+    """Scores that order by ``floor(primary / eps)``, then by ``secondary`` (its order only).
+
+    The score is ``eps · (bin + r)``, r in [0, 1) the secondary's rank among the distinct secondary values
+    scaled to that interval: it never leaves the bin, so it is within ``eps`` below ``primary`` and
+    decreases down the ranking. Equal secondaries stay tied. ``secondary`` None: ``primary`` unchanged."""
+    primary = np.asarray(primary, dtype=float)
     if secondary is None:
-        return bins
+        return primary
     levels, rank = np.unique(np.asarray(secondary, dtype=float), return_inverse=True)
-    return bins + rank / (len(levels) + 1.0)  # equal secondaries stay tied; in [0, 1): never crosses bins
+    return eps * (np.floor(primary / eps) + rank / (len(levels) + 1.0))
 
 
 def rm3_scores(retriever, query: str, feedback_tokens: list[list[str]], doc_weights) -> np.ndarray | None:
