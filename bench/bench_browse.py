@@ -59,17 +59,17 @@ N_BOOT = 2000
 MODES = ("prf", "dense", "fused", "rrf", "lexical")
 
 
-def build_quality_index(folder: Path) -> float:
-    items = read_items([DATA / "items.jsonl"], "question_id", ["question", "options"])
+def build_quality_index(folder: Path, data: Path) -> float:
+    items = read_items([data / "items.jsonl"], "question_id", ["question", "options"])
     start = time.perf_counter()
     add_benchmark(folder, "mmlu_pro", items, sources=[], settings={}, difficulty=None, difficulty_source=None,
                   lexical_only=False)
     return len(items) / (time.perf_counter() - start)
 
 
-QUERY_SETS = {"set 1 (queries.json)": DATA / "queries.json",
-              "set 2 (queries_heldout.json, held out)": DATA / "queries_heldout.json",
-              "set 3 (queries_set3.json, final held out)": DATA / "queries_set3.json"}
+QUERY_SETS = {"set 1 (queries.json)": "queries.json",
+              "set 2 (queries_heldout.json, held out)": "queries_heldout.json",
+              "set 3 (queries_set3.json, final held out)": "queries_set3.json"}
 # the third fusion round (data/browse_eval/fusion_protocol.md): chosen on set 1 by nDCG@10 among these
 ROUND3 = ("rrf prf+bm25", "rrf prf+rm3", "zsum prf+rm3", "zsum prf+bm25", "mnz prf+rm3", "tiebreak prf/bm25")
 TIE_SWEEP = ("tiebreak eps=1e-3", "tiebreak eps=5e-3", "tiebreak eps=1e-2")  # sensitivity, not chosen
@@ -123,11 +123,11 @@ def alternatives(index, query: str, tokens: list[list[str]]) -> dict:
     return {**out, **out_round3}
 
 
-def quality(folder: Path, path: Path) -> dict:
+def quality(folder: Path, path: Path, data: Path) -> dict:
     """Per-query metrics of each retriever: {name: {metric: [values]}}."""
     label_field, queries = read_queries(path)
     labels = {}
-    with open(DATA / "items.jsonl", encoding="utf-8") as handle:
+    with open(data / "items.jsonl", encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
             labels[str(record["question_id"])] = record[label_field]
@@ -168,8 +168,8 @@ def print_table(rows: dict, names: list[str], seed: int, chosen: str) -> None:
         print(f"  {label:<24}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
 
 
-def report_quality(folder: Path, seed: int) -> None:
-    results = {name: quality(folder, path) for name, path in QUERY_SETS.items()}
+def report_quality(folder: Path, seed: int, data: Path) -> None:
+    results = {name: quality(folder, data / path, data) for name, path in QUERY_SETS.items()}
     first = next(iter(results.values()))
     n = len(first["dense"][f"nDCG@{K}"])
     fold = np.zeros(n, dtype=bool)
@@ -252,8 +252,8 @@ def parts(index) -> None:
               f"= {1000 * (made + first):.0f} ms")
 
 
-def scale(n: int, quality_folder: Path, work: Path) -> None:
-    base = read_items([DATA / "items.jsonl"], "question_id", ["question", "options"])
+def scale(n: int, quality_folder: Path, work: Path, data: Path) -> None:
+    base = read_items([data / "items.jsonl"], "question_id", ["question", "options"])
     stored = load_index(quality_folder)
     tiles = -(-n // len(base))
     items = [Item(f"{i}-{t}", f"{it.text}\n{t}") for t in range(tiles) for i, it in enumerate(base)][:n]
@@ -266,7 +266,7 @@ def scale(n: int, quality_folder: Path, work: Path) -> None:
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     print(f"\nindex of {n:,} items (vectors given): written in {build:.1f} s ({n / build:,.0f} items/s: BM25 "
           f"build, int8 vectors, manifest); {size / 2**20:.0f} MiB on disk")
-    queries = [q.query for q in read_queries(DATA / "queries.json")[1]][:10]
+    queries = [q.query for q in read_queries(data / "queries.json")[1]][:10]
     load_before = os.getloadavg()[0]
     cold = {mode: cold_queries(folder, queries[:5], mode) for mode in MODES}
     index = load_index(folder)
@@ -296,7 +296,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=100_000, help="items in the speed run (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap and split seed")
-    parser.add_argument("--index", type=Path, help="reuse this index of data/browse_eval/items.jsonl (no build rate)")
+    parser.add_argument("--collection", type=Path, default=DATA,
+                        help="folder with items.jsonl (question_id, question, options) and the three query sets "
+                             "(default data/browse_eval)")
+    parser.add_argument("--index", type=Path, help="reuse this index of the collection's items.jsonl (no build rate)")
     parser.add_argument("--speed-only", action="store_true", help="skip the quality tables")
     args = parser.parse_args()
     print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} CPUs for this process, onnxruntime threads "
@@ -305,14 +308,14 @@ def main() -> int:
         work = Path(tmp)
         quality_folder = args.index or work / "quality"
         if args.index is None:
-            rate = build_quality_index(quality_folder)
-            print(f"build of the 1,400 bundled items (BM25 + embeddings): {rate:.1f} items/s "
+            rate = build_quality_index(quality_folder, args.collection)
+            print(f"build of the {args.collection.name} items (BM25 + embeddings): {rate:.1f} items/s "
                   f"(embedding dominates: 100,000 items would take {100_000 / rate / 3600:.1f} h)\n")
         dense.encoder(optimize=True)  # many queries: the optimised session
         if not args.speed_only:
-            report_quality(quality_folder, args.seed)
+            report_quality(quality_folder, args.seed, args.collection)
         if args.scale:
-            scale(args.scale, quality_folder, work)
+            scale(args.scale, quality_folder, work, args.collection)
     return 0
 
 

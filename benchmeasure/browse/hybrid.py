@@ -92,7 +92,7 @@ def tiebreak(primary: np.ndarray, secondary: np.ndarray | None, eps: float = TIE
     """Scores that order by ``floor(primary / eps)``, then by ``secondary`` (its order only).
 
     The score is ``eps · (bin + r)``, r in [0, 1) the secondary's rank among the distinct secondary values
-    scaled to that interval: it never leaves the bin, so it is within ``eps`` below ``primary`` and
+    scaled to that interval: it never leaves the primary's bin, so it is within ``eps`` of ``primary`` and
     decreases down the ranking. Equal secondaries stay tied. ``secondary`` None: ``primary`` unchanged."""
     primary = np.asarray(primary, dtype=float)
     if secondary is None:
