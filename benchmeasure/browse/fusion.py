@@ -10,13 +10,14 @@ Modes (``MODES``; the default for an index with embeddings is :data:`DEFAULT`):
   prints 3, 5, 10 and 20 on both labelled query sets.
 * ``dense`` — cosine with the query's all-MiniLM-L6-v2 vector;
 * ``lexical`` — BM25 (:mod:`~benchmeasure.browse.lexical`);
-* ``fused`` — the ``prf`` ranking with BM25 breaking its near-ties (:func:`~benchmeasure.browse.hybrid.tiebreak`):
-  prf cosines closer than the int8 rounding of the index (2e-3) are ties, and BM25 orders the items within
-  such a bin. The score is the prf cosine rounded down to its bin plus a fraction of the bin for BM25's
-  rank (within 2e-3 of the cosine, and decreasing down the list). Chosen on query set 1 among the eight
-  candidates fixed in advance (``data/browse_eval/fusion_protocol.md``), it beat ``dense`` on held-out sets
-  2 and 3 with paired intervals above 0 — but that gain is prf's: BM25 moves nDCG@10 by −0.002 [−0.006, +0.001] on set 2 and
-  −0.001 on set 3 against ``prf`` alone, so ``prf`` stays the default (docs/browse.md gives the numbers).
+* ``fused`` — the ``prf`` ranking with BM25 breaking its near-ties
+  (:func:`~benchmeasure.browse.hybrid.tiebreak`): prf cosines closer than the int8 rounding of the index
+  (2e-3) are ties, and BM25 orders the items within such a bin. The score is the prf cosine rounded down to
+  its bin plus a fraction of the bin for BM25's rank (within 2e-3 of the cosine, decreasing down the list).
+  Chosen on query set 1 among the eight candidates fixed in advance (``data/browse_eval/fusion_protocol.md``),
+  it beat ``dense`` on held-out sets 2 and 3 with paired intervals above 0; but that gain is prf's: against
+  ``prf`` alone, BM25 moves nDCG@10 by −0.002 [−0.006, +0.001] on set 2 and −0.001 on set 3, so ``prf``
+  stays the default (docs/browse.md gives the numbers).
 * ``rrf`` — reciprocal rank fusion of the dense and BM25 rankings (Cormack, Clarke and Büttcher, SIGIR
   2009): ``Σ_r 1 / (RRF_K + rank_r(item))`` over the rankings r that retrieved the item, RRF_K = 60 of that
   paper, each ranking's top :data:`DEPTH` items (``fused`` before the third fusion round).
