@@ -1,14 +1,17 @@
 """BenchBrowser retrieval on the bundled MMLU-Pro sample: each retriever side by side, and speed at 100,000 items.
 
-Quality: two sets of use-case queries (``data/browse_eval/queries.json``, 39 queries written before any retrieval
-was run, and ``queries_heldout.json``, 39 more written later, before any result with them, to check for
-overfitting; an item is relevant when its MMLU-Pro category is the query's) against the 1,400 bundled items
-(``items.jsonl``, 100 per category, question and options indexed). P@10, nDCG@10 and MRR, each with a 95%
-bootstrap interval over queries, for BM25 (``lexical``), the all-MiniLM-L6-v2 cosine (``dense``), reciprocal
-rank fusion (``fused``), BM25 re-ranking the dense top 100 by RRF (``rerank``), a min-max convex combination
-whose weight is chosen on half of set 1 and scored on the other half, then chosen on set 1 and scored on set 2
-(``convex``), and dense pseudo-relevance feedback (``prf``, the default mode; m feedback items, 10 fixed a
-priori, 3–20 shown), with paired intervals of prf − dense and fused − dense.
+Quality: three sets of use-case queries (``data/browse_eval/queries.json``, 39 queries written before any retrieval
+was run; ``queries_heldout.json``, 39 more written later, before any result with them; ``queries_set3.json``, 39
+more written before the third fusion round, the final held-out test; an item is relevant when its MMLU-Pro
+category is the query's) against the 1,400 bundled items (``items.jsonl``, 100 per category, question and options
+indexed). P@10, nDCG@10 and MRR, each with a 95% bootstrap interval over queries, for BM25 (``lexical``), the
+all-MiniLM-L6-v2 cosine (``dense``), reciprocal rank fusion of the two (``rrf``), BM25 re-ranking the dense top
+100 by RRF (``rerank``), a min-max convex combination whose weight is chosen on half of set 1 and scored on the
+other half, then chosen on set 1 and scored on sets 2 and 3 (``convex``), dense pseudo-relevance feedback
+(``prf``, the default mode; m feedback items, 10 fixed a priori, 3–20 shown), and the third round's candidates
+(``data/browse_eval/fusion_protocol.md``: dense-seeded RM3, RRF / CombSUM of z-scores / CombMNZ of prf with BM25
+or RM3, BM25 breaking prf's near-ties), the one chosen on set 1 (by nDCG@10) being the ``fused`` mode; with
+paired intervals of each against dense, and of fused against prf.
 
 Speed: an index of 100,000 items. Its texts are the 1,400 bundled texts, each repeated with a distinct
 number appended (so BM25 indexes 100,000 distinct documents of real length); its vectors are the 1,400 real
@@ -44,28 +47,32 @@ runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
 from machine import cpu_name, versions  # noqa: E402
 
-from benchmeasure.browse import dense, fusion  # noqa: E402
+from benchmeasure.browse import dense, fusion, hybrid, lexical  # noqa: E402
 from benchmeasure.browse.evaluation import bootstrap_mean, per_query, read_queries  # noqa: E402
-from benchmeasure.browse.index import BLOCK, add_benchmark, load_index  # noqa: E402
+from benchmeasure.browse.index import BLOCK, add_benchmark, load_index, read_stored_items  # noqa: E402
 from benchmeasure.browse.items import Item, read_items  # noqa: E402
 
 DATA = ROOT / "data" / "browse_eval"
 K = 10
 DEPTH = 100  # MRR looks this deep; rerank re-orders the dense top DEPTH
 N_BOOT = 2000
-MODES = ("prf", "dense", "fused", "lexical")
+MODES = ("prf", "dense", "fused", "rrf", "lexical")
 
 
-def build_quality_index(folder: Path) -> float:
-    items = read_items([DATA / "items.jsonl"], "question_id", ["question", "options"])
+def build_quality_index(folder: Path, data: Path) -> float:
+    items = read_items([data / "items.jsonl"], "question_id", ["question", "options"])
     start = time.perf_counter()
     add_benchmark(folder, "mmlu_pro", items, sources=[], settings={}, difficulty=None, difficulty_source=None,
                   lexical_only=False)
     return len(items) / (time.perf_counter() - start)
 
 
-QUERY_SETS = {"set 1 (queries.json)": DATA / "queries.json",
-              "set 2 (queries_heldout.json, held out)": DATA / "queries_heldout.json"}
+QUERY_SETS = {"set 1 (queries.json)": "queries.json",
+              "set 2 (queries_heldout.json, held out)": "queries_heldout.json",
+              "set 3 (queries_set3.json, final held out)": "queries_set3.json"}
+# the third fusion round (data/browse_eval/fusion_protocol.md): chosen on set 1 by nDCG@10 among these
+ROUND3 = ("rrf prf+bm25", "rrf prf+rm3", "zsum prf+rm3", "zsum prf+bm25", "mnz prf+rm3", "tiebreak prf/bm25")
+TIE_SWEEP = ("tiebreak eps=1e-3", "tiebreak eps=5e-3", "tiebreak eps=1e-2")  # sensitivity, not chosen
 PRF_SWEEP = (3, 5, 10, 20)
 ALPHAS = [round(a / 10, 1) for a in range(11)]
 
@@ -82,12 +89,28 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def alternatives(index, query: str) -> dict:
-    """Score vectors of the alternatives the CLI does not offer, over all items."""
+def alternatives(index, query: str, tokens: list[list[str]]) -> dict:
+    """Score vectors of the alternatives the CLI does not offer, over all items (``tokens``: each item's
+    analysed tokens, for RM3)."""
     allowed = np.ones(len(index.item_ids), dtype=bool)
     parts = fusion.component_scores(index, query, allowed)
     cosine = parts["dense"]
     lex = parts["lexical"] if parts["lexical"] is not None else np.zeros_like(cosine)
+    feedback = fusion.top(cosine, allowed, hybrid.RM3_DOCS)
+    rm3 = hybrid.rm3_scores(index.retriever, query, [tokens[i] for i in feedback], cosine[feedback])
+    rm3 = np.zeros_like(cosine) if rm3 is None else rm3
+    prf = parts["prf"]
+    depth = fusion.DEPTH
+    out_round3 = {
+        "bm25 rm3(dense)": rm3,
+        "rrf prf+bm25": fusion.rrf([fusion.top(prf, allowed, depth), fusion.top(lex, lex > 0, depth)], len(lex)),
+        "rrf prf+rm3": fusion.rrf([fusion.top(prf, allowed, depth), fusion.top(rm3, rm3 > 0, depth)], len(lex)),
+        "zsum prf+rm3": hybrid.zsum([prf, rm3], allowed),
+        "zsum prf+bm25": hybrid.zsum([prf, lex], allowed),
+        "mnz prf+rm3": hybrid.mnz([prf, rm3], allowed, depth),
+        "tiebreak prf/bm25": hybrid.tiebreak(prf, parts["lexical"]),
+        **{name: hybrid.tiebreak(prf, parts["lexical"], float(name.split("=")[1])) for name in TIE_SWEEP},
+    }
     out = {f"convex a={a}": a * _minmax(cosine) + (1 - a) * _minmax(lex) for a in ALPHAS}
     candidates = np.argsort(-cosine, kind="stable")[:DEPTH]
     rerank = np.full(len(cosine), -np.inf)
@@ -97,25 +120,27 @@ def alternatives(index, query: str) -> dict:
     vector = dense.embed_query(query)
     for m in PRF_SWEEP:
         out[f"prf m={m}"] = fusion.prf_scores(index, vector, cosine, allowed, m)
-    return out
+    return {**out, **out_round3}
 
 
-def quality(folder: Path, path: Path) -> dict:
+def quality(folder: Path, path: Path, data: Path) -> dict:
     """Per-query metrics of each retriever: {name: {metric: [values]}}."""
     label_field, queries = read_queries(path)
     labels = {}
-    with open(DATA / "items.jsonl", encoding="utf-8") as handle:
+    with open(data / "items.jsonl", encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
             labels[str(record["question_id"])] = record[label_field]
     counts = {lab: sum(v == lab for v in labels.values()) for lab in set(labels.values())}
     index = load_index(folder)
+    texts = {r["item_id"]: r["text"] for r in read_stored_items(folder, "mmlu_pro")}
+    tokens = [lexical.tokenize(texts[i], index.retriever.stopwords) for i in index.item_ids]
     item_labels = np.array([labels[i] for i in index.item_ids])
     rows: dict = {}
     for q in queries:
         found = {mode: [labels[h.item_id] == q.label for h in fusion.search(index, q.query, DEPTH, mode)]
-                 for mode in ("lexical", "dense", "fused", "prf")}
-        for name, scores in alternatives(index, q.query).items():
+                 for mode in MODES}
+        for name, scores in alternatives(index, q.query, tokens).items():
             found[name] = list(item_labels[np.argsort(-scores, kind="stable")[:DEPTH]] == q.label)
         for name, relevant in found.items():
             for metric, value in per_query(relevant, K, counts[q.label]).items():
@@ -129,19 +154,22 @@ def choose_alpha(rows: dict, which: np.ndarray) -> float:
     return max(ALPHAS, key=lambda a: (round(means[a], 12), a))
 
 
-def print_table(rows: dict, names: list[str], seed: int) -> None:
+def print_table(rows: dict, names: list[str], seed: int, chosen: str) -> None:
     metrics = list(rows["dense"])
-    print(f"  {'retriever':<22}" + "".join(f"  {m + ' [95% CI]':>24}" for m in metrics))
+    print(f"  {'retriever':<24}" + "".join(f"  {m + ' [95% CI]':>24}" for m in metrics))
     for name in names:
         cells = [bootstrap_mean(rows[name][m], N_BOOT, seed) for m in metrics]
-        print(f"  {name:<22}" + "".join(f"  {m:6.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in cells))
-    for name in ("prf", "fused"):
-        cells = [bootstrap_mean(np.subtract(rows[name][m], rows["dense"][m]), N_BOOT, seed) for m in metrics]
-        print(f"  {name + ' - dense':<22}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
+        print(f"  {name:<24}" + "".join(f"  {m:6.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in cells))
+    print("  paired differences (the same resampled queries for both):")
+    for name, base in [("prf", "dense"), ("rrf", "dense"), *((n, "dense") for n in ROUND3), ("fused", "dense"),
+                       ("fused", "prf")]:
+        cells = [bootstrap_mean(np.subtract(rows[name][m], rows[base][m]), N_BOOT, seed) for m in metrics]
+        label = f"{name} - {base}"
+        print(f"  {label:<24}" + "".join(f"  {m:+6.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells))
 
 
-def report_quality(folder: Path, seed: int) -> None:
-    results = {name: quality(folder, path) for name, path in QUERY_SETS.items()}
+def report_quality(folder: Path, seed: int, data: Path) -> None:
+    results = {name: quality(folder, data / path, data) for name, path in QUERY_SETS.items()}
     first = next(iter(results.values()))
     n = len(first["dense"][f"nDCG@{K}"])
     fold = np.zeros(n, dtype=bool)
@@ -158,12 +186,18 @@ def report_quality(folder: Path, seed: int) -> None:
     print(f"  chosen on all of set 1: a = {a}; scored on set 2 below as 'convex (set-1 a)'")
     for result in results.values():
         result["convex (set-1 a)"] = result[f"convex a={a}"]
-    names = ["lexical", "dense", "fused", "rerank", "convex (set-1 a)", "prf",
-             *(f"prf m={m}" for m in PRF_SWEEP)]
+    names = ["lexical", "dense", "rrf", "rerank", "convex (set-1 a)", "prf",
+             *(f"prf m={m}" for m in PRF_SWEEP), "bm25 rm3(dense)", *ROUND3, *TIE_SWEEP, "fused"]
+    means = {name: float(np.mean(first[name][f"nDCG@{K}"])) for name in ("rrf", *ROUND3)}
+    chosen = max(means, key=lambda name: (round(means[name], 12), name))
+    print(f"  third round (data/browse_eval/fusion_protocol.md): chosen on set 1 by nDCG@{K}: {chosen} "
+          f"({means[chosen]:.3f}); the others there: "
+          + ", ".join(f"{n} {v:.3f}" for n, v in sorted(means.items(), key=lambda kv: -kv[1]) if n != chosen)
+          + "; 'fused' below is the mode as the CLI runs it (the chosen tiebreak)")
     for title, rows in results.items():
         print(f"\n{title}: {len(rows['dense'][f'nDCG@{K}'])} queries; relevant = same MMLU-Pro category "
               f"(100 items each); MRR over the top {DEPTH}")
-        print_table(rows, names, seed)
+        print_table(rows, names, seed, chosen)
 
 
 def cold_queries(folder: Path, queries: list[str], mode: str) -> tuple[list, list]:
@@ -218,8 +252,8 @@ def parts(index) -> None:
               f"= {1000 * (made + first):.0f} ms")
 
 
-def scale(n: int, quality_folder: Path, work: Path) -> None:
-    base = read_items([DATA / "items.jsonl"], "question_id", ["question", "options"])
+def scale(n: int, quality_folder: Path, work: Path, data: Path) -> None:
+    base = read_items([data / "items.jsonl"], "question_id", ["question", "options"])
     stored = load_index(quality_folder)
     tiles = -(-n // len(base))
     items = [Item(f"{i}-{t}", f"{it.text}\n{t}") for t in range(tiles) for i, it in enumerate(base)][:n]
@@ -232,7 +266,7 @@ def scale(n: int, quality_folder: Path, work: Path) -> None:
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     print(f"\nindex of {n:,} items (vectors given): written in {build:.1f} s ({n / build:,.0f} items/s: BM25 "
           f"build, int8 vectors, manifest); {size / 2**20:.0f} MiB on disk")
-    queries = [q.query for q in read_queries(DATA / "queries.json")[1]][:10]
+    queries = [q.query for q in read_queries(data / "queries.json")[1]][:10]
     load_before = os.getloadavg()[0]
     cold = {mode: cold_queries(folder, queries[:5], mode) for mode in MODES}
     index = load_index(folder)
@@ -262,7 +296,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=100_000, help="items in the speed run (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap and split seed")
-    parser.add_argument("--index", type=Path, help="reuse this index of data/browse_eval/items.jsonl (no build rate)")
+    parser.add_argument("--collection", type=Path, default=DATA,
+                        help="folder with items.jsonl (question_id, question, options) and the three query sets "
+                             "(default data/browse_eval)")
+    parser.add_argument("--index", type=Path, help="reuse this index of the collection's items.jsonl (no build rate)")
     parser.add_argument("--speed-only", action="store_true", help="skip the quality tables")
     args = parser.parse_args()
     print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} CPUs for this process, onnxruntime threads "
@@ -271,14 +308,14 @@ def main() -> int:
         work = Path(tmp)
         quality_folder = args.index or work / "quality"
         if args.index is None:
-            rate = build_quality_index(quality_folder)
-            print(f"build of the 1,400 bundled items (BM25 + embeddings): {rate:.1f} items/s "
+            rate = build_quality_index(quality_folder, args.collection)
+            print(f"build of the {args.collection.name} items (BM25 + embeddings): {rate:.1f} items/s "
                   f"(embedding dominates: 100,000 items would take {100_000 / rate / 3600:.1f} h)\n")
         dense.encoder(optimize=True)  # many queries: the optimised session
         if not args.speed_only:
-            report_quality(quality_folder, args.seed)
+            report_quality(quality_folder, args.seed, args.collection)
         if args.scale:
-            scale(args.scale, quality_folder, work)
+            scale(args.scale, quality_folder, work, args.collection)
     return 0
 
 

@@ -116,7 +116,7 @@ def test_incremental_add_keeps_the_other_benchmarks_vectors(built):
     assert np.allclose(np.linalg.norm(widened, axis=1), 1.0, atol=1e-2)
 
 
-@pytest.mark.parametrize("mode", ["prf", "fused", "lexical", "dense"])
+@pytest.mark.parametrize("mode", ["prf", "fused", "rrf", "lexical", "dense"])
 def test_query_round_trip_finds_the_topic(built, mode):
     hits = query(built["out"], "baking bread dough in an oven", "--k", "5", "--mode", mode)
     assert hits and set(hits[0]) == {"benchmark", "item_id", "score"}

@@ -104,6 +104,18 @@ class Lexical:
         weights = np.concatenate([self.data[a:b] for a, b in zip(starts, ends)]).astype(np.float64)
         return np.bincount(docs, weights=weights, minlength=self.num_docs)
 
+    def weighted_scores(self, terms: dict[str, float]) -> np.ndarray | None:
+        """Σ_t weight(t) · BM25 contribution of analysed term t, for every item; None when no term is in the
+        index (an expanded query: :func:`benchmeasure.browse.hybrid.rm3_terms`)."""
+        known = [(self.vocab[t], w) for t, w in terms.items() if t in self.vocab and w > 0]
+        if not known:
+            return None
+        out = np.zeros(self.num_docs)
+        for column, weight in known:
+            a, b = self.indptr[column], self.indptr[column + 1]
+            out[self.indices[a:b]] += weight * self.data[a:b].astype(np.float64)  # a column names a doc once
+        return out
+
 
 def load(folder: str | Path) -> Lexical:
     return Lexical(folder)
