@@ -190,7 +190,7 @@ def settings_for(matrix: ResponseMatrix, settings: FitSettings, fixed_b=None) ->
         if s.method != "nuts":
             raise SettingsError("fixed difficulties need {method} nuts (the posterior mode is not implemented for "
                                 "anchored fits)")
-        if s.route == "collapsed":
+        if s.route in ("collapsed", "gibbs"):
             raise SettingsError("fixed difficulties are fitted on the joint route ({route} joint or auto): the "
                                 "collapsed route integrates every difficulty out")
         s = dataclasses.replace(s, route="joint")
@@ -234,6 +234,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     s = settings if settings is not None else FitSettings(**fields)
     s = settings_for(matrix, s, fixed_b)
     g = check_guessing(guessing, len(matrix.items), matrix.items)
+    s = _pick_gibbs(matrix, s, g, fixed_b)
     route = s.resolved_route() if s.method == "nuts" else None
     seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
     nuts = s.method == "nuts"
@@ -266,6 +267,8 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     with (shown if shown is not None else contextlib.nullcontext()):
         if route == "collapsed":
             result = _fit_collapsed(matrix, g, record, wall_start, run)
+        elif route == "gibbs":
+            result = _fit_gibbs(matrix, record, wall_start, run)
         else:
             result = _fit_joint(matrix, g, record, wall_start, run, fixed_b=fixed_b)
     return _finish(result, matrix, g, fixed_b, seed_used, s.observation)
@@ -289,6 +292,38 @@ def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, ob
         result.diagnostics["dispersion"] = dispersion_check(matrix.counts, matrix.n_trials,
                                                             result.draws("theta"), b_draws, g, seed=seed)
     return result
+
+
+def _pick_gibbs(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettings:
+    """``auto`` → ``gibbs`` for a matrix with holes whose g = 0 items have more than GIBBS_PATTERNS distinct trials
+    columns (where the collapsed route shares few integrals: docs/suites.md, "Scaling table"); ``gibbs`` chosen
+    by hand with guessing is refused."""
+    from benchmeasure.irt.gibbs import GIBBS_PATTERNS, distinct_columns
+
+    trials = getattr(matrix, "trials", None)
+    guessed = bool(np.any(np.asarray(g) > 0))
+    if s.route == "gibbs" and guessed:
+        fail("--route gibbs fits g = 0 only (no --guessing or --guessing-csv): use --route collapsed or joint")
+    if (s.route == "auto" and s.method == "nuts" and s.sampler == "nutpie" and s.observation == "binomial"
+            and trials is not None and fixed_b is None and not guessed
+            and distinct_columns(trials, GIBBS_PATTERNS) > GIBBS_PATTERNS):
+        return dataclasses.replace(s, route="gibbs")
+    return s
+
+
+def _fit_gibbs(matrix, settings, wall_start, run: _Run) -> FitResult:
+    """The gibbs route: blocked Gibbs on (θ, b) with exact conditional updates (:mod:`benchmeasure.irt.gibbs`)."""
+    from benchmeasure.irt.gibbs import gibbs_posterior
+
+    s = run.settings
+    trials = getattr(matrix, "trials", None)
+    if trials is None:
+        trials = np.full(np.shape(matrix.counts), matrix.n_trials, dtype=np.int64)
+    idata, b_stats, theta_stats, diagnostics = gibbs_posterior(
+        matrix.counts, trials, models=matrix.models, items=matrix.items, chains=s.chains, tune=s.tune,
+        draws=s.draws, seed=run.seed_used, cores=run.cores, progress=run.progress)
+    settings["target_accept"] = None
+    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
 
 
 @dataclass(frozen=True)
