@@ -234,7 +234,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     s = settings if settings is not None else FitSettings(**fields)
     s = settings_for(matrix, s, fixed_b)
     g = check_guessing(guessing, len(matrix.items), matrix.items)
-    s = _pick_gibbs(matrix, s, g, fixed_b)
+    s = pick_route(matrix, s, g, fixed_b)
     route = s.resolved_route() if s.method == "nuts" else None
     seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
     nuts = s.method == "nuts"
@@ -294,7 +294,7 @@ def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, ob
     return result
 
 
-def _pick_gibbs(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettings:
+def pick_route(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettings:
     """``auto`` → ``gibbs`` for a matrix with holes whose g = 0 items have more than GIBBS_PATTERNS distinct trials
     columns (where the collapsed route shares few integrals: docs/suites.md, "Scaling table"); ``gibbs`` chosen
     by hand with guessing is refused."""
@@ -303,7 +303,7 @@ def _pick_gibbs(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettin
     trials = getattr(matrix, "trials", None)
     guessed = bool(np.any(np.asarray(g) > 0))
     if s.route == "gibbs" and guessed:
-        fail("--route gibbs fits g = 0 only (no --guessing or --guessing-csv): use --route collapsed or joint")
+        raise SettingsError("{route} gibbs fits g = 0 only (no guessing floor): use {route} collapsed or joint")
     if (s.route == "auto" and s.method == "nuts" and s.sampler == "nutpie" and s.observation == "binomial"
             and trials is not None and fixed_b is None and not guessed
             and distinct_columns(trials, GIBBS_PATTERNS) > GIBBS_PATTERNS):
@@ -322,7 +322,7 @@ def _fit_gibbs(matrix, settings, wall_start, run: _Run) -> FitResult:
     idata, b_stats, theta_stats, diagnostics = gibbs_posterior(
         matrix.counts, trials, models=matrix.models, items=matrix.items, chains=s.chains, tune=s.tune,
         draws=s.draws, seed=run.seed_used, cores=run.cores, progress=run.progress)
-    settings["target_accept"] = None
+    settings.update(sampler="gibbs", target_accept=None, adaptation=None)   # no NUTS on this route
     return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
 
 

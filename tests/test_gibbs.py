@@ -1,0 +1,173 @@
+"""The gibbs route (benchmeasure.irt.gibbs): one conditional update leaves its exact 1-D conditional invariant (KS),
+the shift move is the exact Gibbs step of the common level, the posterior equals the joint and collapsed NUTS routes'
+on a small matrix with holes and K per cell, and the command line runs it, feeds diagnose and posterior-metrics and
+refuses the settings it does not take in one error line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from benchmeasure.core.matrix import ResponseMatrix
+from benchmeasure.irt import gibbs
+from conftest import assert_rejected, run_script
+
+
+def _exact_cdf(y, t, theta):
+    """The exact conditional of one b given θ (prior N(0, 1), binomial cells (y, t)) as a CDF on a fine grid."""
+    x = np.linspace(-8, 8, 200_001)
+    eta = theta[None, :] - x[:, None]
+    log = -0.5 * x**2 + (y * eta - t * np.logaddexp(0, eta)).sum(axis=1)
+    w = np.exp(log - log.max())
+    cdf = np.cumsum(w)
+    return x, cdf / cdf[-1]
+
+
+def _one_update(y, t, theta, start, seed):
+    """Every start value of one item's b moved by one update of the route (each a separate coordinate)."""
+    n, m = start.size, theta.size
+    rng = np.random.default_rng(seed)
+    ptr = np.arange(n + 1, dtype=np.int64) * m
+    idx = np.tile(np.arange(m, dtype=np.int64), n)
+    values = start.copy()
+    accepted = gibbs.update_block(values, -1.0, ptr, idx, np.tile(y, n).astype(float), np.tile(t, n).astype(float),
+                                  np.full(n, y.sum(), float), np.full(n, t.sum(), float), theta,
+                                  rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n), gibbs.NU, gibbs.NEWTON_STEPS)
+    return values, accepted / n
+
+
+def test_one_update_leaves_the_exact_conditional_invariant():
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=12)
+    t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])     # K per cell, two absent cells
+    y = rng.binomial(t, 0.6)
+    grid, cdf = _exact_cdf(y, t, theta)
+    start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
+    moved, acceptance = _one_update(y, t, theta, start, seed=1)
+    assert 0.5 < acceptance < 1.0
+    assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
+    # the test can fail: the proposal alone (every step accepted) is not the conditional
+    centre, scale = gibbs._proposal(-1.0, float(y.sum()), float(t.sum()), 0, 12, np.arange(12), t.astype(float),
+                                    theta, np.exp(theta), float(np.abs(theta).max()), gibbs.NEWTON_STEPS)
+    proposed = centre + scale * rng.standard_t(gibbs.NU, 20_000)
+    assert stats.kstest(proposed, lambda q: np.interp(q, grid, cdf)).pvalue < 1e-3
+
+
+def test_shift_move_keeps_differences_and_draws_the_common_level_exactly():
+    rng = np.random.default_rng(2)
+    theta, b = rng.normal(3.0, 1.0, 7), rng.normal(3.0, 1.0, 11)
+    totals = []
+    for z in rng.standard_normal(4000):
+        t2, b2 = theta.copy(), b.copy()
+        gibbs.shift(t2, b2, z)
+        np.testing.assert_allclose(t2[:, None] - b2[None, :], theta[:, None] - b[None, :], atol=1e-12)
+        totals.append(t2.sum() + b2.sum())
+    # given the differences the sum is N(0, M + N) whatever the state it started from
+    assert stats.kstest(np.array(totals) / np.sqrt(18), "norm").pvalue > 0.01
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-40, 40), st.integers(1, 80)), min_size=1, max_size=30), st.floats(-30, 30))
+def test_softplus_sum_equals_the_direct_sum(cells, x):
+    other = np.array([c[0] for c in cells])
+    tt = np.array([float(c[1]) for c in cells])
+    idx = np.arange(len(cells))
+    direct = float((tt * np.logaddexp(0, x + other)).sum())
+    for safe in (True, False):
+        got = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, tt, np.exp(other), other, safe)
+        assert got == pytest.approx(direct, rel=1e-12, abs=1e-12)
+
+
+def _small(seed=5, m=6, n=20, k=3):
+    rng = np.random.default_rng(seed)
+    trials = rng.integers(0, k + 1, (m, n))
+    trials[:, 0] = k
+    counts = rng.binomial(trials, 1 / (1 + np.exp(-rng.normal(size=(m, 1)) + rng.normal(size=(1, n)))))
+    return ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], counts, k, trials)
+
+
+def test_gibbs_agrees_with_the_joint_and_collapsed_routes():
+    from benchmeasure.irt.fit import fit_1pl
+
+    matrix = _small()
+    fits = {route: fit_1pl(matrix, seed=1, chains=2, tune=300, draws=1500, route=route)
+            for route in ("gibbs", "joint", "collapsed")}
+    g = fits["gibbs"]
+    assert g.diagnostics["route"] == "gibbs" and g.diagnostics["gibbs"]["acceptance_b"] > 0.5
+    assert g.diagnostics["max_r_hat"] < 1.01
+    gb, gt = g.draws("b"), g.draws("theta")
+    for other in ("joint", "collapsed"):
+        o = fits[other]
+        for mean, sd, ess, omean, osd, oess in ((g.b_mean, g.b_sd, g.ess_bulk, o.b_mean, o.b_sd, o.ess_bulk),
+                                                (g.theta_mean, g.theta_sd, g.theta_ess_bulk, o.theta_mean,
+                                                 o.theta_sd, o.theta_ess_bulk)):
+            z = np.abs(mean - omean) / np.sqrt(sd**2 / ess + osd**2 / oess)
+            assert z.max() < 4.5, (other, z.max())
+            assert np.mean(sd / osd) == pytest.approx(1.0, abs=0.06), other
+        for draws, odraws in ((gb, o.draws("b")), (gt, o.draws("theta"))):
+            for q in (0.05, 0.95):
+                diff = np.quantile(draws, q, axis=0) - np.quantile(odraws, q, axis=0)
+                assert np.mean(np.abs(diff)) < 0.12 * np.mean(np.std(odraws, axis=0)), (other, q)
+
+
+def test_same_seed_same_draws_whatever_the_cores():
+    data = gibbs.SparseData(_small(7).counts, _small(7).trials)
+    one = gibbs.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=1)
+    two = gibbs.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=2)
+    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
+
+
+def test_auto_picks_gibbs_only_when_holes_make_many_trials_columns():
+    from benchmeasure.irt.fit import pick_route
+    from benchmeasure.irt.settings import FitSettings
+
+    rng = np.random.default_rng(3)
+    m, n = 20, gibbs.GIBBS_PATTERNS + 50
+    trials = (rng.random((m, n)) > 0.5).astype(int)
+    sparse = ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], trials, 1, trials)
+    assert pick_route(sparse, FitSettings(), 0.0, None).route == "gibbs"
+    assert pick_route(sparse, FitSettings(), 0.25, None).route == "auto"      # guessing: collapsed
+    assert pick_route(_small(), FitSettings(), 0.0, None).route == "auto"     # few trials columns
+    assert pick_route(sparse, FitSettings(route="collapsed"), 0.0, None).route == "collapsed"
+
+
+def test_fit_command_runs_the_gibbs_route_and_feeds_diagnose_and_posterior_metrics(tmp_path):
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    matrix = _small(11, m=8, n=30)
+    path = tmp_path / "m.csv"
+    write_counts_and_trials(matrix.models, matrix.items, matrix.counts, matrix.trials, path)
+    out = tmp_path / "fit"
+    result = run_script("fit_irt.py", path, "--n-trials", 3, "--allow-missing", "--route", "gibbs", "--chains", 2,
+                        "--tune", 100, "--draws", 400, "--seed", 4, "--save-posterior", "--output-dir", out)
+    assert result.returncode == 0, result.stderr
+    assert "blocked Gibbs" in result.stderr and "gibbs route" in result.stderr
+    record = json.loads((out / "diagnostics.json").read_text())
+    assert record["settings"]["route"] == "gibbs" and record["gibbs"]["burn_in_sweeps"] == 100
+    shown = run_script("diagnose_benchmark.py", out / "difficulty.csv", "--json")
+    assert shown.returncode == 0, shown.stderr
+    metrics = run_script("posterior_metrics.py", out / "posterior.zarr", "--json", "--replicates", 20)
+    assert metrics.returncode == 0, metrics.stderr
+    assert json.loads(metrics.stdout)["metrics"]
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (("--method", "map"), "--route gibbs samples the posterior"),
+    (("--sampler", "pymc"), "--route gibbs runs its own Gibbs sampler"),
+    (("--guessing", "0.25"), "--route gibbs fits g = 0 only"),
+])
+def test_bad_settings_for_the_gibbs_route_are_one_error_line(tmp_path, extra, fragment):
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    matrix = _small(12)
+    path = tmp_path / "m.csv"
+    write_counts_and_trials(matrix.models, matrix.items, matrix.counts, matrix.trials, path)
+    result = run_script("fit_irt.py", path, "--n-trials", 3, "--allow-missing", "--route", "gibbs", *extra,
+                        "--output-dir", tmp_path / "out")
+    assert_rejected(result, fragment)
+    assert not (tmp_path / "out").exists()
