@@ -122,17 +122,22 @@ def test_same_seed_same_draws_whatever_the_cores():
     assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
 
 
-def test_auto_picks_gibbs_only_when_holes_make_many_trials_columns():
+def test_auto_picks_gibbs_only_when_holes_leave_few_shared_integrals():
     from benchmeasure.irt.fit import pick_route
     from benchmeasure.irt.settings import FitSettings
 
     rng = np.random.default_rng(3)
-    m, n = 20, gibbs.GIBBS_PATTERNS + 50
-    trials = (rng.random((m, n)) > 0.5).astype(int)
+    m, n = 40, 600
+    trials = (rng.random((m, n)) > 0.5).astype(int)                            # random holes: no column shared
     sparse = ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], trials, 1, trials)
+    assert gibbs.prefers_gibbs(trials, trials, 1)[0]
     assert pick_route(sparse, FitSettings(), 0.0, None).route == "gibbs"
     assert pick_route(sparse, FitSettings(), 0.25, None).route == "auto"      # guessing: collapsed
-    assert pick_route(_small(), FitSettings(), 0.0, None).route == "auto"     # few trials columns
+    assert pick_route(_small(), FitSettings(), 0.0, None).route == "auto"     # small: collapsed is quick
+    planned = np.ones((m, n), dtype=int)
+    planned[: m // 2, n // 2:] = 0                                           # two trials columns only
+    blocks = ResponseMatrix(sparse.models, sparse.items, trials * planned, 1, planned)
+    assert not gibbs.prefers_gibbs(blocks.counts, planned, 1)[0]
     assert pick_route(sparse, FitSettings(route="collapsed"), 0.0, None).route == "collapsed"
 
 

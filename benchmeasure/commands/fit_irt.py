@@ -82,8 +82,8 @@ def parse_args(argv):
                              "draw (fast for many items); joint = NUTS on abilities and difficulties together; "
                              "gibbs = blocked Gibbs on abilities and difficulties with exact conditional updates and "
                              "a shift move (matrices with many holes; g = 0; --tune is its burn-in sweeps); "
-                             "auto (default) = collapsed, gibbs with --allow-missing when the holes make more "
-                             "than 200 distinct trials columns, joint with --sampler numpyro or "
+                             "auto (default) = collapsed, gibbs with --allow-missing when the holes leave the "
+                             "collapsed route few shared integrals (docs/suites.md), joint with --sampler numpyro or "
                              "--fixed-difficulties")
     parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
                         help="nuts: full posterior (default, as in the paper); map: the marginal posterior mode "

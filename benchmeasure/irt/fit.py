@@ -295,10 +295,9 @@ def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, ob
 
 
 def pick_route(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettings:
-    """``auto`` → ``gibbs`` for a matrix with holes whose g = 0 items have more than GIBBS_PATTERNS distinct trials
-    columns (where the collapsed route shares few integrals: docs/suites.md, "Scaling table"); ``gibbs`` chosen
-    by hand with guessing is refused."""
-    from benchmeasure.irt.gibbs import GIBBS_PATTERNS, distinct_columns
+    """``auto`` → ``gibbs`` for a matrix with holes where the collapsed route shares few integrals
+    (:func:`benchmeasure.irt.gibbs.prefers_gibbs`); ``gibbs`` chosen by hand with guessing is refused."""
+    from benchmeasure.irt.gibbs import prefers_gibbs
 
     trials = getattr(matrix, "trials", None)
     guessed = bool(np.any(np.asarray(g) > 0))
@@ -306,7 +305,7 @@ def pick_route(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSetting
         raise SettingsError("{route} gibbs fits g = 0 only (no guessing floor): use {route} collapsed or joint")
     if (s.route == "auto" and s.method == "nuts" and s.sampler == "nutpie" and s.observation == "binomial"
             and trials is not None and fixed_b is None and not guessed
-            and distinct_columns(trials, GIBBS_PATTERNS) > GIBBS_PATTERNS):
+            and prefers_gibbs(matrix.counts, trials, matrix.n_trials)[0]):
         return dataclasses.replace(s, route="gibbs")
     return s
 

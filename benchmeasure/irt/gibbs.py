@@ -283,7 +283,24 @@ def gibbs_posterior(counts, trials, *, models, items, chains: int, tune: int, dr
     return idata, b_stats, theta_stats, diagnostics
 
 
-GIBBS_PATTERNS = 200  # auto picks this route above this many distinct trials columns (docs/suites.md)
+MIN_COLLAPSED_WORK = 20_000  # below this many integrand nodes per gradient the collapsed route is quick anyway
+
+
+def prefers_gibbs(counts, trials, n_trials: int) -> tuple[bool, dict]:
+    """Whether ``auto`` should run this route on a matrix with holes (g = 0), and the figures it decided on.
+
+    One gradient of the collapsed route evaluates every (trials column, column sum) group's integrand on its grid
+    (integrals × nodes exponentials); one Gibbs sweep does a few simple passes over the present cells; NUTS takes
+    several gradients per draw. Measured on this machine (docs/suites.md, "Choosing the route"), a Gibbs sweep cost
+    about one gradient where integrals × nodes ≈ cells; below that the collapsed route stays the default (MMLU-Pro:
+    58 integrals × 128 nodes against 347,376 cells), above it (random holes) Gibbs was 3–100 times faster."""
+    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+
+    collapsed = CollapsedHolesData(counts, trials, n_trials)
+    work = collapsed.n_integrals * collapsed.grid.size
+    cells = int(np.count_nonzero(np.asarray(trials)))
+    return work > max(cells, MIN_COLLAPSED_WORK), {"collapsed_integrals": collapsed.n_integrals,
+                                                   "grid_nodes": collapsed.grid.size, "cells": cells}
 
 
 def distinct_columns(trials, stop: int) -> int:
