@@ -35,7 +35,7 @@ _holes = runpy.run_path(str(HERE / "bench_holes_fit.py"))
 _memory = runpy.run_path(str(HERE / "bench_fit_memory.py"))
 _machine = runpy.run_path(str(HERE / "machine.py"))
 TARGET_S = 15 * 60
-PROGRESS = re.compile(r"(NUTS|Gibbs) (warm-up|draws), (\d+)/(\d+)")
+PROGRESS = re.compile(r"(NUTS|Gibbs) (warm-up|draws|sweeps[^,]*), (\d+)/(\d+)")
 
 
 def trials_columns(matrix: Path) -> int:

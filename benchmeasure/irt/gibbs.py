@@ -226,7 +226,7 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
                 with lock:
                     done[0] += size
                     if on_progress is not None:
-                        on_progress(f"Gibbs {phase}", done[0], total)
+                        on_progress("Gibbs sweeps of all chains (burn-in + kept)", done[0], total)
 
     start_time = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, min(cores, chains))) as pool:
@@ -260,7 +260,7 @@ def gibbs_posterior(counts, trials, *, models, items, chains: int, tune: int, dr
         if progress is not None:
             progress.update(phase, done, total)
 
-    on_progress("Gibbs warm-up", 0, chains * (tune + draws))
+    on_progress("Gibbs sweeps of all chains (burn-in + kept)", 0, chains * (tune + draws))
     theta_draws, b_draws, info = run_chains(data, chains=chains, tune=tune, draws=draws, seed=seed, cores=cores,
                                             on_progress=on_progress)
     summary_start = time.perf_counter()
