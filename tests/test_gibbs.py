@@ -165,6 +165,8 @@ def test_fit_command_runs_the_gibbs_route_and_feeds_diagnose_and_posterior_metri
     (("--method", "map"), "--route gibbs samples the posterior"),
     (("--sampler", "pymc"), "--route gibbs runs its own Gibbs sampler"),
     (("--guessing", "0.25"), "--route gibbs fits g = 0 only"),
+    (("--fixed-difficulties", "FIXED"), "the gibbs route samples every difficulty"),
+    (("--observation", "beta-binomial"), "runs on the joint route"),
 ])
 def test_bad_settings_for_the_gibbs_route_are_one_error_line(tmp_path, extra, fragment):
     from benchmeasure.core.matrix_holes import write_counts_and_trials
@@ -172,6 +174,9 @@ def test_bad_settings_for_the_gibbs_route_are_one_error_line(tmp_path, extra, fr
     matrix = _small(12)
     path = tmp_path / "m.csv"
     write_counts_and_trials(matrix.models, matrix.items, matrix.counts, matrix.trials, path)
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_text("item,b_mean\nq0,0.5\nq1,-0.2\n")
+    extra = [fixed if value == "FIXED" else value for value in extra]
     result = run_script("fit_irt.py", path, "--n-trials", 3, "--allow-missing", "--route", "gibbs", *extra,
                         "--output-dir", tmp_path / "out")
     assert_rejected(result, fragment)

@@ -191,8 +191,9 @@ def settings_for(matrix: ResponseMatrix, settings: FitSettings, fixed_b=None) ->
             raise SettingsError("fixed difficulties need {method} nuts (the posterior mode is not implemented for "
                                 "anchored fits)")
         if s.route in ("collapsed", "gibbs"):
-            raise SettingsError("fixed difficulties are fitted on the joint route ({route} joint or auto): the "
-                                "collapsed route integrates every difficulty out")
+            why = ("the collapsed route integrates every difficulty out" if s.route == "collapsed" else
+                   "the gibbs route samples every difficulty")
+            raise SettingsError("fixed difficulties are fitted on the joint route ({route} joint or auto): " + why)
         s = dataclasses.replace(s, route="joint")
     return s
 
