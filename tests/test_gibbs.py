@@ -181,3 +181,37 @@ def test_bad_settings_for_the_gibbs_route_are_one_error_line(tmp_path, extra, fr
                         "--output-dir", tmp_path / "out")
     assert_rejected(result, fragment)
     assert not (tmp_path / "out").exists()
+
+
+def test_fit_command_on_the_gibbs_route_matches_brute_force(tmp_path):
+    """The 2 × 3 matrix with K from 1 to 3 and an absent cell: the gibbs route's posterior means and sds of b equal
+    a brute-force 23⁵-point grid over all five parameters (an independent computation)."""
+    import csv
+
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    counts = np.array([[2, 1, 0], [0, 3, 1]])
+    trials = np.array([[3, 1, 0], [2, 3, 2]])
+    matrix = tmp_path / "m.csv"
+    write_counts_and_trials(["a", "b"], ["q0", "q1", "q2"], counts, trials, matrix)
+    out = tmp_path / "fit"
+    result = run_script("fit_irt.py", matrix, "--n-trials", 3, "--allow-missing", "--route", "gibbs", "--chains", 2,
+                        "--tune", 200, "--draws", 5000, "--seed", 2, "--output-dir", out)
+    assert result.returncode == 0, result.stderr
+    with open(out / "difficulty.csv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    b_mean, b_sd = [float(r["b_mean"]) for r in rows], [float(r["b_sd"]) for r in rows]
+    g = np.linspace(-5.5, 5.5, 23)
+    grids = np.meshgrid(g, g, g, g, g, indexing="ij", sparse=True)
+    logp = sum(-0.5 * x**2 for x in grids)
+    for j in range(2):
+        for i in range(3):
+            eta = grids[j] - grids[2 + i]
+            logp = logp + counts[j, i] * eta - trials[j, i] * np.logaddexp(0, eta)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    means = np.array([float((w * x).sum()) for x in grids[2:]])
+    sds = [float(np.sqrt((w * (x - mu) ** 2).sum())) for x, mu in zip(grids[2:], means)]
+    mcse = np.array(b_sd) / np.sqrt([float(r["ess_bulk"]) for r in rows])       # ≈ 0.01 with 10,000 draws
+    assert np.all(np.abs(np.array(b_mean) - means) < 4.5 * mcse + 0.005)         # + the grid's own error
+    np.testing.assert_allclose(b_sd, sds, rtol=0.04)
