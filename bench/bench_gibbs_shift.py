@@ -27,10 +27,8 @@ from benchmeasure.irt.diagnostics import summarize_draws  # noqa: E402
 @numba.njit
 def _sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, out_theta, out_b, use_shift):
     for s in range(z.shape[0]):
-        gibbs.update_block(b, -1.0, d_i[0], d_i[1], d_i[2], d_i[3], d_i[4], d_i[5], theta, draws_b[0, s],
-                           draws_b[1, s], gibbs.NU, gibbs.NEWTON_STEPS)
-        gibbs.update_block(theta, 1.0, d_m[0], d_m[1], d_m[2], d_m[3], d_m[4], d_m[5], -b, draws_th[0, s],
-                           draws_th[1, s], gibbs.NU, gibbs.NEWTON_STEPS)
+        gibbs.update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], gibbs.NU, gibbs.NEWTON_STEPS)
+        gibbs.update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], gibbs.NU, gibbs.NEWTON_STEPS)
         if use_shift:
             gibbs.shift(theta, b, z[s])
         out_theta[s] = theta
@@ -50,8 +48,7 @@ def main() -> None:
     trials = (rng.random((m, n)) >= 0.5).astype(int)
     counts = rng.binomial(trials, 1 / (1 + np.exp(b_true[None, :] - theta_true[:, None])))
     data = gibbs.SparseData(counts, trials)
-    d_i = (data.i_ptr, data.i_idx, data.i_y, data.i_t, data.i_ytot, data.i_ttot)
-    d_m = (data.m_ptr, data.m_idx, data.m_y, data.m_t, data.m_ytot, data.m_ttot)
+    d_i, d_m = data.blocks()
     print(f"{m} × {n}, 50 % absent, 4 chains × {args.sweeps} sweeps ({args.burn_in} burn-in)")
     print("| variant | min bulk ESS θ | min bulk ESS b | max R-hat | bulk ESS of mean θ | kept draws |")
     print("|---|---|---|---|---|---|")

@@ -18,42 +18,53 @@ from benchmeasure.irt import gibbs
 from conftest import assert_rejected, run_script
 
 
-def _exact_cdf(y, t, theta):
-    """The exact conditional of one b given θ (prior N(0, 1), binomial cells (y, t)) as a CDF on a fine grid."""
+def _exact_cdf(y, t, theta, g=0.0):
+    """The exact conditional of one b given θ (prior N(0, 1), binomial cells (y, t), guessing floor g) as a CDF on
+    a fine grid."""
     x = np.linspace(-8, 8, 200_001)
     eta = theta[None, :] - x[:, None]
-    log = -0.5 * x**2 + (y * eta - t * np.logaddexp(0, eta)).sum(axis=1)
+    p = g + (1 - g) / (1 + np.exp(-eta))
+    log = -0.5 * x**2 + (y * np.log(p) + (t - y) * np.log1p(-p)).sum(axis=1)
     w = np.exp(log - log.max())
     cdf = np.cumsum(w)
     return x, cdf / cdf[-1]
 
 
-def _one_update(y, t, theta, start, seed):
+def _item_block(y, t, g, n):
+    """One item's cells (y, t, guessing g) repeated as n coordinates of an item block."""
+    m = y.size
+    plain = float(y.sum()) if g == 0 else 0.0
+    return (np.arange(n + 1, dtype=np.int64) * m, np.tile(np.arange(m, dtype=np.int64), n),
+            np.tile(y, n).astype(float), np.tile(t, n).astype(float), np.full(n * m, float(g)),
+            np.full(n, float(y.sum())), np.full(n, plain), np.full(n, float(t.sum())))
+
+
+def _one_update(y, t, theta, start, seed, g=0.0):
     """Every start value of one item's b moved by one update of the route (each a separate coordinate)."""
-    n, m = start.size, theta.size
+    n = start.size
     rng = np.random.default_rng(seed)
-    ptr = np.arange(n + 1, dtype=np.int64) * m
-    idx = np.tile(np.arange(m, dtype=np.int64), n)
     values = start.copy()
-    accepted = gibbs.update_block(values, -1.0, ptr, idx, np.tile(y, n).astype(float), np.tile(t, n).astype(float),
-                                  np.full(n, y.sum(), float), np.full(n, t.sum(), float), theta,
-                                  rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n), gibbs.NU, gibbs.NEWTON_STEPS)
+    accepted = gibbs.update_block(values, -1.0, _item_block(y, t, g, n), theta, rng.standard_t(gibbs.NU, n),
+                                  1.0 - rng.random(n), gibbs.NU, gibbs.NEWTON_STEPS)
     return values, accepted / n
 
 
-def test_one_update_leaves_the_exact_conditional_invariant():
+@pytest.mark.parametrize("g", [0.0, 0.25])
+def test_one_update_leaves_the_exact_conditional_invariant(g):
     rng = np.random.default_rng(0)
     theta = rng.normal(size=12)
     t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])     # K per cell, two absent cells
     y = rng.binomial(t, 0.6)
-    grid, cdf = _exact_cdf(y, t, theta)
+    grid, cdf = _exact_cdf(y, t, theta, g)
     start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
-    moved, acceptance = _one_update(y, t, theta, start, seed=1)
+    moved, acceptance = _one_update(y, t, theta, start, seed=1, g=g)
     assert 0.5 < acceptance < 1.0
     assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
     # the test can fail: the proposal alone (every step accepted) is not the conditional
-    centre, scale = gibbs._proposal(-1.0, float(y.sum()), float(t.sum()), 0, 12, np.arange(12), t.astype(float),
-                                    theta, np.exp(theta), float(np.abs(theta).max()), gibbs.NEWTON_STEPS)
+    block = _item_block(y, t, g, 1)
+    centre, scale = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, 12, block[1], block[2],
+                                    block[3], block[4], theta, np.exp(theta), float(np.abs(theta).max()),
+                                    gibbs.NEWTON_STEPS, g > 0)
     proposed = centre + scale * rng.standard_t(gibbs.NU, 20_000)
     assert stats.kstest(proposed, lambda q: np.interp(q, grid, cdf)).pvalue < 1e-3
 
@@ -72,15 +83,23 @@ def test_shift_move_keeps_differences_and_draws_the_common_level_exactly():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(-40, 40), st.integers(1, 80)), min_size=1, max_size=30), st.floats(-30, 30))
-def test_softplus_sum_equals_the_direct_sum(cells, x):
+@given(st.lists(st.tuples(st.floats(-40, 40), st.integers(1, 80), st.integers(0, 80), st.sampled_from([0.0, 0.3])),
+                min_size=1, max_size=30), st.floats(-30, 30))
+def test_cell_sum_equals_the_direct_log_likelihood(cells, x):
     other = np.array([c[0] for c in cells])
     tt = np.array([float(c[1]) for c in cells])
+    yy = np.minimum([float(c[2]) for c in cells], tt)
+    gg = np.array([c[3] for c in cells])
     idx = np.arange(len(cells))
-    direct = float((tt * np.logaddexp(0, x + other)).sum())
+    eta = x + other
+    log_p = np.logaddexp(np.log(gg + 1e-300), np.log1p(-gg) - np.logaddexp(0, -eta))
+    plain = gg == 0
+    # up to terms constant in x: −T softplus(η) where g = 0 (Y·η is added by the caller), the rest Y log p − (T − Y) softplus
+    direct = float((-tt * np.logaddexp(0, eta))[plain].sum()
+                   + (yy * log_p - (tt - yy) * np.logaddexp(0, eta))[~plain].sum())
     for safe in (True, False):
-        got = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, tt, np.exp(other), other, safe)
-        assert got == pytest.approx(direct, rel=1e-12, abs=1e-12)
+        got = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, np.exp(other), other, safe, bool(gg.any()))
+        assert got == pytest.approx(direct, rel=1e-11, abs=1e-9)
 
 
 def _small(seed=5, m=6, n=20, k=3):
@@ -91,11 +110,13 @@ def _small(seed=5, m=6, n=20, k=3):
     return ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], counts, k, trials)
 
 
-def test_gibbs_agrees_with_the_joint_and_collapsed_routes():
+@pytest.mark.parametrize("guessing", [0.0, "mixed"])
+def test_gibbs_agrees_with_the_joint_and_collapsed_routes(guessing):
     from benchmeasure.irt.fit import fit_1pl
 
     matrix = _small()
-    fits = {route: fit_1pl(matrix, seed=1, chains=2, tune=300, draws=1500, route=route)
+    g = np.where(np.arange(20) % 4 == 3, 0.25, 0.0) if guessing == "mixed" else 0.0   # mixed: every 4th item
+    fits = {route: fit_1pl(matrix, guessing=g, seed=1, chains=2, tune=300, draws=1500, route=route)
             for route in ("gibbs", "joint", "collapsed")}
     g = fits["gibbs"]
     assert g.diagnostics["route"] == "gibbs" and g.diagnostics["gibbs"]["acceptance_b"] > 0.5
@@ -132,7 +153,7 @@ def test_auto_picks_gibbs_only_when_holes_leave_few_shared_integrals():
     sparse = ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], trials, 1, trials)
     assert gibbs.prefers_gibbs(trials, trials, 1)[0]
     assert pick_route(sparse, FitSettings(), 0.0, None).route == "gibbs"
-    assert pick_route(sparse, FitSettings(), 0.25, None).route == "auto"      # guessing: collapsed
+    assert pick_route(sparse, FitSettings(), 0.25, None).route == "gibbs"     # with guessing too
     assert pick_route(_small(), FitSettings(), 0.0, None).route == "auto"     # small: collapsed is quick
     planned = np.ones((m, n), dtype=int)
     planned[: m // 2, n // 2:] = 0                                           # two trials columns only
@@ -164,7 +185,6 @@ def test_fit_command_runs_the_gibbs_route_and_feeds_diagnose_and_posterior_metri
 @pytest.mark.parametrize("extra, fragment", [
     (("--method", "map"), "--route gibbs samples the posterior"),
     (("--sampler", "pymc"), "--route gibbs runs its own Gibbs sampler"),
-    (("--guessing", "0.25"), "--route gibbs fits g = 0 only"),
     (("--fixed-difficulties", "FIXED"), "the gibbs route samples every difficulty"),
     (("--observation", "beta-binomial"), "runs on the joint route"),
 ])

@@ -269,7 +269,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
         if route == "collapsed":
             result = _fit_collapsed(matrix, g, record, wall_start, run)
         elif route == "gibbs":
-            result = _fit_gibbs(matrix, record, wall_start, run)
+            result = _fit_gibbs(matrix, g, record, wall_start, run)
         else:
             result = _fit_joint(matrix, g, record, wall_start, run, fixed_b=fixed_b)
     return _finish(result, matrix, g, fixed_b, seed_used, s.observation)
@@ -297,21 +297,18 @@ def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, ob
 
 def pick_route(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettings:
     """``auto`` → ``gibbs`` for a matrix with holes where the collapsed route shares few integrals
-    (:func:`benchmeasure.irt.gibbs.prefers_gibbs`); ``gibbs`` chosen by hand with guessing is refused."""
+    (:func:`benchmeasure.irt.gibbs.prefers_gibbs`)."""
     from benchmeasure.irt.gibbs import prefers_gibbs
 
     trials = getattr(matrix, "trials", None)
-    guessed = bool(np.any(np.asarray(g) > 0))
-    if s.route == "gibbs" and guessed:
-        raise SettingsError("{route} gibbs fits g = 0 only (no guessing floor): use {route} collapsed or joint")
     if (s.route == "auto" and s.method == "nuts" and s.sampler == "nutpie" and s.observation == "binomial"
-            and trials is not None and fixed_b is None and not guessed
-            and prefers_gibbs(matrix.counts, trials, matrix.n_trials)[0]):
+            and trials is not None and fixed_b is None
+            and prefers_gibbs(matrix.counts, trials, matrix.n_trials, g)[0]):
         return dataclasses.replace(s, route="gibbs")
     return s
 
 
-def _fit_gibbs(matrix, settings, wall_start, run: _Run) -> FitResult:
+def _fit_gibbs(matrix, g, settings, wall_start, run: _Run) -> FitResult:
     """The gibbs route: blocked Gibbs on (θ, b) with exact conditional updates (:mod:`benchmeasure.irt.gibbs`)."""
     from benchmeasure.irt.gibbs import gibbs_posterior
 
@@ -321,7 +318,7 @@ def _fit_gibbs(matrix, settings, wall_start, run: _Run) -> FitResult:
         trials = np.full(np.shape(matrix.counts), matrix.n_trials, dtype=np.int64)
     idata, b_stats, theta_stats, diagnostics = gibbs_posterior(
         matrix.counts, trials, models=matrix.models, items=matrix.items, chains=s.chains, tune=s.tune,
-        draws=s.draws, seed=run.seed_used, cores=run.cores, progress=run.progress)
+        draws=s.draws, seed=run.seed_used, cores=run.cores, guessing=g, progress=run.progress)
     settings.update(sampler="gibbs", target_accept=None, adaptation=None)   # no NUTS on this route
     return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
 

@@ -44,7 +44,7 @@ BLOCK = 25          # sweeps per kernel call (between progress updates and rando
 class SparseData:
     """The present cells of a counts and a trials matrix, by item (CSR) and by model (CSR)."""
 
-    def __init__(self, counts, trials):
+    def __init__(self, counts, trials, guessing=0.0):
         y = np.asarray(counts, dtype=np.int64)
         t = np.asarray(trials, dtype=np.int64)
         if y.shape != t.shape or np.any(y < 0) or np.any(y > t):
@@ -60,6 +60,17 @@ class SparseData:
         self.i_y, self.i_t = self.m_y[order].copy(), self.m_t[order].copy()
         self.m_ytot, self.m_ttot = y.sum(axis=1).astype(float), t.sum(axis=1).astype(float)
         self.i_ytot, self.i_ttot = y.sum(axis=0).astype(float), t.sum(axis=0).astype(float)
+        g = np.broadcast_to(np.asarray(guessing, dtype=float), (self.n_items,))
+        self.m_g = g[self.m_idx].copy()                            # each cell's item's guessing floor
+        self.i_g = self.m_g[order].copy()
+        plain = (g == 0.0)[None, :]
+        self.m_yplain = np.where(plain, y, 0).sum(axis=1).astype(float)   # Σ Y over the g = 0 cells
+        self.i_yplain = np.where(plain, y, 0).sum(axis=0).astype(float)
+
+    def blocks(self):
+        """The item and the model CSR tuples the kernels take."""
+        return ((self.i_ptr, self.i_idx, self.i_y, self.i_t, self.i_g, self.i_ytot, self.i_yplain, self.i_ttot),
+                (self.m_ptr, self.m_idx, self.m_y, self.m_t, self.m_g, self.m_ytot, self.m_yplain, self.m_ttot))
 
     def start(self, rng: np.random.Generator, jitter: float = 1.0):
         """A data-based start (θ_j = logit p̂_j, b_i = −logit p̂_i, p̂ = (Y + ½)/(T + 1)) plus N(0, jitter²) per chain."""
@@ -71,28 +82,38 @@ class SparseData:
 
 
 @numba.njit(cache=True, nogil=True)
-def _pass(x, sign, lo, hi, idx, tt, w_other, other, safe):
-    """(Σ T_k σ(η_k), Σ T_k σ(η_k)(1 − σ(η_k))) over one coordinate's cells at value x, η_k = s·x + o_k."""
+def _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed):
+    """(Σ_k dℓ_k/dη, Σ_k Fisher information of η_k) over one coordinate's cells at x, η_k = s·x + o_k, where
+    ℓ_k = Y log p + (T − Y) log(1 − p), p = g + (1 − g)σ(η): for g = 0, Y − Tσ and Tσ(1 − σ)."""
     ex = math.exp(sign * x) if safe else 0.0
-    s1 = 0.0
-    s2 = 0.0
+    score = yplain            # Σ Y over the g = 0 cells
+    info = 0.0
     for p in range(lo, hi):
         k = idx[p]
         u = w_other[k] * ex if safe else math.exp(min(sign * x + other[k], 700.0))   # e^η
         sig = u / (1.0 + u)
-        s1 += tt[p] * sig
-        s2 += tt[p] * sig * (1.0 - sig)
-    return s1, s2
+        t = tt[p]
+        g = gg[p] if guessed else 0.0
+        if g == 0.0:
+            score -= t * sig
+            info += t * sig * (1.0 - sig)
+        else:
+            prob = g + (1.0 - g) * sig
+            score += yy[p] * (1.0 - g) * sig * (1.0 - sig) / prob - (t - yy[p]) * sig
+            info += t * (1.0 - g) * sig * sig * (1.0 - sig) / prob
+    return score, info
 
 
 @numba.njit(cache=True, nogil=True)
-def _softplus_sum(x, sign, lo, hi, idx, tt, w_other, other, safe):
-    """Σ_k T_k softplus(η_k) = Σ T_k max(η_k, 0) + log Π (1 + min(e^η_k, e^−η_k))^T_k: the logarithm of the product
-    is taken only when it passes 1e250 (each factor is in (1, 2]), not once per cell (as in irt/kernel.py)."""
+def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed):
+    """Σ over the g = 0 cells of −T_k softplus(η_k), plus Σ over the others of Y log p − (T − Y) softplus(η_k)
+    (ℓ_k up to terms constant in x). Σ T softplus = Σ T max(η, 0) + log Π (1 + min(e^η, e^−η))^T: the logarithm of
+    the product is taken only when it passes 1e250 (each factor is in (1, 2]), not once per cell (irt/kernel.py)."""
     ex = math.exp(sign * x) if safe else 0.0
     linear = 0.0
     logs = 0.0
     prod = 1.0
+    extra = 0.0
     for p in range(lo, hi):
         k = idx[p]
         t = tt[p]
@@ -102,6 +123,12 @@ def _softplus_sum(x, sign, lo, hi, idx, tt, w_other, other, safe):
             small = u if eta < 0.0 else 1.0 / u
         else:
             small = math.exp(-abs(eta))
+        g = gg[p] if guessed else 0.0
+        if g != 0.0:   # the guessing floor: Y log(g + (1 − g)σ) − (T − Y) softplus(η)
+            sig = 1.0 / (1.0 + small) if eta >= 0.0 else small / (1.0 + small)
+            soft = max(eta, 0.0) + math.log1p(small)
+            extra += yy[p] * math.log(g + (1.0 - g) * sig) - (t - yy[p]) * soft
+            continue
         if eta > 0.0:
             linear += t * eta
         if t == 1.0:
@@ -113,51 +140,64 @@ def _softplus_sum(x, sign, lo, hi, idx, tt, w_other, other, safe):
         if prod > 1e250:
             logs += math.log(prod)
             prod = 1.0
-    return linear + logs + math.log(prod)
+    return extra - (linear + logs + math.log(prod))
 
 
 @numba.njit(cache=True, nogil=True)
-def _logf(x, sign, ytot, lo, hi, idx, tt, w_other, other, max_other):
-    """log p(x | rest) of (1) without its constant."""
+def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed):
+    """log p(x | rest) of (1) (with the guessing floor where g > 0) without its constant."""
     safe = abs(x) + max_other < 600.0
-    return -0.5 * x * x + sign * x * ytot - _softplus_sum(x, sign, lo, hi, idx, tt, w_other, other, safe)
+    return -0.5 * x * x + sign * x * yplain + _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe,
+                                                          guessed)
 
 
 @numba.njit(cache=True, nogil=True)
-def _proposal(sign, ytot, ttot, lo, hi, idx, tt, other, w_other, max_other, n_newton):
-    """(centre, scale) of the t proposal: Newton steps on (1) from a start that depends on the data and ``other``."""
+def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other, max_other, n_newton, guessed):
+    """(centre, scale) of the t proposal: Newton (Fisher scoring) steps on the conditional from a start that
+    depends only on the data and ``other``; the scale from the curvature (information) at the last step."""
     mean_o = 0.0
+    mean_g = 0.0
     for p in range(lo, hi):
         mean_o += other[idx[p]]
+        if guessed:
+            mean_g += gg[p] * tt[p]
     mean_o = mean_o / (hi - lo) if hi > lo else 0.0
-    x = sign * (math.log((ytot + 0.5) / (ttot - ytot + 0.5)) - mean_o)
+    rate = (ytot + 0.5) / (ttot + 1.0)
+    if mean_g > 0.0:   # above the floor: (p̂ − ḡ)/(1 − ḡ), kept inside (0.05, 0.95)
+        floor = mean_g / ttot
+        rate = min(max((rate - floor) / (1.0 - floor), 0.05), 0.95)
+    x = sign * (math.log(rate / (1.0 - rate)) - mean_o)
     curv = 1.0
     for _ in range(n_newton):
         safe = abs(x) + max_other < 600.0
-        s1, s2 = _pass(x, sign, lo, hi, idx, tt, w_other, other, safe)
-        grad = -x + sign * (ytot - s1)
-        curv = 1.0 + s2
+        score, info = _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed)
+        grad = -x + sign * score
+        curv = 1.0 + info
         step = grad / curv
         x += max(-1.0, min(1.0, step))
     return x, 1.0 / math.sqrt(curv)
 
 
 @numba.njit(cache=True, nogil=True)
-def update_block(values, sign, ptr, idx, yy, tt, ytot, ttot, other, tdraw, udraw, nu, n_newton):
-    """One independence-MH step for every coordinate of ``values`` given ``other``; returns how many accepted."""
+def update_block(values, sign, block, other, tdraw, udraw, nu, n_newton):
+    """One independence-MH step for every coordinate of ``values`` given ``other``; returns how many accepted.
+    ``block``: (ptr, idx, Y, T, g per cell, Y total, Y total over g = 0 cells, T total) per coordinate."""
+    ptr, idx, yy, tt, gg, ytot, yplain, ttot = block
+    guessed = np.any(gg != 0.0)
     w_other = np.exp(np.minimum(other, 700.0))
     max_other = np.max(np.abs(other)) if other.size else 0.0
     accepted = 0
     for c in range(values.shape[0]):
         lo, hi = ptr[c], ptr[c + 1]
-        centre, scale = _proposal(sign, ytot[c], ttot[c], lo, hi, idx, tt, other, w_other, max_other, n_newton)
+        centre, scale = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
+                                  max_other, n_newton, guessed)
         new = centre + scale * tdraw[c]
         cur = values[c]
         z_new, z_cur = (new - centre) / scale, (cur - centre) / scale
         log_q_new = -0.5 * (nu + 1.0) * math.log1p(z_new * z_new / nu)
         log_q_cur = -0.5 * (nu + 1.0) * math.log1p(z_cur * z_cur / nu)
-        f_new = _logf(new, sign, ytot[c], lo, hi, idx, tt, w_other, other, max_other)
-        f_cur = _logf(cur, sign, ytot[c], lo, hi, idx, tt, w_other, other, max_other)
+        f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
+        f_cur = _logf(cur, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
         if math.log(udraw[c]) < (f_new - log_q_new) - (f_cur - log_q_cur):
             values[c] = new
             accepted += 1
@@ -180,11 +220,8 @@ def sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, nu, n_newton, out_theta, ou
     acc_b = 0
     acc_t = 0
     for s in range(z.shape[0]):
-        acc_b += update_block(b, -1.0, d_i[0], d_i[1], d_i[2], d_i[3], d_i[4], d_i[5], theta, draws_b[0, s],
-                              draws_b[1, s], nu, n_newton)
-        neg_b = -b
-        acc_t += update_block(theta, 1.0, d_m[0], d_m[1], d_m[2], d_m[3], d_m[4], d_m[5], neg_b, draws_th[0, s],
-                              draws_th[1, s], nu, n_newton)
+        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], nu, n_newton)
+        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], nu, n_newton)
         shift(theta, b, z[s])
         if record:
             out_theta[s] = theta
@@ -197,8 +234,7 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
     """Blocked Gibbs chains from data-based starts; returns (θ draws (chains, draws, M) float64, b draws
     (chains, draws, N) float32, info dict with acceptance rates, the start and the sampling time)."""
     m, n = data.n_models, data.n_items
-    d_i = (data.i_ptr, data.i_idx, data.i_y, data.i_t, data.i_ytot, data.i_ttot)
-    d_m = (data.m_ptr, data.m_idx, data.m_y, data.m_t, data.m_ytot, data.m_ttot)
+    d_i, d_m = data.blocks()
     theta_out = np.empty((chains, draws, m))
     b_out = np.empty((chains, draws, n), dtype=np.float32)
     accepted = np.zeros((chains, 2))
@@ -247,14 +283,14 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
 
 
 def gibbs_posterior(counts, trials, *, models, items, chains: int, tune: int, draws: int, seed: int, cores: int,
-                    progress=None):
+                    guessing=0.0, progress=None):
     """The gibbs route's posterior of a fit: (ArviZ DataTree with θ and b, per-item stats of b, per-model stats of
     θ, diagnostics), the figures computed as on the other routes (:mod:`benchmeasure.irt.diagnostics`)."""
     import xarray as xr
 
     from benchmeasure.irt.diagnostics import summarize_diagnostics, summarize_draws
 
-    data = SparseData(counts, trials)
+    data = SparseData(counts, trials, guessing)
 
     def on_progress(phase, done, total):
         if progress is not None:
@@ -286,7 +322,7 @@ def gibbs_posterior(counts, trials, *, models, items, chains: int, tune: int, dr
 MIN_COLLAPSED_WORK = 20_000  # below this many integrand nodes per gradient the collapsed route is quick anyway
 
 
-def prefers_gibbs(counts, trials, n_trials: int) -> tuple[bool, dict]:
+def prefers_gibbs(counts, trials, n_trials: int, guessing=0.0) -> tuple[bool, dict]:
     """Whether ``auto`` should run this route on a matrix with holes (g = 0), and the figures it decided on.
 
     One gradient of the collapsed route evaluates every (trials column, column sum) group's integrand on its grid
@@ -296,7 +332,7 @@ def prefers_gibbs(counts, trials, n_trials: int) -> tuple[bool, dict]:
     58 integrals × 128 nodes against 347,376 cells), above it (random holes) Gibbs was 3–100 times faster."""
     from benchmeasure.irt.collapsed_holes import CollapsedHolesData
 
-    collapsed = CollapsedHolesData(counts, trials, n_trials)
+    collapsed = CollapsedHolesData(counts, trials, n_trials, guessing)
     work = collapsed.n_integrals * collapsed.grid.size
     cells = int(np.count_nonzero(np.asarray(trials)))
     return work > max(cells, MIN_COLLAPSED_WORK), {"collapsed_integrals": collapsed.n_integrals,
