@@ -94,7 +94,7 @@ def test_cell_sum_equals_the_direct_log_likelihood(cells, x):
     eta = x + other
     log_p = np.logaddexp(np.log(gg + 1e-300), np.log1p(-gg) - np.logaddexp(0, -eta))
     plain = gg == 0
-    # up to terms constant in x: −T softplus(η) where g = 0 (Y·η is added by the caller), the rest Y log p − (T − Y) softplus
+    # up to terms constant in x: −T softplus(η) where g = 0 (the caller adds Y·η), else Y log p − (T − Y) softplus
     direct = float((-tt * np.logaddexp(0, eta))[plain].sum()
                    + (yy * log_p - (tt - yy) * np.logaddexp(0, eta))[~plain].sum())
     for safe in (True, False):
