@@ -235,3 +235,19 @@ def test_fit_command_on_the_gibbs_route_matches_brute_force(tmp_path):
     mcse = np.array(b_sd) / np.sqrt([float(r["ess_bulk"]) for r in rows])       # ≈ 0.01 with 10,000 draws
     assert np.all(np.abs(np.array(b_mean) - means) < 4.5 * mcse + 0.005)         # + the grid's own error
     np.testing.assert_allclose(b_sd, sds, rtol=0.04)
+
+
+def test_cell_sum_keeps_long_products_finite():
+    """3,000 cells: the products of 1 + e^(−|η|) and of p pass 1e±250 and are folded into logarithms on the way."""
+    rng = np.random.default_rng(8)
+    other = rng.normal(0, 3, 3000)
+    tt = np.ones(3000)
+    yy = (rng.random(3000) < 0.5).astype(float)
+    for g in (0.0, 0.3):
+        gg = np.full(3000, g)
+        eta = 0.2 + other
+        log_p = np.logaddexp(np.log(g) if g else -np.inf, np.log1p(-g) - np.logaddexp(0, -eta))
+        direct = (float((-tt * np.logaddexp(0, eta)).sum()) if g == 0 else
+                  float((yy * log_p - (tt - yy) * np.logaddexp(0, eta)).sum()))
+        got = gibbs._softplus_sum(0.2, 1.0, 0, 3000, np.arange(3000), yy, tt, gg, np.exp(other), other, True, g > 0)
+        assert got == pytest.approx(direct, rel=1e-11)

@@ -113,7 +113,7 @@ def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guesse
     linear = 0.0
     logs = 0.0
     prod = 1.0
-    extra = 0.0
+    p_prod = 1.0      # Π p^Y over the cells with a guessing floor, its logarithm taken as rarely
     for p in range(lo, hi):
         k = idx[p]
         t = tt[p]
@@ -124,11 +124,19 @@ def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guesse
         else:
             small = math.exp(-abs(eta))
         g = gg[p] if guessed else 0.0
-        if g != 0.0:   # the guessing floor: Y log(g + (1 − g)σ) − (T − Y) softplus(η)
-            sig = 1.0 / (1.0 + small) if eta >= 0.0 else small / (1.0 + small)
-            soft = max(eta, 0.0) + math.log1p(small)
-            extra += yy[p] * math.log(g + (1.0 - g) * sig) - (t - yy[p]) * soft
-            continue
+        if g != 0.0:   # the guessing floor: Y log(g + (1 − g)σ), then −(T − Y) softplus(η) below
+            y = yy[p]
+            prob = g + (1.0 - g) * (1.0 / (1.0 + small) if eta >= 0.0 else small / (1.0 + small))
+            if y == 1.0 and prob > 1e-3:
+                p_prod *= prob
+                if p_prod < 1e-250:
+                    logs -= math.log(p_prod)
+                    p_prod = 1.0
+            elif y > 0.0:
+                logs -= y * math.log(prob)
+            t -= y
+            if t == 0.0:
+                continue
         if eta > 0.0:
             linear += t * eta
         if t == 1.0:
@@ -140,7 +148,7 @@ def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guesse
         if prod > 1e250:
             logs += math.log(prod)
             prod = 1.0
-    return extra - (linear + logs + math.log(prod))
+    return math.log(p_prod) - (linear + logs + math.log(prod))
 
 
 @numba.njit(cache=True, nogil=True)
