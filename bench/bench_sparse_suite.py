@@ -48,6 +48,8 @@ def trials_columns(matrix: Path) -> int:
 
 def fit(matrix: Path, out: Path, route: str, args) -> dict:
     extra = ["--route", route, "--chains", str(args.chains), "--tune", str(args.tune), "--draws", str(args.draws)]
+    if args.guessing:
+        extra += ["--guessing", str(args.guessing)]
     record = _holes["run_fit"](matrix, 1, out, args.seed, args.limit_seconds, *extra)
     text = (out.parent / f"{out.name}.stderr").read_text(encoding="utf-8")
     steps = PROGRESS.findall(text)
@@ -84,12 +86,14 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--guessing", type=float, default=0.0, help="fit with this guessing floor g (default 0)")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         cpus = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, cpus[: args.cores])  # children inherit the same cores
         args.cores = min(args.cores, len(cpus))
-    print(f"fit --allow-missing, {args.chains} chains × ({args.tune} + {args.draws}), seed {args.seed}, "
+    print(f"fit --allow-missing{f' --guessing {args.guessing:g}' if args.guessing else ''}, "
+          f"{args.chains} chains × ({args.tune} + {args.draws}), seed {args.seed}, "
           f"{args.cores} cores, runs stopped after {args.limit_seconds:.0f} s")
     print("| matrix | holes | trials columns | route | wall s | CPU s | peak MB | min bulk ESS | max R-hat | ESS/s | "
           "acceptance b / θ | ≤ 15 min, R-hat ≤ 1.01, ESS ≥ 400 | load avg |")
