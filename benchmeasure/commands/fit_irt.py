@@ -81,7 +81,7 @@ def parse_args(argv):
                              "difficulty integrated out by quadrature, then each difficulty drawn exactly given each "
                              "draw (fast for many items); joint = NUTS on abilities and difficulties together; "
                              "gibbs = blocked Gibbs on abilities and difficulties with exact conditional updates and "
-                             "a shift move (matrices with many holes; g = 0; --tune is its burn-in sweeps); "
+                             "a shift move (matrices with many holes; --tune is its burn-in sweeps); "
                              "auto (default) = collapsed, gibbs with --allow-missing when the holes leave the "
                              "collapsed route few shared integrals (docs/suites.md), joint with --sampler numpyro or "
                              "--fixed-difficulties")

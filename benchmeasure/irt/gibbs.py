@@ -2,7 +2,8 @@
 
 The model (Appendix C.3) with the trials matrix T (T_ij = 0 for an absent cell): θ_j, b_i ~ N(0, 1),
 Y_ij ~ Binomial(T_ij, σ(θ_j − b_i)). The likelihood depends on θ and b only through the differences θ_j − b_i,
-so given θ the b_i are independent, and given b the θ_j are; each one-dimensional conditional is log-concave,
+so given θ the b_i are independent, and given b the θ_j are; with g = 0 each one-dimensional conditional is
+log-concave,
 
     log p(x | rest) = −x²/2 + s·x·Y_tot − Σ_k T_k·softplus(s·x + o_k) + const,                             (1)
 
@@ -23,7 +24,12 @@ Cost of a sweep: a few passes over the present cells (O(cells), independent of h
 the holes make, which is what limits the collapsed route on sparse suites). σ and softplus come from
 e^(s·x)·e^(o_k) (one exponential per coordinate and Newton step, not per cell) where no |x| + |o_k| nears 600.
 Every random number is drawn in NumPy from one seeded Generator per chain, so the draws do not depend on how many
-threads run the chains. Guessing (g > 0) is not implemented on this route: the caller refuses it.
+threads run the chains.
+
+With a guessing floor (p = g_i + (1 − g_i)σ(η), per item) a cell adds Y log p − (T − Y) softplus(η) instead of its
+term in (1); the conditional need not be log-concave then, so the Newton steps use the Fisher information
+T(1 − g)σ²(1 − σ)/p (always positive) as the curvature (Fisher scoring). The MH step keeps the exact conditional
+either way; only the acceptance rate depends on the approximation.
 """
 
 from __future__ import annotations
@@ -331,7 +337,7 @@ MIN_COLLAPSED_WORK = 20_000  # below this many integrand nodes per gradient the 
 
 
 def prefers_gibbs(counts, trials, n_trials: int, guessing=0.0) -> tuple[bool, dict]:
-    """Whether ``auto`` should run this route on a matrix with holes (g = 0), and the figures it decided on.
+    """Whether ``auto`` should run this route on a matrix with holes, and the figures it decided on.
 
     One gradient of the collapsed route evaluates every (trials column, column sum) group's integrand on its grid
     (integrals × nodes exponentials); one Gibbs sweep does a few simple passes over the present cells; NUTS takes
