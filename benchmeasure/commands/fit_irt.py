@@ -25,7 +25,7 @@ from benchmeasure.base.lifetime import exit_with_parent
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
-from benchmeasure.irt.fit import POSTERIOR_NAME, settings_for
+from benchmeasure.irt.fit import POSTERIOR_NAME, pick_route, settings_for
 from benchmeasure.irt.observation import OBSERVATIONS
 from benchmeasure.irt.settings import FIELDS, FitSettings, SettingsError
 
@@ -35,6 +35,7 @@ examples:
   benchmeasure fit matrix.csv --n-trials 8 --output-dir out --guessing 0.25          # four-choice items
   benchmeasure fit matrix.csv --n-trials 8 --output-dir out --guessing-csv guessing.csv
   benchmeasure fit matrix.csv --n-trials 8 --output-dir out --method map   # marginal posterior mode, in seconds
+  benchmeasure fit suite.csv --n-trials 1 --allow-missing --route gibbs --output-dir out   # sparse suites
 
 model (paper, Appendix C.3):
   P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)
@@ -65,21 +66,25 @@ def parse_args(argv):
                        help="per-item guessing: columns item_id,guessing, exactly one row per matrix item")
     parser.add_argument("--chains", type=CHAINS, default=4,
                         help="NUTS chains, at least 2: R-hat compares chains (default 4)")
-    parser.add_argument("--tune", type=TUNE, default=1000, help="warm-up iterations per chain (default 1000)")
+    parser.add_argument("--tune", type=TUNE, default=1000,
+                        help="warm-up iterations per chain (default 1000); burn-in sweeps on --route gibbs")
     parser.add_argument("--draws", type=DRAWS, default=1000,
                         help="posterior draws per chain, at least 4 (default 1000)")
     parser.add_argument("--target-accept", type=OPEN_PROBABILITY, default=0.95, metavar="P",
-                        help="NUTS target acceptance rate in (0, 1) (default 0.95)")
+                        help="NUTS target acceptance rate in (0, 1) (default 0.95; unused on --route gibbs)")
     parser.add_argument("--seed", type=SEED, default=None, metavar="N",
                         help="random seed; the same seed and inputs give identical outputs (default: drawn, recorded)")
     parser.add_argument("--sampler", default="nutpie", choices=["nutpie", "pymc", "numpyro"],
                         help="NUTS implementation (default nutpie; pymc is PyMC's own NUTS; numpyro needs jax)")
-    parser.add_argument("--route", default="auto", choices=["auto", "collapsed", "joint"],
+    parser.add_argument("--route", default="auto", choices=["auto", "collapsed", "joint", "gibbs"],
                         help="how NUTS explores the same posterior: collapsed = NUTS on the abilities with every "
                              "difficulty integrated out by quadrature, then each difficulty drawn exactly given each "
                              "draw (fast for many items); joint = NUTS on abilities and difficulties together; "
-                             "auto (default) = collapsed (also with --allow-missing), joint with --sampler numpyro "
-                             "or --fixed-difficulties")
+                             "gibbs = blocked Gibbs on abilities and difficulties with exact conditional updates and "
+                             "a shift move (matrices with many holes; --tune is its burn-in sweeps); "
+                             "auto (default) = collapsed, gibbs with --allow-missing when the holes leave the "
+                             "collapsed route few shared integrals (docs/suites.md), joint with --sampler numpyro or "
+                             "--fixed-difficulties")
     parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
                         help="nuts: full posterior (default, as in the paper); map: the marginal posterior mode "
                              "of the difficulties (abilities integrated out by quadrature, as marginal maximum "
@@ -145,6 +150,7 @@ def validate(args):
     args.fixed_b = read_fixed_difficulties(args, matrix)
     try:  # what these settings cannot fit (holes, fixed difficulties), refused before any output
         args.settings = settings_for(matrix, args.settings, args.fixed_b)
+        args.settings = pick_route(matrix, args.settings, guessing, args.fixed_b)
     except SettingsError as exc:
         fail(exc.render(FLAGS))
     return matrix, guessing
@@ -198,9 +204,12 @@ def main(argv=None) -> int:
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trial{'s' if matrix.n_trials != 1 else ''} per cell) with "
-        + (f"NUTS ({args.sampler}, {joint_or(args.settings.resolved_route())}"
+        + ("MAP (marginal mode)" if args.method != "nuts" else
+           f"blocked Gibbs (gibbs route, {args.chains} chains x ({args.tune} burn-in + {args.draws} sweeps))"
+           if args.settings.route == "gibbs" else
+           f"NUTS ({args.sampler}, {joint_or(args.settings.resolved_route())}"
            f" route, {args.chains} chains x "
-           f"({args.tune} + {args.draws}))" if args.method == "nuts" else "MAP (marginal mode)"))
+           f"({args.tune} + {args.draws}))"))
     result = fit_1pl(matrix, guessing=guessing, settings=args.settings, progress=show_progress, fixed_b=args.fixed_b)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)

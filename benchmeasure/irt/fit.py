@@ -190,9 +190,10 @@ def settings_for(matrix: ResponseMatrix, settings: FitSettings, fixed_b=None) ->
         if s.method != "nuts":
             raise SettingsError("fixed difficulties need {method} nuts (the posterior mode is not implemented for "
                                 "anchored fits)")
-        if s.route == "collapsed":
-            raise SettingsError("fixed difficulties are fitted on the joint route ({route} joint or auto): the "
-                                "collapsed route integrates every difficulty out")
+        if s.route in ("collapsed", "gibbs"):
+            why = ("the collapsed route integrates every difficulty out" if s.route == "collapsed" else
+                   "the gibbs route samples every difficulty")
+            raise SettingsError("fixed difficulties are fitted on the joint route ({route} joint or auto): " + why)
         s = dataclasses.replace(s, route="joint")
     return s
 
@@ -234,6 +235,7 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     s = settings if settings is not None else FitSettings(**fields)
     s = settings_for(matrix, s, fixed_b)
     g = check_guessing(guessing, len(matrix.items), matrix.items)
+    s = pick_route(matrix, s, g, fixed_b)
     route = s.resolved_route() if s.method == "nuts" else None
     seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
     nuts = s.method == "nuts"
@@ -266,6 +268,8 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     with (shown if shown is not None else contextlib.nullcontext()):
         if route == "collapsed":
             result = _fit_collapsed(matrix, g, record, wall_start, run)
+        elif route == "gibbs":
+            result = _fit_gibbs(matrix, g, record, wall_start, run)
         else:
             result = _fit_joint(matrix, g, record, wall_start, run, fixed_b=fixed_b)
     return _finish(result, matrix, g, fixed_b, seed_used, s.observation)
@@ -289,6 +293,34 @@ def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, ob
         result.diagnostics["dispersion"] = dispersion_check(matrix.counts, matrix.n_trials,
                                                             result.draws("theta"), b_draws, g, seed=seed)
     return result
+
+
+def pick_route(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettings:
+    """``auto`` → ``gibbs`` for a matrix with holes where the collapsed route shares few integrals
+    (:func:`benchmeasure.irt.gibbs.prefers_gibbs`)."""
+    from benchmeasure.irt.gibbs import prefers_gibbs
+
+    trials = getattr(matrix, "trials", None)
+    if (s.route == "auto" and s.method == "nuts" and s.sampler == "nutpie" and s.observation == "binomial"
+            and trials is not None and fixed_b is None
+            and prefers_gibbs(matrix.counts, trials, matrix.n_trials, g)[0]):
+        return dataclasses.replace(s, route="gibbs")
+    return s
+
+
+def _fit_gibbs(matrix, g, settings, wall_start, run: _Run) -> FitResult:
+    """The gibbs route: blocked Gibbs on (θ, b) with exact conditional updates (:mod:`benchmeasure.irt.gibbs`)."""
+    from benchmeasure.irt.gibbs import gibbs_posterior
+
+    s = run.settings
+    trials = getattr(matrix, "trials", None)
+    if trials is None:
+        trials = np.full(np.shape(matrix.counts), matrix.n_trials, dtype=np.int64)
+    idata, b_stats, theta_stats, diagnostics = gibbs_posterior(
+        matrix.counts, trials, models=matrix.models, items=matrix.items, chains=s.chains, tune=s.tune,
+        draws=s.draws, seed=run.seed_used, cores=run.cores, guessing=g, progress=run.progress)
+    settings.update(sampler="gibbs", target_accept=None, adaptation=None)   # no NUTS on this route
+    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,7 @@ def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixe
                     "but their b is set mostly by the prior",
         },
         **({"observation": d["observation"]} if "observation" in d else {}),
+        **({"gibbs": d["gibbs"]} if "gibbs" in d else {}),   # the gibbs route's acceptance rates and start
         "quadrature": d.get("quadrature"),
         "ties": d.get("ties"),
         "dispersion": d.get("dispersion"),

@@ -62,7 +62,8 @@ class ObservationModel:
     parameters : tuple of :class:`Parameter`
         Sampled with the model's θ and b (names must not clash with ``theta``, ``b``, ``z``).
     routes : tuple of str
-        Fit routes that support it: ``"joint"`` always; ``"collapsed"`` and ``"map"`` integrate the binomial.
+        Fit routes that support it: ``"joint"`` always; ``"collapsed"`` and ``"map"`` integrate the binomial;
+        ``"gibbs"`` samples its conditionals.
     fused : callable ``(counts, n_trials, guessing) -> Op``, optional
         A compiled Op computing the summed log-likelihood and gradient (the binomial's Numba kernel).
     """
@@ -119,7 +120,7 @@ def _binomial_simulate(rng, n_trials, p, params=None):
 
 OBSERVATIONS.register(ObservationModel(
     name="binomial", loglik=_binomial_loglik, graph_loglik=_binomial_graph, simulate=_binomial_simulate,
-    routes=("collapsed", "joint", "map"), fused="benchmeasure.irt.kernel:loglik_op",
+    routes=("collapsed", "joint", "map", "gibbs"), fused="benchmeasure.irt.kernel:loglik_op",
     description="Y ~ Binomial(K, p): the K trials independent given theta and b (the paper's model)",
 ))
 

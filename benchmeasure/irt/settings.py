@@ -20,7 +20,7 @@ from benchmeasure.base.errors import InputError
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 METHODS = ("nuts", "map")
-ROUTES = ("collapsed", "joint")
+ROUTES = ("collapsed", "joint", "gibbs")
 PARAMETRIZATIONS = ("rotated", "direct")
 ADAPTATIONS = ("diag", "low_rank")
 FIELDS = ("method", "sampler", "chains", "tune", "draws", "target_accept", "seed", "route", "parametrization",
@@ -47,8 +47,10 @@ class FitSettings:
 
     ``method`` nuts (posterior by NUTS, the paper's) or map (marginal posterior mode); ``sampler``
     nutpie, pymc or numpyro; ``chains``, ``tune``, ``draws``, ``target_accept`` NUTS settings (the
-    paper's defaults); ``seed`` an integer in [0, 2^32) or None (drawn, recorded); ``route`` auto,
-    collapsed or joint; ``parametrization`` and ``adaptation`` the joint route's coordinates and
+    paper's defaults; on the gibbs route ``tune`` is the burn-in sweeps and ``target_accept`` is unused);
+    ``seed`` an integer in [0, 2^32) or None (drawn, recorded); ``route`` auto,
+    collapsed, joint or gibbs (blocked Gibbs, :mod:`benchmeasure.irt.gibbs`); ``parametrization`` and
+    ``adaptation`` the joint route's coordinates and
     nutpie's mass matrix; ``cores`` chains in parallel (None: as many as CPUs allow); ``observation``
     a name in :data:`benchmeasure.irt.observation.OBSERVATIONS` (default the paper's binomial).
     """
@@ -107,6 +109,9 @@ class FitSettings:
         if self.method == "map" and "map" not in routes:
             raise SettingsError("{observation} {value} needs {method} nuts (the posterior mode integrates the "
                                 "binomial only)", value=self.observation)
+        if self.method == "map" and self.route == "gibbs":
+            raise SettingsError("{route} gibbs samples the posterior ({method} nuts); the posterior mode ({method} "
+                                "map) has no route")
         if self.method == "nuts":
             self.resolved_route()
 
@@ -123,6 +128,9 @@ class FitSettings:
         if self.route == "collapsed" and self.sampler == "numpyro":
             raise SettingsError("the collapsed route runs with {sampler} nutpie or pymc; numpyro samples the joint "
                                 "model (use {route} joint with {sampler} numpyro)")
+        if self.route == "gibbs" and self.sampler != "nutpie":
+            raise SettingsError("{route} gibbs runs its own Gibbs sampler, not NUTS: leave {sampler} at its default "
+                                "(got {value!r})", value=self.sampler)
         if self.route not in routes:
             raise SettingsError("{observation} {value} runs on the joint route (use {route} joint or auto)",
                                 value=self.observation)

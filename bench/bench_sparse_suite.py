@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The scaling table of posterior fits with holes: the gibbs route against the collapsed NUTS route, side by side.
+
+Each size ``MODELSxITEMSxHOLES`` is a simulated binary matrix (``bench_fit_memory.simulate``: θ, b ~ N(0, 1.1²),
+that fraction of cells absent at random, seeded) fitted by ``benchmeasure fit --allow-missing --route R`` at the
+paper's settings (4 chains × (1,000 + 1,000); on the gibbs route 1,000 burn-in sweeps + 1,000 kept sweeps), each
+fit a fresh process pinned to the same cores; ``mmlu`` is MMLU-Pro as bundled (29 × 12,032, 1,713 absent cells).
+A run still going after ``--limit-seconds`` is stopped, and the row gives how far it got and the time its rate
+projects for the whole run. One line per row, printed as each run ends:
+
+    matrix, holes, P (distinct trials columns), route → wall, CPU (user + system of the fit process, whatever else
+    runs), peak resident memory, min bulk ESS, max R-hat, ESS/s (min bulk ESS / sampling seconds), acceptance
+    (gibbs: the b and θ updates), target (issue 19: ≤ 15 min with R-hat ≤ 1.01, ESS ≥ 400), load average.
+
+    nice -n 10 .venv-irt/bin/python bench/bench_sparse_suite.py                        # the whole table
+    nice -n 10 .venv-irt/bin/python bench/bench_sparse_suite.py --sizes 400x5000x0.5 --routes gibbs   # headline
+    .venv-irt/bin/python bench/bench_sparse_suite.py --sizes 50x500x0.5 --tune 200 --draws 200      # quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import runpy
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
+HERE = Path(__file__).parent
+_holes = runpy.run_path(str(HERE / "bench_holes_fit.py"))
+_memory = runpy.run_path(str(HERE / "bench_fit_memory.py"))
+_machine = runpy.run_path(str(HERE / "machine.py"))
+TARGET_S = 15 * 60
+PROGRESS = re.compile(r"(NUTS|Gibbs) (warm-up|draws|sweeps[^,]*), (\d+)/(\d+)")
+
+
+def trials_columns(matrix: Path) -> int:
+    from benchmeasure.core.matrix import read_matrix_allowing_holes
+    from benchmeasure.irt.gibbs import distinct_columns
+
+    m = read_matrix_allowing_holes(matrix, 1)
+    return distinct_columns(m.trials, m.trials.shape[1]) if m.trials is not None else 1
+
+
+def fit(matrix: Path, out: Path, route: str, args) -> dict:
+    extra = ["--route", route, "--chains", str(args.chains), "--tune", str(args.tune), "--draws", str(args.draws)]
+    if args.guessing:
+        extra += ["--guessing", str(args.guessing)]
+    record = _holes["run_fit"](matrix, 1, out, args.seed, args.limit_seconds, *extra)
+    text = (out.parent / f"{out.name}.stderr").read_text(encoding="utf-8")
+    steps = PROGRESS.findall(text)
+    record["steps"] = (int(steps[-1][2]), int(steps[-1][3])) if steps else (0, 0)
+    return record
+
+
+def row(name: str, holes: str, patterns: int, route: str, r: dict) -> str:
+    load = f"{r['load'][0]:.1f}→{r['load'][1]:.1f}"
+    head = f"| {name} | {holes} | {patterns:,} | {route} |"
+    if r["stopped"]:
+        done, total = r["steps"]
+        projected = f"~{r['wall'] / done * total / 60:.0f} min projected" if done else "no step done"
+        return (f"{head} stopped at {r['wall']:.0f} s ({done}/{total} iterations; {projected}) | {r['cpu']:.0f} | "
+                f"{r['peak_mb']:.0f} | – | – | – | – | missed | {load} |")
+    d = r["diagnostics"]
+    sampling = d["timing"].get("sampling_time_s") or float("nan")
+    gibbs = d.get("gibbs") or {}
+    accept = (f"{gibbs['acceptance_b']:.3f} / {gibbs['acceptance_theta']:.3f}" if gibbs else "–")
+    met = r["wall"] <= TARGET_S and d["max_r_hat"] <= 1.01 and d["min_ess_bulk"] >= 400 and d["divergences"] == 0
+    return (f"{head} {r['wall']:.1f} | {r['cpu']:.1f} | {r['peak_mb']:.0f} | {d['min_ess_bulk']:.0f} | "
+            f"{d['max_r_hat']:.4f} | {d['min_ess_bulk'] / sampling:.1f} | {accept} | {'met' if met else 'missed'} | "
+            f"{load} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100x1000x0.5,200x2000x0.5,400x5000x0.5,mmlu",
+                        help="comma-separated MODELSxITEMSxHOLES or mmlu (default: three simulated sizes and MMLU-Pro)")
+    parser.add_argument("--routes", default="gibbs,collapsed", help="routes to run on each size, in order")
+    parser.add_argument("--limit-seconds", type=float, default=900.0, help="stop a run after this long (projected)")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--guessing", type=float, default=0.0, help="fit with this guessing floor g (default 0)")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cpus[: args.cores])  # children inherit the same cores
+        args.cores = min(args.cores, len(cpus))
+    print(f"fit --allow-missing{f' --guessing {args.guessing:g}' if args.guessing else ''}, "
+          f"{args.chains} chains × ({args.tune} + {args.draws}), seed {args.seed}, "
+          f"{args.cores} cores, runs stopped after {args.limit_seconds:.0f} s")
+    print("| matrix | holes | trials columns | route | wall s | CPU s | peak MB | min bulk ESS | max R-hat | ESS/s | "
+          "acceptance b / θ | ≤ 15 min, R-hat ≤ 1.01, ESS ≥ 400 | load avg |")
+    print("|---" * 13 + "|", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench_sparse_suite.") as tmp:
+        folder = Path(tmp)
+        for size in args.sizes.split(","):
+            if size == "mmlu":
+                matrix, name, holes = _holes["mmlu_matrix"](folder), "MMLU-Pro 29 × 12,032", "0.49 %"
+            else:
+                m, n, fraction = size.split("x")
+                matrix = _memory["simulate"](int(m), int(n), args.seed, folder, float(fraction))
+                name, holes = f"{int(m):,} × {int(n):,} (simulated)", f"{100 * float(fraction):g} %"
+            patterns = trials_columns(matrix)
+            for route in args.routes.split(","):
+                out = folder / f"{matrix.stem}_{route}"
+                print(row(name, holes, patterns, route, fit(matrix, out, route, args)), flush=True)
+    print(f"\nMachine: {_machine['cpu_name']()}, {args.cores} cores used of {os.cpu_count()}; Python "
+          f"{sys.version.split()[0]}; {_machine['versions'](['pymc', 'nutpie', 'numba', 'numpy'])}; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Load average: 1-minute, before → after each run.")
+
+
+if __name__ == "__main__":
+    main()

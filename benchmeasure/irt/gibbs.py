@@ -1,0 +1,363 @@
+"""The Gibbs route: the paper's 1PL posterior on a sparse matrix by blocked Gibbs with exact conditional updates.
+
+The model (Appendix C.3) with the trials matrix T (T_ij = 0 for an absent cell): θ_j, b_i ~ N(0, 1),
+Y_ij ~ Binomial(T_ij, σ(θ_j − b_i)). The likelihood depends on θ and b only through the differences θ_j − b_i,
+so given θ the b_i are independent, and given b the θ_j are; with g = 0 each one-dimensional conditional is
+log-concave,
+
+    log p(x | rest) = −x²/2 + s·x·Y_tot − Σ_k T_k·softplus(s·x + o_k) + const,                             (1)
+
+with, for b_i: s = −1, o_k = θ_k over the models k that answered item i; for θ_j: s = +1, o_k = −b_k over the
+items k model j answered. One sweep (each chain):
+
+1. every b_i given θ, 2. every θ_j given b, each by one independence Metropolis–Hastings step whose proposal is a
+   Student-t (ν = 5) centred at the mode of (1) with the scale of its curvature there. The mode is found by a fixed
+   number of damped Newton steps started at a point computed from the data and the conditioning block only
+   (s·(logit p̂ − mean o_k), p̂ = (Y_tot + ½)/(T_tot + 1)), so the proposal does not depend on the coordinate's
+   current value and each step leaves (1) invariant: the posterior is exact, the approximation only affects the
+   acceptance rate (reported as ``gibbs.acceptance_b`` / ``acceptance_theta``);
+3. a shift move: θ_j + c and b_i + c for one c leaves every difference, so only the priors change, and
+   c | rest ~ N(−(Σθ + Σb)/(M + N), 1/(M + N)) exactly (a group move on the translations, unit Jacobian; Liu &
+   Sabatti 2000). Without it the common level of θ and b moves by a random walk of many sweeps.
+
+Cost of a sweep: a few passes over the present cells (O(cells), independent of how many distinct trials columns
+the holes make, which is what limits the collapsed route on sparse suites). σ and softplus come from
+e^(s·x)·e^(o_k) (one exponential per coordinate and Newton step, not per cell) where no |x| + |o_k| nears 600.
+Every random number is drawn in NumPy from one seeded Generator per chain, so the draws do not depend on how many
+threads run the chains.
+
+With a guessing floor (p = g_i + (1 − g_i)σ(η), per item) a cell adds Y log p − (T − Y) softplus(η) instead of its
+term in (1); the conditional need not be log-concave then, so the Newton steps use the Fisher information
+T(1 − g)σ²(1 − σ)/p (always positive) as the curvature (Fisher scoring). The MH step keeps the exact conditional
+either way; only the acceptance rate depends on the approximation.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+
+NU = 5.0            # degrees of freedom of the t proposal
+NEWTON_STEPS = 2    # Newton steps to the mode of each conditional (more: higher acceptance, slower)
+BLOCK = 25          # sweeps per kernel call (between progress updates and random-number refills)
+
+
+class SparseData:
+    """The present cells of a counts and a trials matrix, by item (CSR) and by model (CSR)."""
+
+    def __init__(self, counts, trials, guessing=0.0):
+        y = np.asarray(counts, dtype=np.int64)
+        t = np.asarray(trials, dtype=np.int64)
+        if y.shape != t.shape or np.any(y < 0) or np.any(y > t):
+            raise ValueError("counts and trials must have one shape and 0 ≤ count ≤ trials in every cell")
+        self.n_models, self.n_items = y.shape
+        rows, cols = np.nonzero(t > 0)                              # row-major: sorted by model
+        self.n_cells = int(rows.size)
+        self.m_ptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=self.n_models))].astype(np.int64)
+        self.m_idx, self.m_y, self.m_t = cols.astype(np.int64), y[rows, cols].astype(float), t[rows, cols].astype(float)
+        order = np.lexsort((rows, cols))                           # sorted by item
+        self.i_ptr = np.r_[0, np.cumsum(np.bincount(cols, minlength=self.n_items))].astype(np.int64)
+        self.i_idx = rows[order].astype(np.int64)
+        self.i_y, self.i_t = self.m_y[order].copy(), self.m_t[order].copy()
+        self.m_ytot, self.m_ttot = y.sum(axis=1).astype(float), t.sum(axis=1).astype(float)
+        self.i_ytot, self.i_ttot = y.sum(axis=0).astype(float), t.sum(axis=0).astype(float)
+        g = np.broadcast_to(np.asarray(guessing, dtype=float), (self.n_items,))
+        self.m_g = g[self.m_idx].copy()                            # each cell's item's guessing floor
+        self.i_g = self.m_g[order].copy()
+        plain = (g == 0.0)[None, :]
+        self.m_yplain = np.where(plain, y, 0).sum(axis=1).astype(float)   # Σ Y over the g = 0 cells
+        self.i_yplain = np.where(plain, y, 0).sum(axis=0).astype(float)
+
+    def blocks(self):
+        """The item and the model CSR tuples the kernels take."""
+        return ((self.i_ptr, self.i_idx, self.i_y, self.i_t, self.i_g, self.i_ytot, self.i_yplain, self.i_ttot),
+                (self.m_ptr, self.m_idx, self.m_y, self.m_t, self.m_g, self.m_ytot, self.m_yplain, self.m_ttot))
+
+    def start(self, rng: np.random.Generator, jitter: float = 1.0):
+        """A data-based start (θ_j = logit p̂_j, b_i = −logit p̂_i, p̂ = (Y + ½)/(T + 1)) plus N(0, jitter²) per chain."""
+        theta = np.log((self.m_ytot + 0.5) / (self.m_ttot - self.m_ytot + 0.5))
+        b = -np.log((self.i_ytot + 0.5) / (self.i_ttot - self.i_ytot + 0.5))
+        theta += jitter * rng.standard_normal(theta.size)
+        b += jitter * rng.standard_normal(b.size)
+        return theta, b
+
+
+@numba.njit(cache=True, nogil=True)
+def _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed):
+    """(Σ_k dℓ_k/dη, Σ_k Fisher information of η_k) over one coordinate's cells at x, η_k = s·x + o_k, where
+    ℓ_k = Y log p + (T − Y) log(1 − p), p = g + (1 − g)σ(η): for g = 0, Y − Tσ and Tσ(1 − σ)."""
+    ex = math.exp(sign * x) if safe else 0.0
+    score = yplain            # Σ Y over the g = 0 cells
+    info = 0.0
+    for p in range(lo, hi):
+        k = idx[p]
+        u = w_other[k] * ex if safe else math.exp(min(sign * x + other[k], 700.0))   # e^η
+        sig = u / (1.0 + u)
+        t = tt[p]
+        g = gg[p] if guessed else 0.0
+        if g == 0.0:
+            score -= t * sig
+            info += t * sig * (1.0 - sig)
+        else:
+            prob = g + (1.0 - g) * sig
+            score += yy[p] * (1.0 - g) * sig * (1.0 - sig) / prob - (t - yy[p]) * sig
+            info += t * (1.0 - g) * sig * sig * (1.0 - sig) / prob
+    return score, info
+
+
+@numba.njit(cache=True, nogil=True)
+def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed):
+    """Σ over the g = 0 cells of −T_k softplus(η_k), plus Σ over the others of Y log p − (T − Y) softplus(η_k)
+    (ℓ_k up to terms constant in x). Σ T softplus = Σ T max(η, 0) + log Π (1 + min(e^η, e^−η))^T: the logarithm of
+    the product is taken only when it passes 1e250 (each factor is in (1, 2]), not once per cell (irt/kernel.py)."""
+    ex = math.exp(sign * x) if safe else 0.0
+    linear = 0.0
+    logs = 0.0
+    prod = 1.0
+    p_prod = 1.0      # Π p^Y over the cells with a guessing floor, its logarithm taken as rarely
+    for p in range(lo, hi):
+        k = idx[p]
+        t = tt[p]
+        eta = sign * x + other[k]
+        if safe:
+            u = w_other[k] * ex
+            small = u if eta < 0.0 else 1.0 / u
+        else:
+            small = math.exp(-abs(eta))
+        g = gg[p] if guessed else 0.0
+        if g != 0.0:   # the guessing floor: Y log(g + (1 − g)σ), then −(T − Y) softplus(η) below
+            y = yy[p]
+            prob = g + (1.0 - g) * (1.0 / (1.0 + small) if eta >= 0.0 else small / (1.0 + small))
+            if y == 1.0 and prob > 1e-3:
+                p_prod *= prob
+                if p_prod < 1e-250:
+                    logs -= math.log(p_prod)
+                    p_prod = 1.0
+            elif y > 0.0:
+                logs -= y * math.log(prob)
+            t -= y
+            if t == 0.0:
+                continue
+        if eta > 0.0:
+            linear += t * eta
+        if t == 1.0:
+            prod *= 1.0 + small
+        elif t <= 64.0:
+            prod *= (1.0 + small) ** t
+        else:
+            logs += t * math.log1p(small)
+        if prod > 1e250:
+            logs += math.log(prod)
+            prod = 1.0
+    return math.log(p_prod) - (linear + logs + math.log(prod))
+
+
+@numba.njit(cache=True, nogil=True)
+def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed):
+    """log p(x | rest) of (1) (with the guessing floor where g > 0) without its constant."""
+    safe = abs(x) + max_other < 600.0
+    return -0.5 * x * x + sign * x * yplain + _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe,
+                                                          guessed)
+
+
+@numba.njit(cache=True, nogil=True)
+def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other, max_other, n_newton, guessed):
+    """(centre, scale) of the t proposal: Newton (Fisher scoring) steps on the conditional from a start that
+    depends only on the data and ``other``; the scale from the curvature (information) at the last step."""
+    mean_o = 0.0
+    mean_g = 0.0
+    for p in range(lo, hi):
+        mean_o += other[idx[p]]
+        if guessed:
+            mean_g += gg[p] * tt[p]
+    mean_o = mean_o / (hi - lo) if hi > lo else 0.0
+    rate = (ytot + 0.5) / (ttot + 1.0)
+    if mean_g > 0.0:   # above the floor: (p̂ − ḡ)/(1 − ḡ), kept inside (0.05, 0.95)
+        floor = mean_g / ttot
+        rate = min(max((rate - floor) / (1.0 - floor), 0.05), 0.95)
+    x = sign * (math.log(rate / (1.0 - rate)) - mean_o)
+    curv = 1.0
+    for _ in range(n_newton):
+        safe = abs(x) + max_other < 600.0
+        score, info = _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed)
+        grad = -x + sign * score
+        curv = 1.0 + info
+        step = grad / curv
+        x += max(-1.0, min(1.0, step))
+    return x, 1.0 / math.sqrt(curv)
+
+
+@numba.njit(cache=True, nogil=True)
+def update_block(values, sign, block, other, tdraw, udraw, nu, n_newton):
+    """One independence-MH step for every coordinate of ``values`` given ``other``; returns how many accepted.
+    ``block``: (ptr, idx, Y, T, g per cell, Y total, Y total over g = 0 cells, T total) per coordinate."""
+    ptr, idx, yy, tt, gg, ytot, yplain, ttot = block
+    guessed = np.any(gg != 0.0)
+    w_other = np.exp(np.minimum(other, 700.0))
+    max_other = np.max(np.abs(other)) if other.size else 0.0
+    accepted = 0
+    for c in range(values.shape[0]):
+        lo, hi = ptr[c], ptr[c + 1]
+        centre, scale = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
+                                  max_other, n_newton, guessed)
+        new = centre + scale * tdraw[c]
+        cur = values[c]
+        z_new, z_cur = (new - centre) / scale, (cur - centre) / scale
+        log_q_new = -0.5 * (nu + 1.0) * math.log1p(z_new * z_new / nu)
+        log_q_cur = -0.5 * (nu + 1.0) * math.log1p(z_cur * z_cur / nu)
+        f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
+        f_cur = _logf(cur, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
+        if math.log(udraw[c]) < (f_new - log_q_new) - (f_cur - log_q_cur):
+            values[c] = new
+            accepted += 1
+    return accepted
+
+
+@numba.njit(cache=True, nogil=True)
+def shift(theta, b, z):
+    """The shift move: θ + c, b + c with c ~ N(−(Σθ + Σb)/(M + N), 1/(M + N)), z a standard normal draw."""
+    n = theta.size + b.size
+    c = -(theta.sum() + b.sum()) / n + z / math.sqrt(n)
+    theta += c
+    b += c
+
+
+@numba.njit(cache=True, nogil=True)
+def sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, nu, n_newton, out_theta, out_b, record):
+    """len(z) sweeps (b | θ, θ | b, shift) from (θ, b) in place; row s of out_* ← the state after sweep s when
+    ``record``. ``d_i``/``d_m``: the item and model CSR tuples; returns (b accepted, θ accepted)."""
+    acc_b = 0
+    acc_t = 0
+    for s in range(z.shape[0]):
+        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], nu, n_newton)
+        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], nu, n_newton)
+        shift(theta, b, z[s])
+        if record:
+            out_theta[s] = theta
+            out_b[s] = b
+    return acc_b, acc_t
+
+
+def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: int, cores: int = 1,
+               on_progress=None, n_newton: int = NEWTON_STEPS):
+    """Blocked Gibbs chains from data-based starts; returns (θ draws (chains, draws, M) float64, b draws
+    (chains, draws, N) float32, info dict with acceptance rates, the start and the sampling time)."""
+    m, n = data.n_models, data.n_items
+    d_i, d_m = data.blocks()
+    theta_out = np.empty((chains, draws, m))
+    b_out = np.empty((chains, draws, n), dtype=np.float32)
+    accepted = np.zeros((chains, 2))
+    done = [0]
+    lock = threading.Lock()
+    total = chains * (tune + draws)
+    seeds = np.random.SeedSequence(seed).spawn(chains)
+
+    def one(chain):
+        rng = np.random.default_rng(seeds[chain])
+        theta, b = data.start(rng)
+        for phase, length in (("warm-up", tune), ("draws", draws)):
+            for start in range(0, length, BLOCK):
+                size = min(BLOCK, length - start)
+                t_b = np.stack([rng.standard_t(NU, (size, n)), 1.0 - rng.random((size, n))])
+                t_t = np.stack([rng.standard_t(NU, (size, m)), 1.0 - rng.random((size, m))])
+                z = rng.standard_normal(size)
+                record = phase == "draws"
+                out_t = theta_out[chain, start:start + size] if record else np.empty((0, m))
+                out_b = np.empty((size, n)) if record else np.empty((0, n))
+                a_b, a_t = sweeps(theta, b, d_i, d_m, t_b, t_t, z, NU, n_newton, out_t, out_b, record)
+                if record:
+                    b_out[chain, start:start + size] = out_b
+                    accepted[chain] += (a_b, a_t)
+                with lock:
+                    done[0] += size
+                    if on_progress is not None:
+                        on_progress("Gibbs sweeps of all chains (burn-in + kept)", done[0], total)
+
+    start_time = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, min(cores, chains))) as pool:
+        list(pool.map(one, range(chains)))
+    elapsed = time.perf_counter() - start_time
+    info = {
+        "acceptance_b": float(accepted[:, 0].sum() / max(chains * draws * n, 1)),
+        "acceptance_theta": float(accepted[:, 1].sum() / max(chains * draws * m, 1)),
+        "proposal": f"independence Metropolis-Hastings, Student-t (nu = {NU:g}) at the mode after {n_newton} "
+                    "Newton steps from a data-based point",
+        "start": "theta_j = logit((Y_j + 1/2)/(T_j - Y_j + 1/2)), b_i = -logit(same for item i), plus N(0, 1) "
+                 "jitter per chain and coordinate",
+        "burn_in_sweeps": int(tune),
+        "cells": int(data.n_cells),
+        "sampling_time_s": elapsed,
+    }
+    return theta_out, b_out, info
+
+
+def gibbs_posterior(counts, trials, *, models, items, chains: int, tune: int, draws: int, seed: int, cores: int,
+                    guessing=0.0, progress=None):
+    """The gibbs route's posterior of a fit: (ArviZ DataTree with θ and b, per-item stats of b, per-model stats of
+    θ, diagnostics), the figures computed as on the other routes (:mod:`benchmeasure.irt.diagnostics`)."""
+    import xarray as xr
+
+    from benchmeasure.irt.diagnostics import summarize_diagnostics, summarize_draws
+
+    data = SparseData(counts, trials, guessing)
+
+    def on_progress(phase, done, total):
+        if progress is not None:
+            progress.update(phase, done, total)
+
+    on_progress("Gibbs sweeps of all chains (burn-in + kept)", 0, chains * (tune + draws))
+    theta_draws, b_draws, info = run_chains(data, chains=chains, tune=tune, draws=draws, seed=seed, cores=cores,
+                                            on_progress=on_progress)
+    summary_start = time.perf_counter()
+
+    def on_chunk(done, total):
+        on_progress("summarizing (R-hat, ESS per item)", done, total)
+
+    b_stats = summarize_draws(b_draws, on_chunk=on_chunk)
+    theta_stats = summarize_draws(theta_draws)
+    coords = {"chain": np.arange(chains), "draw": np.arange(draws), "model": list(models), "item": list(items)}
+    posterior = xr.Dataset({"theta": (("chain", "draw", "model"), theta_draws),
+                            "b": (("chain", "draw", "item"), b_draws)}, coords=coords)
+    idata = xr.DataTree.from_dict({"posterior": posterior})
+    diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=info["sampling_time_s"],
+                                        stats={"theta": theta_stats, "b": b_stats})
+    diagnostics["compile_time_s"] = 0.0
+    diagnostics["summary_time_s"] = time.perf_counter() - summary_start
+    diagnostics["route"] = "gibbs"
+    diagnostics["gibbs"] = {key: value for key, value in info.items() if key != "sampling_time_s"}
+    return idata, b_stats, theta_stats, diagnostics
+
+
+MIN_COLLAPSED_WORK = 20_000  # below this many integrand nodes per gradient the collapsed route is quick anyway
+
+
+def prefers_gibbs(counts, trials, n_trials: int, guessing=0.0) -> tuple[bool, dict]:
+    """Whether ``auto`` should run this route on a matrix with holes, and the figures it decided on.
+
+    One gradient of the collapsed route evaluates every (trials column, column sum) group's integrand on its grid
+    (integrals × nodes exponentials); one Gibbs sweep does a few simple passes over the present cells; NUTS takes
+    several gradients per draw. Measured on this machine (docs/suites.md, "Choosing the route"), a Gibbs sweep cost
+    about one gradient where integrals × nodes ≈ cells; below that the collapsed route stays the default (MMLU-Pro:
+    58 integrals × 128 nodes against 347,376 cells), above it (random holes) Gibbs was 3–100 times faster."""
+    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+
+    collapsed = CollapsedHolesData(counts, trials, n_trials, guessing)
+    work = collapsed.n_integrals * collapsed.grid.size
+    cells = int(np.count_nonzero(np.asarray(trials)))
+    return work > max(cells, MIN_COLLAPSED_WORK), {"collapsed_integrals": collapsed.n_integrals,
+                                                   "grid_nodes": collapsed.grid.size, "cells": cells}
+
+
+def distinct_columns(trials, stop: int) -> int:
+    """How many distinct columns ``trials`` has, counting stops once more than ``stop`` are found (cheap)."""
+    seen = set()
+    for column in np.asarray(trials, dtype=np.int64).T:
+        seen.add(column.tobytes())
+        if len(seen) > stop:
+            break
+    return len(seen)

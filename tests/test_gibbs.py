@@ -1,0 +1,253 @@
+"""The gibbs route (benchmeasure.irt.gibbs): one conditional update leaves its exact 1-D conditional invariant (KS),
+the shift move is the exact Gibbs step of the common level, the posterior equals the joint and collapsed NUTS routes'
+on a small matrix with holes and K per cell, and the command line runs it, feeds diagnose and posterior-metrics and
+refuses the settings it does not take in one error line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from benchmeasure.core.matrix import ResponseMatrix
+from benchmeasure.irt import gibbs
+from conftest import assert_rejected, run_script
+
+
+def _exact_cdf(y, t, theta, g=0.0):
+    """The exact conditional of one b given θ (prior N(0, 1), binomial cells (y, t), guessing floor g) as a CDF on
+    a fine grid."""
+    x = np.linspace(-8, 8, 200_001)
+    eta = theta[None, :] - x[:, None]
+    p = g + (1 - g) / (1 + np.exp(-eta))
+    log = -0.5 * x**2 + (y * np.log(p) + (t - y) * np.log1p(-p)).sum(axis=1)
+    w = np.exp(log - log.max())
+    cdf = np.cumsum(w)
+    return x, cdf / cdf[-1]
+
+
+def _item_block(y, t, g, n):
+    """One item's cells (y, t, guessing g) repeated as n coordinates of an item block."""
+    m = y.size
+    plain = float(y.sum()) if g == 0 else 0.0
+    return (np.arange(n + 1, dtype=np.int64) * m, np.tile(np.arange(m, dtype=np.int64), n),
+            np.tile(y, n).astype(float), np.tile(t, n).astype(float), np.full(n * m, float(g)),
+            np.full(n, float(y.sum())), np.full(n, plain), np.full(n, float(t.sum())))
+
+
+def _one_update(y, t, theta, start, seed, g=0.0):
+    """Every start value of one item's b moved by one update of the route (each a separate coordinate)."""
+    n = start.size
+    rng = np.random.default_rng(seed)
+    values = start.copy()
+    accepted = gibbs.update_block(values, -1.0, _item_block(y, t, g, n), theta, rng.standard_t(gibbs.NU, n),
+                                  1.0 - rng.random(n), gibbs.NU, gibbs.NEWTON_STEPS)
+    return values, accepted / n
+
+
+@pytest.mark.parametrize("g", [0.0, 0.25])
+def test_one_update_leaves_the_exact_conditional_invariant(g):
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=12)
+    t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])     # K per cell, two absent cells
+    y = rng.binomial(t, 0.6)
+    grid, cdf = _exact_cdf(y, t, theta, g)
+    start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
+    moved, acceptance = _one_update(y, t, theta, start, seed=1, g=g)
+    assert 0.5 < acceptance < 1.0
+    assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
+    # the test can fail: the proposal alone (every step accepted) is not the conditional
+    block = _item_block(y, t, g, 1)
+    centre, scale = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, 12, block[1], block[2],
+                                    block[3], block[4], theta, np.exp(theta), float(np.abs(theta).max()),
+                                    gibbs.NEWTON_STEPS, g > 0)
+    proposed = centre + scale * rng.standard_t(gibbs.NU, 20_000)
+    assert stats.kstest(proposed, lambda q: np.interp(q, grid, cdf)).pvalue < 1e-3
+
+
+def test_shift_move_keeps_differences_and_draws_the_common_level_exactly():
+    rng = np.random.default_rng(2)
+    theta, b = rng.normal(3.0, 1.0, 7), rng.normal(3.0, 1.0, 11)
+    totals = []
+    for z in rng.standard_normal(4000):
+        t2, b2 = theta.copy(), b.copy()
+        gibbs.shift(t2, b2, z)
+        np.testing.assert_allclose(t2[:, None] - b2[None, :], theta[:, None] - b[None, :], atol=1e-12)
+        totals.append(t2.sum() + b2.sum())
+    # given the differences the sum is N(0, M + N) whatever the state it started from
+    assert stats.kstest(np.array(totals) / np.sqrt(18), "norm").pvalue > 0.01
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-40, 40), st.integers(1, 80), st.integers(0, 80), st.sampled_from([0.0, 0.3])),
+                min_size=1, max_size=30), st.floats(-30, 30))
+def test_cell_sum_equals_the_direct_log_likelihood(cells, x):
+    other = np.array([c[0] for c in cells])
+    tt = np.array([float(c[1]) for c in cells])
+    yy = np.minimum([float(c[2]) for c in cells], tt)
+    gg = np.array([c[3] for c in cells])
+    idx = np.arange(len(cells))
+    eta = x + other
+    log_p = np.logaddexp(np.log(gg + 1e-300), np.log1p(-gg) - np.logaddexp(0, -eta))
+    plain = gg == 0
+    # up to terms constant in x: −T softplus(η) where g = 0 (the caller adds Y·η), else Y log p − (T − Y) softplus
+    direct = float((-tt * np.logaddexp(0, eta))[plain].sum()
+                   + (yy * log_p - (tt - yy) * np.logaddexp(0, eta))[~plain].sum())
+    for safe in (True, False):
+        got = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, np.exp(other), other, safe, bool(gg.any()))
+        assert got == pytest.approx(direct, rel=1e-11, abs=1e-9)
+
+
+def _small(seed=5, m=6, n=20, k=3):
+    rng = np.random.default_rng(seed)
+    trials = rng.integers(0, k + 1, (m, n))
+    trials[:, 0] = k
+    counts = rng.binomial(trials, 1 / (1 + np.exp(-rng.normal(size=(m, 1)) + rng.normal(size=(1, n)))))
+    return ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], counts, k, trials)
+
+
+@pytest.mark.parametrize("guessing", [0.0, "mixed"])
+def test_gibbs_agrees_with_the_joint_and_collapsed_routes(guessing):
+    from benchmeasure.irt.fit import fit_1pl
+
+    matrix = _small()
+    g = np.where(np.arange(20) % 4 == 3, 0.25, 0.0) if guessing == "mixed" else 0.0   # mixed: every 4th item
+    fits = {route: fit_1pl(matrix, guessing=g, seed=1, chains=2, tune=300, draws=1500, route=route)
+            for route in ("gibbs", "joint", "collapsed")}
+    g = fits["gibbs"]
+    assert g.diagnostics["route"] == "gibbs" and g.diagnostics["gibbs"]["acceptance_b"] > 0.5
+    assert g.diagnostics["max_r_hat"] < 1.01
+    gb, gt = g.draws("b"), g.draws("theta")
+    for other in ("joint", "collapsed"):
+        o = fits[other]
+        for mean, sd, ess, omean, osd, oess in ((g.b_mean, g.b_sd, g.ess_bulk, o.b_mean, o.b_sd, o.ess_bulk),
+                                                (g.theta_mean, g.theta_sd, g.theta_ess_bulk, o.theta_mean,
+                                                 o.theta_sd, o.theta_ess_bulk)):
+            z = np.abs(mean - omean) / np.sqrt(sd**2 / ess + osd**2 / oess)
+            assert z.max() < 4.5, (other, z.max())
+            assert np.mean(sd / osd) == pytest.approx(1.0, abs=0.06), other
+        for draws, odraws in ((gb, o.draws("b")), (gt, o.draws("theta"))):
+            for q in (0.05, 0.95):
+                diff = np.quantile(draws, q, axis=0) - np.quantile(odraws, q, axis=0)
+                assert np.mean(np.abs(diff)) < 0.12 * np.mean(np.std(odraws, axis=0)), (other, q)
+
+
+def test_same_seed_same_draws_whatever_the_cores():
+    data = gibbs.SparseData(_small(7).counts, _small(7).trials)
+    one = gibbs.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=1)
+    two = gibbs.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=2)
+    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
+
+
+def test_auto_picks_gibbs_only_when_holes_leave_few_shared_integrals():
+    from benchmeasure.irt.fit import pick_route
+    from benchmeasure.irt.settings import FitSettings
+
+    rng = np.random.default_rng(3)
+    m, n = 40, 600
+    trials = (rng.random((m, n)) > 0.5).astype(int)                            # random holes: no column shared
+    sparse = ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], trials, 1, trials)
+    assert gibbs.prefers_gibbs(trials, trials, 1)[0]
+    assert pick_route(sparse, FitSettings(), 0.0, None).route == "gibbs"
+    assert pick_route(sparse, FitSettings(), 0.25, None).route == "gibbs"     # with guessing too
+    assert pick_route(_small(), FitSettings(), 0.0, None).route == "auto"     # small: collapsed is quick
+    planned = np.ones((m, n), dtype=int)
+    planned[: m // 2, n // 2:] = 0                                           # two trials columns only
+    blocks = ResponseMatrix(sparse.models, sparse.items, trials * planned, 1, planned)
+    assert not gibbs.prefers_gibbs(blocks.counts, planned, 1)[0]
+    assert pick_route(sparse, FitSettings(route="collapsed"), 0.0, None).route == "collapsed"
+
+
+def test_fit_command_runs_the_gibbs_route_and_feeds_diagnose_and_posterior_metrics(tmp_path):
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    matrix = _small(11, m=8, n=30)
+    path = tmp_path / "m.csv"
+    write_counts_and_trials(matrix.models, matrix.items, matrix.counts, matrix.trials, path)
+    out = tmp_path / "fit"
+    result = run_script("fit_irt.py", path, "--n-trials", 3, "--allow-missing", "--route", "gibbs", "--chains", 2,
+                        "--tune", 100, "--draws", 400, "--seed", 4, "--save-posterior", "--output-dir", out)
+    assert result.returncode == 0, result.stderr
+    assert "blocked Gibbs" in result.stderr and "gibbs route" in result.stderr
+    record = json.loads((out / "diagnostics.json").read_text())
+    assert record["settings"]["route"] == "gibbs" and record["gibbs"]["burn_in_sweeps"] == 100
+    shown = run_script("diagnose_benchmark.py", out / "difficulty.csv", "--json")
+    assert shown.returncode == 0, shown.stderr
+    metrics = run_script("posterior_metrics.py", out / "posterior.zarr", "--json", "--replicates", 20)
+    assert metrics.returncode == 0, metrics.stderr
+    assert json.loads(metrics.stdout)["metrics"]
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (("--method", "map"), "--route gibbs samples the posterior"),
+    (("--sampler", "pymc"), "--route gibbs runs its own Gibbs sampler"),
+    (("--fixed-difficulties", "FIXED"), "the gibbs route samples every difficulty"),
+    (("--observation", "beta-binomial"), "runs on the joint route"),
+])
+def test_bad_settings_for_the_gibbs_route_are_one_error_line(tmp_path, extra, fragment):
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    matrix = _small(12)
+    path = tmp_path / "m.csv"
+    write_counts_and_trials(matrix.models, matrix.items, matrix.counts, matrix.trials, path)
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_text("item,b_mean\nq0,0.5\nq1,-0.2\n")
+    extra = [fixed if value == "FIXED" else value for value in extra]
+    result = run_script("fit_irt.py", path, "--n-trials", 3, "--allow-missing", "--route", "gibbs", *extra,
+                        "--output-dir", tmp_path / "out")
+    assert_rejected(result, fragment)
+    assert not (tmp_path / "out").exists()
+
+
+def test_fit_command_on_the_gibbs_route_matches_brute_force(tmp_path):
+    """The 2 × 3 matrix with K from 1 to 3 and an absent cell: the gibbs route's posterior means and sds of b equal
+    a brute-force 23⁵-point grid over all five parameters (an independent computation)."""
+    import csv
+
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    counts = np.array([[2, 1, 0], [0, 3, 1]])
+    trials = np.array([[3, 1, 0], [2, 3, 2]])
+    matrix = tmp_path / "m.csv"
+    write_counts_and_trials(["a", "b"], ["q0", "q1", "q2"], counts, trials, matrix)
+    out = tmp_path / "fit"
+    result = run_script("fit_irt.py", matrix, "--n-trials", 3, "--allow-missing", "--route", "gibbs", "--chains", 2,
+                        "--tune", 200, "--draws", 5000, "--seed", 2, "--output-dir", out)
+    assert result.returncode == 0, result.stderr
+    with open(out / "difficulty.csv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    b_mean, b_sd = [float(r["b_mean"]) for r in rows], [float(r["b_sd"]) for r in rows]
+    g = np.linspace(-5.5, 5.5, 23)
+    grids = np.meshgrid(g, g, g, g, g, indexing="ij", sparse=True)
+    logp = sum(-0.5 * x**2 for x in grids)
+    for j in range(2):
+        for i in range(3):
+            eta = grids[j] - grids[2 + i]
+            logp = logp + counts[j, i] * eta - trials[j, i] * np.logaddexp(0, eta)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    means = np.array([float((w * x).sum()) for x in grids[2:]])
+    sds = [float(np.sqrt((w * (x - mu) ** 2).sum())) for x, mu in zip(grids[2:], means)]
+    mcse = np.array(b_sd) / np.sqrt([float(r["ess_bulk"]) for r in rows])       # ≈ 0.01 with 10,000 draws
+    assert np.all(np.abs(np.array(b_mean) - means) < 4.5 * mcse + 0.005)         # + the grid's own error
+    np.testing.assert_allclose(b_sd, sds, rtol=0.04)
+
+
+def test_cell_sum_keeps_long_products_finite():
+    """3,000 cells: the products of 1 + e^(−|η|) and of p pass 1e±250 and are folded into logarithms on the way."""
+    rng = np.random.default_rng(8)
+    other = rng.normal(0, 3, 3000)
+    tt = np.ones(3000)
+    yy = (rng.random(3000) < 0.5).astype(float)
+    for g in (0.0, 0.3):
+        gg = np.full(3000, g)
+        eta = 0.2 + other
+        log_p = np.logaddexp(np.log(g) if g else -np.inf, np.log1p(-g) - np.logaddexp(0, -eta))
+        direct = (float((-tt * np.logaddexp(0, eta)).sum()) if g == 0 else
+                  float((yy * log_p - (tt - yy) * np.logaddexp(0, eta)).sum()))
+        got = gibbs._softplus_sum(0.2, 1.0, 0, 3000, np.arange(3000), yy, tt, gg, np.exp(other), other, True, g > 0)
+        assert got == pytest.approx(direct, rel=1e-11)
