@@ -10,8 +10,8 @@ evaluated at θ_{·,k} (:class:`benchmeasure.irt.collapsed_holes.CollapsedHolesD
 items grouped by trials column and column sum, quadrature with a grid sized for the sub-matrix; the
 quadrature error is about 1e−17 relative and checked per fit). NUTS runs on (θ, μ, s, R) only — M·B + 2B +
 B(B − 1)/2 coordinates (525 on MMLU-Pro's 29 models × 14 categories) whatever the number of items — with the
-log density and its gradient from the Numba kernels (one PyTensor Op per benchmark,
-:class:`benchmeasure.irt.pytensor_op.MarginalLoglik`). Then every b_i is drawn exactly from its
+log density and its gradient from the Numba kernels (one PyTensor Op for all benchmarks,
+:mod:`.mirt_kernel`). Then every b_i is drawn exactly from its
 one-dimensional conditional given each θ draw (:func:`benchmeasure.irt.collapsed.draw_difficulties`, per
 benchmark). The joint draws (θ, μ, s, R, b) are draws of the same posterior as the joint model's
 (:func:`.mirt.build_model`); only b's prior must be the paper's Normal(0, 1), which the quadrature weights carry.
@@ -49,8 +49,8 @@ def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, 
     :func:`benchmark_data` gives it (built here when None)."""
     import pymc as pm
 
-    from benchmeasure.irt.pytensor_op import MarginalLoglik
     from benchmeasure.suite.mirt import MEAN_SD, ability_prior
+    from benchmeasure.suite.mirt_kernel import suite_marginal
 
     if data is None:
         data = benchmark_data(counts, trials, item_benchmark, n_benchmarks)
@@ -58,8 +58,7 @@ def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, 
     with pm.Model() as model:
         theta = ability_prior(n_models, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
                               parametrization=parametrization, mean_sd=MEAN_SD if mean_sd is None else mean_sd)
-        for k, (_, sub) in enumerate(data):
-            pm.Potential(f"b_integrated_{k}", MarginalLoglik(sub)(theta[:, k]))
+        pm.Potential("b_integrated", suite_marginal([sub for _, sub in data], theta))
     return model, data
 
 
