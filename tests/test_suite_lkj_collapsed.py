@@ -105,3 +105,31 @@ def test_route_option(tmp_path):
     src.write_text("model,item_id,correct\nm0,q0,1\nm1,q0,0\n", encoding="utf-8")
     assert_rejected(run_script("fit_suite.py", src, "--abilities", "correlated", "--route", "both",
                                "--output-dir", tmp_path / "o"), "--route")
+
+
+def test_chain_lkj_method(tmp_path):
+    """The chain's lkj_correlated method at the last step: rows beside the EB ones, the comparison table, the
+    fits' convergence in chain.json; it beats the raw anchor accuracy at 10 anchors, as the EB method does."""
+    import csv
+    import json
+
+    from tests.test_suite_chain import simulate_suite
+
+    paths = simulate_suite(tmp_path, n_models=32, n_items=(60, 60))
+    out = tmp_path / "chain"
+    result = run_script("chain.py", *paths, "--order", "bench0,bench1", "--anchors", "10", "--splits", "1",
+                        "--seed", "4", "--lkj-steps", "last", "--lkj-draws", "150", "--output-dir", out, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "at the steps where lkj_correlated ran (2)" in result.stdout
+    with open(out / "predictions.csv", encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["method"] == "lkj_correlated"]
+    assert {(r["step"], r["benchmark"]) for r in rows} == {("2", "bench0"), ("2", "bench1")}
+    assert len(rows) == 2 * 8 and all(float(r["low"]) <= float(r["predicted"]) <= float(r["high"]) for r in rows)
+    lkj = json.loads((out / "chain.json").read_text())["lkj"]
+    assert len(lkj["fits"]) == 1 and all(f["divergences"] == 0 for f in lkj["fits"])
+    mae = {s["method"]: s["mae_points"] for s in lkj["summary_at_lkj_steps"]}
+    assert mae["lkj_correlated"] < mae["anchor_accuracy"]
+    assert_rejected(run_script("chain.py", *paths, "--lkj-steps", "3", "--output-dir", tmp_path / "o"),
+                    "--lkj-steps: step 3")
+    assert_rejected(run_script("chain.py", *paths, "--lkj-steps", "x", "--output-dir", tmp_path / "o"),
+                    "--lkj-steps")
