@@ -76,6 +76,7 @@ def test_one_benchmark_is_the_papers_collapsed_1pl():
         assert mine == pytest.approx(theirs, abs=1e-9)
 
 
+@pytest.mark.slow  # two NUTS fits (about 1 min on 2 loaded cores)
 def test_routes_sample_the_same_posterior():
     from benchmeasure.suite.mirt import fit_correlated
 
@@ -107,6 +108,7 @@ def test_route_option(tmp_path):
                                "--output-dir", tmp_path / "o"), "--route")
 
 
+@pytest.mark.slow  # one NUTS fit inside the chain (compilation about 40 s)
 def test_chain_lkj_method(tmp_path):
     """The chain's lkj_correlated method at the last step: rows beside the EB ones, the comparison table, the
     fits' convergence in chain.json; it beats the raw anchor accuracy at 10 anchors, as the EB method does."""
