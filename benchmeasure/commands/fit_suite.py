@@ -51,8 +51,9 @@ output: DIR/<benchmark>/difficulty.csv (item,b_mean,b_sd: one scale for the whol
 abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds). correlated = one ability per
   model per benchmark, correlated across benchmarks: NUTS (nutpie) on the multidimensional 1PL, theta_j ~
   Normal(mu, diag(s) R diag(s)), R ~ LKJ(eta), b ~ Normal(0, 1) (the paper's), masked likelihood; difficulty.csv
-  then holds its posterior b (slow: ZeroEval's 57 x 2,040 took 20 min at 2 chains x (500 + 500) on 2 heavily
-  loaded cores, 3 min of CPU time). correlated-eb = the same abilities with the correlation estimated
+  then holds its posterior b. --route collapsed (default) samples the abilities, means, spreads and correlation
+  with every b integrated out per benchmark, then draws every b exactly; --route joint samples everything (the
+  same posterior; far slower: see docs/suites.md). correlated-eb = the same abilities with the correlation estimated
   by the method of moments and plugged in (empirical Bayes: no interval for it; seconds).
 """
 
