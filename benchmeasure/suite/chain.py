@@ -11,7 +11,8 @@ calibrate. Benchmarks arrive in ``order``; at step t:
    benchmarks keep theirs;
 3. each held-out model answers only the anchors of the benchmarks seen so far, and its accuracy on each of them
    is predicted with an interval by every method: ``anchor_accuracy`` (raw), ``concurrent`` and ``fixed`` (one
-   ability, grid posterior), ``fixed_correlated`` (one ability per benchmark, correlated; Laplace).
+   ability, grid posterior), ``fixed_correlated`` (one ability per benchmark, correlated; Laplace; Σ by empirical
+   Bayes), and on request ``lkj_correlated`` (the LKJ model's posterior, :mod:`.chain_lkj`).
 
 Every row of the result is one (split, step, benchmark, model, method, N) prediction with its observed
 accuracy (over the model's present cells of the benchmark).

@@ -34,7 +34,9 @@ posterior mean, sd, equal-tailed 94 % interval, R-hat and bulk ESS of every pair
 summaries for every θ_jk and b_i. The likelihood is evaluated on the present cells only (a gather of θ_j,k(i) − b_i
 over them), so its cost is the number of present cells, whatever the holes.
 
-Sampling is nutpie on the PyMC model (the same compiler settings as :mod:`benchmeasure.irt.fit`: no fast-math, so
+Two routes sample this posterior: ``route="collapsed"`` (default) integrates every b out per benchmark and draws
+them exactly afterwards (:mod:`.mirt_collapsed`; NUTS on (θ, μ, s, R) only), ``route="joint"`` samples
+:func:`build_model` as it stands. Sampling is nutpie on the PyMC model (the same compiler settings as :mod:`benchmeasure.irt.fit`: no fast-math, so
 a seed gives the same draws), with the same progress display (:class:`benchmeasure.irt.progress.Progress`).
 """
 
