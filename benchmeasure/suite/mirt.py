@@ -37,7 +37,8 @@ over them), so its cost is the number of present cells, whatever the holes.
 Two routes sample this posterior: ``route="collapsed"`` (default) integrates every b out per benchmark and draws
 them exactly afterwards (:mod:`.mirt_collapsed`; NUTS on (θ, μ, s, R) only), ``route="joint"`` samples
 :func:`build_model` as it stands. Sampling is nutpie on the PyMC model (the same compiler settings as
-:mod:`benchmeasure.irt.fit`: no fast-math, so a seed gives the same draws), with the same progress display (:class:`benchmeasure.irt.progress.Progress`).
+:mod:`benchmeasure.irt.fit`: no fast-math, so a seed gives the same draws), with the same progress display
+(:class:`benchmeasure.irt.progress.Progress`).
 """
 
 from __future__ import annotations
