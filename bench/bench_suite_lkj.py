@@ -15,7 +15,12 @@ Printed: per replication the three correlations (truth, posterior mean [94 % int
 coverage over all (replication, pair) intervals with its binomial standard error, the mean absolute error of each
 estimate, wall time of each method, and R-hat / ESS / divergences of each NUTS fit.
 
+``--routes collapsed,joint`` fits the LKJ model both ways on each replication (the collapsed route, the default,
+and the joint one) and prints their times and the largest difference of their posterior means of the
+correlations, abilities and difficulties in units of the combined Monte Carlo standard error.
+
     nice -n 10 .venv-irt/bin/python bench/bench_suite_lkj.py                       # 6 replications
+    .venv-irt/bin/python bench/bench_suite_lkj.py --reps 1 --routes collapsed,joint # the two routes side by side
     .venv-irt/bin/python bench/bench_suite_lkj.py --reps 2 --tune 300 --draws 300  # a quick look
 """
 
@@ -63,7 +68,9 @@ def main(argv=None) -> int:
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--routes", default="collapsed", help="collapsed, joint or collapsed,joint")
     args = parser.parse_args(argv)
+    routes = args.routes.split(",")
     from benchmeasure.suite.chain import single_thread
     from benchmeasure.suite.fit import fit_suite
     from benchmeasure.suite.mirt import fit_correlated
@@ -79,10 +86,22 @@ def main(argv=None) -> int:
         with single_thread():
             eb = fit_suite(suite, "correlated")
         wall_eb.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        fit = fit_correlated(suite.counts, suite.trials, suite.item_benchmark, suite.benchmarks, chains=args.chains,
-                             tune=args.tune, draws=args.draws, seed=args.seed + rep)
-        wall_nuts.append(time.perf_counter() - start)
+        fits = {}
+        for route in routes:
+            start = time.perf_counter()
+            fits[route] = fit_correlated(suite.counts, suite.trials, suite.item_benchmark, suite.benchmarks,
+                                         chains=args.chains, tune=args.tune, draws=args.draws, seed=args.seed + rep,
+                                         route=route)
+            d = fits[route].diagnostics
+            print(f"  {route}: {time.perf_counter() - start:.1f} s wall (compilation {d['compile_time_s']:.1f} s, "
+                  f"sampling {d['sampling_time_s']:.1f} s), {d['leapfrog_steps_per_draw']:.1f} leapfrog steps per "
+                  f"draw, R-hat {d['max_r_hat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}", flush=True)
+            if route == routes[0]:
+                wall_nuts.append(time.perf_counter() - start)
+        if len(fits) == 2:
+            print(f"  routes differ by at most {_max_z(*fits.values()):.2f} combined Monte Carlo standard errors "
+                  "(posterior means of every correlation, ability and difficulty)", flush=True)
+        fit = fits[routes[0]]
         d = fit.diagnostics
         conv.append((d["max_r_hat"], d["min_ess_bulk"], d["divergences"]))
         c = fit.correlation
@@ -106,6 +125,17 @@ def main(argv=None) -> int:
           f"{np.mean(wall_eb):.2f} s; worst R-hat {max(x[0] for x in conv):.3f}, lowest ESS "
           f"{min(x[1] for x in conv):.0f}, divergences {sum(x[2] for x in conv)}")
     return 0
+
+
+def _max_z(a, b) -> float:
+    """Largest |mean difference| / combined Monte Carlo standard error over correlations, θ and b."""
+    worst = 0.0
+    pairs = np.triu_indices(a.correlation["mean"].shape[0], k=1)
+    for x, y in ((a.theta, b.theta), (a.b, b.b), ({k: v[pairs] for k, v in a.correlation.items()},
+                                                  {k: v[pairs] for k, v in b.correlation.items()})):
+        se = np.sqrt(x["sd"] ** 2 / x["ess_bulk"] + y["sd"] ** 2 / y["ess_bulk"])
+        worst = max(worst, float(np.max(np.abs(x["mean"] - y["mean"]) / se)))
+    return worst
 
 
 if __name__ == "__main__":

@@ -97,6 +97,9 @@ def test_correlation_posterior_covers_the_truth(tmp_path):
     posterior = record["correlated_posterior"]
     assert posterior["divergences"] == 0 and posterior["max_r_hat"] < 1.05
     assert "LKJ(2)" in posterior["settings"]["prior"]
+    assert posterior["route"] == "collapsed" and posterior["quadrature"]["max_abs_log_marginal_error"] < 1e-8
+    assert sorted(p.name for p in out.iterdir()) == ["ability.csv", "correlation.csv", "correlation_pairs.csv",
+                                                     "metrics.csv", "suite.json", "x", "y"]
     with open(out / "ability.csv", encoding="utf-8") as handle:
         abilities = list(csv.DictReader(handle))
     estimate = np.array([[float(r["theta_x"]), float(r["theta_y"])] for r in abilities])

@@ -51,8 +51,9 @@ output: DIR/<benchmark>/difficulty.csv (item,b_mean,b_sd: one scale for the whol
 abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds). correlated = one ability per
   model per benchmark, correlated across benchmarks: NUTS (nutpie) on the multidimensional 1PL, theta_j ~
   Normal(mu, diag(s) R diag(s)), R ~ LKJ(eta), b ~ Normal(0, 1) (the paper's), masked likelihood; difficulty.csv
-  then holds its posterior b (slow: ZeroEval's 57 x 2,040 took 20 min at 2 chains x (500 + 500) on 2 heavily
-  loaded cores, 3 min of CPU time). correlated-eb = the same abilities with the correlation estimated
+  then holds its posterior b. --route collapsed (default) samples the abilities, means, spreads and correlation
+  with every b integrated out per benchmark, then draws every b exactly; --route joint samples everything (the
+  same posterior; far slower: see docs/suites.md). correlated-eb = the same abilities with the correlation estimated
   by the method of moments and plugged in (empirical Bayes: no interval for it; seconds).
 """
 
@@ -74,6 +75,10 @@ def parse_args(argv):
     nuts.add_argument("--scales", choices=("unit", "half-normal"), default="half-normal",
                       help="ability spread per benchmark: HalfNormal(1) (default) or 1 (the paper's; one benchmark "
                       "is then exactly the paper's 1PL)")
+    nuts.add_argument("--route", choices=("collapsed", "joint"), default="collapsed",
+                      help="collapsed (default): NUTS on the abilities, mean, spreads and correlation with every b "
+                      "integrated out, then exact b draws; joint: NUTS on all of them and every b (same posterior, "
+                      "far slower at suite size)")
     nuts.add_argument("--chains", type=CHAINS, default=4, help="NUTS chains (default 4)")
     nuts.add_argument("--tune", type=TUNE, default=1000, help="warm-up iterations per chain (default 1000)")
     nuts.add_argument("--draws", type=DRAWS, default=1000, help="draws per chain (default 1000)")
@@ -215,13 +220,14 @@ def _nuts(suite, args):
     with shown if shown is not None else contextlib.nullcontext():
         return fit_correlated(suite.counts, suite.trials, suite.item_benchmark, list(suite.benchmarks),
                               eta=args.eta, scales=args.scales, chains=args.chains, tune=args.tune,
-                              draws=args.draws, seed=args.seed, progress=shown)
+                              draws=args.draws, seed=args.seed, route=args.route, progress=shown)
 
 
 def _posterior_record(posterior, benchmarks) -> dict:
     d = posterior.diagnostics
     keys = ("max_r_hat", "worst_r_hat", "min_ess_bulk", "worst_ess_bulk", "divergences", "converged",
-            "leapfrog_steps_per_draw", "compile_time_s", "sampling_time_s", "min_ess_bulk_per_s")
+            "leapfrog_steps_per_draw", "compile_time_s", "sampling_time_s", "min_ess_bulk_per_s", "route",
+            "difficulty_draw_time_s", "quadrature")
     out = {"settings": posterior.settings, **{k: d.get(k) for k in keys}}
     if posterior.scales is not None:
         out["scales"] = {name: {k: float(v[n]) for k, v in posterior.scales.items()}

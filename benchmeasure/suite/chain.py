@@ -11,7 +11,8 @@ calibrate. Benchmarks arrive in ``order``; at step t:
    benchmarks keep theirs;
 3. each held-out model answers only the anchors of the benchmarks seen so far, and its accuracy on each of them
    is predicted with an interval by every method: ``anchor_accuracy`` (raw), ``concurrent`` and ``fixed`` (one
-   ability, grid posterior), ``fixed_correlated`` (one ability per benchmark, correlated; Laplace).
+   ability, grid posterior), ``fixed_correlated`` (one ability per benchmark, correlated; Laplace; Σ by empirical
+   Bayes), and on request ``lkj_correlated`` (the LKJ model's posterior, :mod:`.chain_lkj`).
 
 Every row of the result is one (split, step, benchmark, model, method, N) prediction with its observed
 accuracy (over the model's present cells of the benchmark).
@@ -40,7 +41,7 @@ from benchmeasure.suite.reader import Suite
 
 log = logging.getLogger(__name__)
 
-METHODS = ("anchor_accuracy", "concurrent", "fixed", "fixed_correlated")
+METHODS = ("anchor_accuracy", "concurrent", "fixed", "fixed_correlated", "lkj_correlated")
 COLUMNS = ("split", "step", "benchmark", "model", "method", "n_anchors", "predicted", "low", "high", "observed")
 
 
@@ -51,8 +52,14 @@ def split_models(n_models: int, holdout: float, rng: np.random.Generator) -> tup
 
 
 def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: int, *, holdout: float = 0.25,
-              level: float = 0.90, prior_sd: float = 3.0) -> list:
-    """All predictions of the protocol, as a list of row tuples in :data:`COLUMNS` order."""
+              level: float = 0.90, prior_sd: float = 3.0, lkj: dict | None = None, lkj_fits: list | None = None
+              ) -> list:
+    """All predictions of the protocol, as a list of row tuples in :data:`COLUMNS` order.
+
+    ``lkj`` (``{"steps": set of step numbers, "draws": per chain, "keep": draws used}``) adds the
+    ``lkj_correlated`` method at those steps (:mod:`.chain_lkj`: a NUTS fit per split and step); each fit's
+    diagnostics are appended to ``lkj_fits``.
+    """
     rng = np.random.default_rng(seed)
     bench_items = {name: suite.benchmark_items(name) for name in order}
     counts, trials = suite.counts, suite.trials
@@ -88,9 +95,13 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                                            [b_fixed[bench_items[d]] for d in names])
             population = {"fixed": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_fixed[seen]]),
                           "concurrent": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_conc[seen]])}
+            test_models = [suite.models[j] for j in test]
             for n in anchor_sizes:
                 rows.extend(_predict_step(split, step, names, n, anchors[n], bench_items, cte, tte, b_fixed,
-                                          b_conc, mu, sigma, population, level, [suite.models[j] for j in test]))
+                                          b_conc, mu, sigma, population, level, test_models))
+            if lkj is not None and step in lkj["steps"]:
+                rows.extend(_lkj_step(split, step, names, anchors, anchor_sizes, bench_items, ctr, ttr, cte, tte,
+                                      len(suite.items), level, test_models, lkj, seed, lkj_fits))
             log.info("split %d/%d step %d/%d %s: %d items, EM %d (fixed) %d (concurrent) iterations, %.1f s",
                      split + 1, splits, step, len(order), name, new.size, it_f, it_c, time.perf_counter() - start)
     return rows
@@ -119,11 +130,38 @@ def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_f
         corr_nodes = correlated_nodes(*joint, d_index)
         results["fixed_correlated"] = mixture_prediction(*corr_nodes, b_fixed[rest], tte[:, rest].astype(float),
                                                          a_correct, total, level)
-        for method in METHODS:
-            pred, low, high = results[method]
+        for method, (pred, low, high) in results.items():
             for j in np.flatnonzero(has & (a_trials > 0)):
                 rows.append((split, step, d, test_models[j], method, n, float(pred[j]), float(low[j]),
                              float(high[j]), float(observed[j])))
+    return rows
+
+
+def _lkj_step(split, step, names, anchors, anchor_sizes, bench_items, ctr, ttr, cte, tte, n_items, level,
+              test_models, lkj, seed, lkj_fits) -> list:
+    """The ``lkj_correlated`` rows of one split and step (one NUTS fit, then every N)."""
+    from benchmeasure.suite.chain_lkj import METHOD, lkj_posterior, lkj_predictions
+
+    start = time.perf_counter()
+    fit_seed = int(np.random.SeedSequence([seed, split, step]).generate_state(1)[0] % (2**31))
+    post = lkj_posterior(ctr, ttr, bench_items, names, n_items, seed=fit_seed, draws=lkj["draws"], keep=lkj["keep"])
+    rows = []
+    for n in anchor_sizes:
+        predictions = lkj_predictions(post, names, anchors[n], bench_items, cte, tte, level)
+        for d in names:
+            items, chosen = bench_items[d], anchors[n][d]
+            total = tte[:, items].sum(axis=1)
+            observed = np.where(total > 0, cte[:, items].sum(axis=1) / np.maximum(total, 1), np.nan)
+            pred, low, high = predictions[d]
+            for j in np.flatnonzero((total > 0) & (tte[:, chosen].sum(axis=1) > 0)):
+                rows.append((split, step, d, test_models[j], METHOD, n, float(pred[j]), float(low[j]),
+                             float(high[j]), float(observed[j])))
+    d = post["diagnostics"]
+    if lkj_fits is not None:
+        lkj_fits.append({"split": split, "step": step, "max_r_hat": d["max_r_hat"], "min_ess_bulk": d["min_ess_bulk"],
+                         "divergences": d["divergences"], "seconds": time.perf_counter() - start})
+    log.info("split %d step %d: LKJ fit and predictions %.1f s (max R-hat %.3f, min bulk ESS %.0f)", split + 1,
+             step, time.perf_counter() - start, d["max_r_hat"] or float("nan"), d["min_ess_bulk"] or float("nan"))
     return rows
 
 

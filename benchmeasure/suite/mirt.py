@@ -34,8 +34,11 @@ posterior mean, sd, equal-tailed 94 % interval, R-hat and bulk ESS of every pair
 summaries for every θ_jk and b_i. The likelihood is evaluated on the present cells only (a gather of θ_j,k(i) − b_i
 over them), so its cost is the number of present cells, whatever the holes.
 
-Sampling is nutpie on the PyMC model (the same compiler settings as :mod:`benchmeasure.irt.fit`: no fast-math, so
-a seed gives the same draws), with the same progress display (:class:`benchmeasure.irt.progress.Progress`).
+Two routes sample this posterior: ``route="collapsed"`` (default) integrates every b out per benchmark and draws
+them exactly afterwards (:mod:`.mirt_collapsed`; NUTS on (θ, μ, s, R) only), ``route="joint"`` samples
+:func:`build_model` as it stands. Sampling is nutpie on the PyMC model (the same compiler settings as
+:mod:`benchmeasure.irt.fit`: no fast-math, so a seed gives the same draws), with the same progress display
+(:class:`benchmeasure.irt.progress.Progress`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from benchmeasure.base.errors import fail
 log = logging.getLogger(__name__)
 
 SCALES = ("unit", "half-normal")
+ROUTES = ("collapsed", "joint")
 MEAN_SD = 3.0  # prior sd of each benchmark's mean ability (several benchmarks only)
 INTERVAL = 0.94
 
@@ -66,6 +70,36 @@ class CorrelatedFit:
     diagnostics: dict    # max_r_hat, min_ess_bulk, divergences, … (irt.diagnostics.summarize_diagnostics)
     settings: dict
     posterior: object    # the ArviZ DataTree (theta, b, corr[, scale])
+
+
+def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, scale_sd: float,
+                  parametrization: str, mean_sd: float):
+    """Inside a PyMC model: R (``corr``), s, μ and θ (M × B) with the priors above; returns θ.
+
+    Shared by the joint model (:func:`build_model`) and the collapsed one (:mod:`.mirt_collapsed`), so the two
+    have the same prior by construction.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    if n_benchmarks == 1:
+        chol = pt.ones((1, 1))
+    else:
+        chol = pm.LKJCorr("chol_corr", n=n_benchmarks, eta=eta)  # PyMC 6: the Cholesky factor of R
+    pm.Deterministic("corr", chol @ chol.T)
+    if scales == "half-normal":
+        scale = pm.HalfNormal("scale", scale_sd, shape=n_benchmarks)
+        chol = scale[:, None] * chol                         # Cholesky factor of diag(s) R diag(s)
+    # with several benchmarks each has its own mean ability (a benchmark's items may all be easy): R is the
+    # correlation of deviations from those means; with one there is nothing to correlate, and the model is
+    # the paper's (mean 0)
+    mu = pm.Normal("mu", 0.0, mean_sd, shape=n_benchmarks) if n_benchmarks > 1 else pt.zeros(1)
+    if parametrization == "non-centred":
+        z = pm.Normal("z", 0.0, 1.0, shape=(n_models, n_benchmarks))
+        return pm.Deterministic("theta", mu[None, :] + z @ chol.T)   # rows ~ Normal(μ, diag(s) R diag(s))
+    if n_benchmarks == 1:
+        return pm.Normal("theta", 0.0, chol[0, 0], shape=(n_models, 1))
+    return pm.MvNormal("theta", mu=mu, chol=chol, shape=(n_models, n_benchmarks))
 
 
 def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0, scales: str = "half-normal",
@@ -84,25 +118,8 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
     which = np.asarray(item_benchmark, dtype=np.int64)[cols]
     with pm.Model() as model:
         b = pm.Normal("b", 0.0, b_prior_sd, shape=n_items)
-        if n_benchmarks == 1:
-            chol = pt.ones((1, 1))
-        else:
-            chol = pm.LKJCorr("chol_corr", n=n_benchmarks, eta=eta)  # PyMC 6: the Cholesky factor of R
-        pm.Deterministic("corr", chol @ chol.T)
-        if scales == "half-normal":
-            scale = pm.HalfNormal("scale", scale_sd, shape=n_benchmarks)
-            chol = scale[:, None] * chol                         # Cholesky factor of diag(s) R diag(s)
-        # with several benchmarks each has its own mean ability (a benchmark's items may all be easy): R is the
-        # correlation of deviations from those means; with one there is nothing to correlate, and the model is
-        # the paper's (mean 0)
-        mu = pm.Normal("mu", 0.0, mean_sd, shape=n_benchmarks) if n_benchmarks > 1 else pt.zeros(1)
-        if parametrization == "non-centred":
-            z = pm.Normal("z", 0.0, 1.0, shape=(n_models, n_benchmarks))
-            theta = pm.Deterministic("theta", mu[None, :] + z @ chol.T)   # rows ~ Normal(μ, diag(s) R diag(s))
-        elif n_benchmarks == 1:
-            theta = pm.Normal("theta", 0.0, chol[0, 0], shape=(n_models, 1))
-        else:
-            theta = pm.MvNormal("theta", mu=mu, chol=chol, shape=(n_models, n_benchmarks))
+        theta = ability_prior(n_models, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
+                              parametrization=parametrization, mean_sd=mean_sd)
         logit = theta[rows, which] - b[cols]
         # binomial log-likelihood without log C(T, Y): Y·η − T·softplus(η), on the present cells only
         pm.Potential("loglik", pt.sum(y * logit - n * pt.softplus(logit)))
@@ -112,11 +129,15 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
 def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: float = 2.0, scales: str = "half-normal",
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
-                   parametrization: str = "centred", adaptation: str = "low_rank", progress=None) -> CorrelatedFit:
+                   parametrization: str = "centred", adaptation: str = "low_rank", route: str = "collapsed",
+                   progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
-    ``progress`` is a :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws are
-    shown on it. ``cores`` defaults to min(chains, CPUs available).
+    ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
+    b integrated out, then exact draws of b (:mod:`.mirt_collapsed`); ``route="joint"``: NUTS on everything
+    (:func:`build_model`). Both sample the same posterior. ``progress`` is a
+    :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
+    draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
     """
     import nutpie
     import pytensor
@@ -128,16 +149,28 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         fail(f"scales must be one of {', '.join(SCALES)}, got {scales!r}")
     if not eta > 0:
         fail(f"the LKJ shape eta must be > 0, got {eta}")
+    if route not in ROUTES:
+        fail(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
+    if route == "collapsed" and b_prior_sd != 1.0:
+        fail(f"the collapsed route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
+             "needs route='joint'")
     n_benchmarks = len(benchmarks)
-    model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
-                        b_prior_sd=b_prior_sd, parametrization=parametrization)
+    if route == "joint":
+        model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
+                            scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization)
+    else:
+        from benchmeasure.suite.mirt_collapsed import build_collapsed_model
+
+        model, data = build_collapsed_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
+                                            scale_sd=scale_sd, parametrization=parametrization)
     names = (["theta", "b", "corr"] + (["mu"] if n_benchmarks > 1 else [])
              + (["scale"] if scales == "half-normal" else []))
+    sampled = [name for name in names if route == "joint" or name != "b"]
     start = time.perf_counter()
     if progress is not None:
         progress.update("compiling", 0, 0)
     with pytensor.config.change_flags(numba__fastmath=False):
-        compiled = nutpie.compile_pymc_model(model, var_names=names)
+        compiled = nutpie.compile_pymc_model(model, var_names=sampled)
     compile_time = time.perf_counter() - start
     callback = progress.nutpie_callback(tune + draws) if progress is not None else None
     sample_start = time.perf_counter()
@@ -150,6 +183,10 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     if extra:
         idata["posterior"] = posterior.drop_vars(extra)
         posterior = idata["posterior"].to_dataset()
+    quadrature = draw_time = None
+    if route == "collapsed":
+        posterior, quadrature, draw_time = _draw_b(data, posterior, np.asarray(counts).shape[1], seed, progress)
+        idata["posterior"] = posterior
     draws_of = {name: np.asarray(posterior[name].values, dtype=float) for name in names}
     n_models = np.asarray(counts).shape[0]
     theta_stats = summarize_draws(draws_of["theta"].reshape(chains, draws, -1))
@@ -174,6 +211,10 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
             diagnostics["min_ess_bulk"] = float(corr_stats["ess_bulk"][low])
             diagnostics["worst_ess_bulk"] = f"corr[{benchmarks[pairs[0][low]]}, {benchmarks[pairs[1][low]]}]"
     diagnostics["compile_time_s"] = compile_time
+    diagnostics["route"] = route
+    if route == "collapsed":
+        diagnostics["difficulty_draw_time_s"] = draw_time
+        diagnostics["quadrature"] = quadrature
     tail = (1.0 - INTERVAL) / 2.0
     flat_corr = draws_of["corr"].reshape(-1, n_benchmarks, n_benchmarks)
     correlation = {"mean": flat_corr.mean(axis=0), "sd": flat_corr.std(axis=0, ddof=1),
@@ -193,7 +234,27 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                 "prior": f"b ~ Normal(0, {b_prior_sd:g}^2); theta_j = diag(s) L z_j, z_j ~ Normal(0, I); "
                          f"L L' = R ~ LKJ({eta:g}); "
                          + ("s = 1 (unit scales)" if scales == "unit" else f"s_k ~ HalfNormal({scale_sd:g})"),
-                "sampler": "nutpie", "chains": chains, "tune": tune, "draws": draws,
+                "sampler": "nutpie", "route": route, "adaptation": adaptation, "chains": chains, "tune": tune,
+                "draws": draws,
                 "target_accept": float(target_accept), "seed": int(seed), "interval": INTERVAL}
     reshape = {key: value.reshape(n_models, n_benchmarks) for key, value in theta_stats.items()}
     return CorrelatedFit(reshape, b_stats, correlation, scale_summary, diagnostics, settings, idata)
+
+
+def _draw_b(data, posterior, n_items: int, seed: int, progress):
+    """The collapsed route's second step: exact b draws given every θ draw, added to the posterior dataset."""
+    from benchmeasure.suite.mirt_collapsed import draw_all_difficulties, quadrature_checks
+
+    start = time.perf_counter()
+    theta = posterior["theta"]
+    theta_draws = np.asarray(theta.transpose("chain", "draw", *theta.dims[2:]).values, dtype=float)
+
+    def on_block(done, total):
+        if progress is not None:
+            progress.update("drawing difficulties", done, total)
+
+    b_seed = int(np.random.SeedSequence([int(seed), 1]).generate_state(1)[0])
+    b_draws = draw_all_difficulties(data, theta_draws, n_items, b_seed, on_block=on_block)
+    posterior = posterior.assign(b=(("chain", "draw", "b_dim_0"), b_draws))
+    check = quadrature_checks(data, theta_draws, seed=int(seed))
+    return posterior, check, time.perf_counter() - start

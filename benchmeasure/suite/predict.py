@@ -43,12 +43,23 @@ def mixture_prediction(nodes: np.ndarray, weights: np.ndarray, b_rest: np.ndarra
     b_rest : (R,) difficulties of the non-anchor items; k_rest : (M, R) the model's trials on them (0 = absent)
     anchor_correct, total_trials : (M,) correct on this benchmark's anchors; all present trials of the benchmark
     """
+    loc, scale = mixture_moments(nodes, b_rest, k_rest, anchor_correct, total_trials)
+    return mixture_quantiles(loc, scale, weights, level)
+
+
+def mixture_moments(nodes: np.ndarray, b_rest: np.ndarray, k_rest: np.ndarray, anchor_correct: np.ndarray,
+                    total_trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sd (M, Q) of the accuracy at each node: (anchors correct + rest's mean) / all trials."""
     p = sigmoid(nodes[:, :, None] - b_rest[None, None, :])           # (M, Q, R)
     mean = np.einsum("mqr,mr->mq", p, k_rest)
     var = np.einsum("mqr,mr->mq", p * (1 - p), k_rest)
     total = np.maximum(total_trials, 1).astype(float)[:, None]
-    loc = (anchor_correct[:, None] + mean) / total
-    scale = np.sqrt(np.maximum(var, 1e-12)) / total
+    return (anchor_correct[:, None] + mean) / total, np.sqrt(np.maximum(var, 1e-12)) / total
+
+
+def mixture_quantiles(loc: np.ndarray, scale: np.ndarray, weights: np.ndarray, level: float
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The mixture Σ_q w_q Normal(loc_q, scale_q²) per model: its mean and central ``level`` interval."""
     predicted = (weights * loc).sum(axis=1)
     tail = (1 - level) / 2
 
