@@ -27,8 +27,10 @@ from benchmeasure.irt.diagnostics import summarize_draws  # noqa: E402
 @numba.njit
 def _sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, out_theta, out_b, use_shift):
     for s in range(z.shape[0]):
-        gibbs.update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], gibbs.NU, gibbs.NEWTON_STEPS)
-        gibbs.update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], gibbs.NU, gibbs.NEWTON_STEPS)
+        gibbs.update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[1, s], gibbs.NU,
+                           gibbs.NEWTON_STEPS)
+        gibbs.update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[1, s], gibbs.NU,
+                           gibbs.NEWTON_STEPS)
         if use_shift:
             gibbs.shift(theta, b, z[s])
         out_theta[s] = theta

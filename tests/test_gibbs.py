@@ -45,16 +45,16 @@ def _one_update(y, t, theta, start, seed, g=0.0):
     rng = np.random.default_rng(seed)
     values = start.copy()
     accepted = gibbs.update_block(values, -1.0, _item_block(y, t, g, n), theta, rng.standard_t(gibbs.NU, n),
-                                  1.0 - rng.random(n), gibbs.NU, gibbs.NEWTON_STEPS)
+                                  1.0 - rng.random(n), rng.random(n), gibbs.NU, gibbs.NEWTON_STEPS)
     return values, accepted / n
 
 
-@pytest.mark.parametrize("g", [0.0, 0.25])
-def test_one_update_leaves_the_exact_conditional_invariant(g):
+@pytest.mark.parametrize("g, rate", [(0.0, 0.6), (0.25, 0.6), (0.25, 0.05)], ids=["g0", "floor", "below-floor"])
+def test_one_update_leaves_the_exact_conditional_invariant(g, rate):
     rng = np.random.default_rng(0)
     theta = rng.normal(size=12)
     t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])     # K per cell, two absent cells
-    y = rng.binomial(t, 0.6)
+    y = rng.binomial(t, rate)                            # below the floor: the wide mixture proposal
     grid, cdf = _exact_cdf(y, t, theta, g)
     start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
     moved, acceptance = _one_update(y, t, theta, start, seed=1, g=g)
@@ -62,9 +62,10 @@ def test_one_update_leaves_the_exact_conditional_invariant(g):
     assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
     # the test can fail: the proposal alone (every step accepted) is not the conditional
     block = _item_block(y, t, g, 1)
-    centre, scale = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, 12, block[1], block[2],
-                                    block[3], block[4], theta, np.exp(theta), float(np.abs(theta).max()),
-                                    gibbs.NEWTON_STEPS, g > 0)
+    centre, scale, wide = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, 12, block[1],
+                                          block[2], block[3], block[4], theta, np.exp(theta),
+                                          float(np.abs(theta).max()), gibbs.NEWTON_STEPS, g > 0)
+    assert wide == (rate < g)
     proposed = centre + scale * rng.standard_t(gibbs.NU, 20_000)
     assert stats.kstest(proposed, lambda q: np.interp(q, grid, cdf)).pvalue < 1e-3
 

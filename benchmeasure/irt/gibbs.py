@@ -44,6 +44,8 @@ import numpy as np
 
 NU = 5.0            # degrees of freedom of the t proposal
 NEWTON_STEPS = 2    # Newton steps to the mode of each conditional (more: higher acceptance, slower)
+FLOOR_BOUND = 0.1   # a rate this close to the guessing floor, (p̂ − ḡ)/(1 − ḡ) below it, gets the wide mixture
+WIDE_SCALE = 1.0    # the wide component's scale: the prior's sd
 BLOCK = 25          # sweeps per kernel call (between progress updates and random-number refills)
 
 
@@ -177,9 +179,12 @@ def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other,
             mean_g += gg[p] * tt[p]
     mean_o = mean_o / (hi - lo) if hi > lo else 0.0
     rate = (ytot + 0.5) / (ttot + 1.0)
+    floor_bound = False
     if mean_g > 0.0:   # above the floor: (p̂ − ḡ)/(1 − ḡ), kept inside (0.05, 0.95)
         floor = mean_g / ttot
-        rate = min(max((rate - floor) / (1.0 - floor), 0.05), 0.95)
+        above = (rate - floor) / (1.0 - floor)
+        floor_bound = above < FLOOR_BOUND
+        rate = min(max(above, 0.05), 0.95)
     x = sign * (math.log(rate / (1.0 - rate)) - mean_o)
     curv = 1.0
     for _ in range(n_newton):
@@ -189,13 +194,21 @@ def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other,
         curv = 1.0 + info
         step = grad / curv
         x += max(-1.0, min(1.0, step))
-    return x, 1.0 / math.sqrt(curv)
+    return x, 1.0 / math.sqrt(curv), floor_bound
 
 
 @numba.njit(cache=True, nogil=True)
-def update_block(values, sign, block, other, tdraw, udraw, nu, n_newton):
+def _log_t(z, nu):
+    return -0.5 * (nu + 1.0) * math.log1p(z * z / nu)
+
+
+@numba.njit(cache=True, nogil=True)
+def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton):
     """One independence-MH step for every coordinate of ``values`` given ``other``; returns how many accepted.
-    ``block``: (ptr, idx, Y, T, g per cell, Y total, Y total over g = 0 cells, T total) per coordinate."""
+    ``block``: (ptr, idx, Y, T, g per cell, Y total, Y total over g = 0 cells, T total) per coordinate.
+    A coordinate whose success rate lies near or below its guessing floor (a conditional with a long flat side
+    the curvature at the mode does not see) proposes from a half-and-half mixture of that t and a t of scale 1
+    (the prior's), chosen by ``cdraw``; its density is the mixture's, so the step stays exact."""
     ptr, idx, yy, tt, gg, ytot, yplain, ttot = block
     guessed = np.any(gg != 0.0)
     w_other = np.exp(np.minimum(other, 700.0))
@@ -203,13 +216,19 @@ def update_block(values, sign, block, other, tdraw, udraw, nu, n_newton):
     accepted = 0
     for c in range(values.shape[0]):
         lo, hi = ptr[c], ptr[c + 1]
-        centre, scale = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
-                                  max_other, n_newton, guessed)
-        new = centre + scale * tdraw[c]
+        centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
+                                        max_other, n_newton, guessed)
         cur = values[c]
-        z_new, z_cur = (new - centre) / scale, (cur - centre) / scale
-        log_q_new = -0.5 * (nu + 1.0) * math.log1p(z_new * z_new / nu)
-        log_q_cur = -0.5 * (nu + 1.0) * math.log1p(z_cur * z_cur / nu)
+        if wide:
+            new = centre + (WIDE_SCALE if cdraw[c] < 0.5 else scale) * tdraw[c]
+            log_q_new = np.logaddexp(_log_t((new - centre) / scale, nu) - math.log(scale),
+                                     _log_t((new - centre) / WIDE_SCALE, nu) - math.log(WIDE_SCALE))
+            log_q_cur = np.logaddexp(_log_t((cur - centre) / scale, nu) - math.log(scale),
+                                     _log_t((cur - centre) / WIDE_SCALE, nu) - math.log(WIDE_SCALE))
+        else:
+            new = centre + scale * tdraw[c]
+            log_q_new = _log_t((new - centre) / scale, nu)
+            log_q_cur = _log_t((cur - centre) / scale, nu)
         f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
         f_cur = _logf(cur, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
         if math.log(udraw[c]) < (f_new - log_q_new) - (f_cur - log_q_cur):
@@ -234,8 +253,8 @@ def sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, nu, n_newton, out_theta, ou
     acc_b = 0
     acc_t = 0
     for s in range(z.shape[0]):
-        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], nu, n_newton)
-        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], nu, n_newton)
+        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[-1, s], nu, n_newton)
+        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[-1, s], nu, n_newton)
         shift(theta, b, z[s])
         if record:
             out_theta[s] = theta
@@ -249,6 +268,7 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
     (chains, draws, N) float32, info dict with acceptance rates, the start and the sampling time)."""
     m, n = data.n_models, data.n_items
     d_i, d_m = data.blocks()
+    guessed = bool(np.any(data.i_g != 0.0))
     theta_out = np.empty((chains, draws, m))
     b_out = np.empty((chains, draws, n), dtype=np.float32)
     accepted = np.zeros((chains, 2))
@@ -263,8 +283,10 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
         for phase, length in (("warm-up", tune), ("draws", draws)):
             for start in range(0, length, BLOCK):
                 size = min(BLOCK, length - start)
-                t_b = np.stack([rng.standard_t(NU, (size, n)), 1.0 - rng.random((size, n))])
-                t_t = np.stack([rng.standard_t(NU, (size, m)), 1.0 - rng.random((size, m))])
+                t_b = np.stack([rng.standard_t(NU, (size, n)), 1.0 - rng.random((size, n))]
+                               + ([rng.random((size, n))] if guessed else []))   # + the mixture's choices
+                t_t = np.stack([rng.standard_t(NU, (size, m)), 1.0 - rng.random((size, m))]
+                               + ([rng.random((size, m))] if guessed else []))
                 z = rng.standard_normal(size)
                 record = phase == "draws"
                 out_t = theta_out[chain, start:start + size] if record else np.empty((0, m))
