@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 
-import numba
+from benchmeasure.base.kernel_cache import numba
 import numpy as np
 
 from benchmeasure.irt.quadrature import Grid, _logf_general, cell_loglik, chord_cumulative, chord_draw, make_grid
@@ -96,6 +96,16 @@ class CollapsedData:
     def __call__(self, theta):
         """(log p(Y | θ) integrated over b, its gradient in θ) at a NumPy θ; the θ prior is not included."""
         return marginal_logp_grad(np.ascontiguousarray(theta, dtype=float), *self.args())
+
+
+def collapsed_data(counts, n_trials: int, guessing=0.0, trials=None):
+    """The grouped items of a matrix: :class:`CollapsedData`, or with a trials matrix (holes, K per cell)
+    :class:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData`."""
+    if trials is None:
+        return CollapsedData(counts, n_trials, guessing)
+    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+
+    return CollapsedHolesData(counts, trials, n_trials, guessing)
 
 
 # ---------------------------------------------------------------------------------------------

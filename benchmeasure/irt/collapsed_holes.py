@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-import numba
+from benchmeasure.base.kernel_cache import numba
 import numpy as np
 
 from benchmeasure.irt.quadrature import Grid, cell_loglik, chord_cumulative, chord_draw, make_grid

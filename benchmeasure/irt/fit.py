@@ -342,13 +342,19 @@ def _run_nuts(model, var_names, run: _Run):
         progress.update("compiling", 0, 0)
     if sampler == "nutpie":
         import nutpie
-        import pytensor
 
-        # PyTensor's default fast-math flags let LLVM reassociate the graph's small reductions
-        # in an address-dependent way, so the same seed could give different last bits (and
-        # then different draws). The hot loop is the fused kernel, which keeps its own flags.
-        with pytensor.config.change_flags(numba__fastmath=False):
-            compiled = nutpie.compile_pymc_model(model, var_names=var_names)
+        from benchmeasure.irt.compiled import Density, nutpie_model
+
+        if isinstance(model, Density):   # compiled once per package version, loaded from the kernel cache
+            compiled = nutpie_model(model)
+        else:
+            import pytensor
+
+            # PyTensor's default fast-math flags let LLVM reassociate the graph's small reductions
+            # in an address-dependent way, so the same seed could give different last bits (and
+            # then different draws). The hot loop is the fused kernel, which keeps its own flags.
+            with pytensor.config.change_flags(numba__fastmath=False):
+                compiled = nutpie.compile_pymc_model(model, var_names=var_names)
         compile_time = time.perf_counter() - compile_start
         sample_start = time.perf_counter()
         callback = progress.nutpie_callback(tune + draws) if progress is not None else None
@@ -375,12 +381,17 @@ def _run_nuts(model, var_names, run: _Run):
 
 def _fit_collapsed(matrix, g, settings, wall_start, run: _Run) -> FitResult:
     """The collapsed route: NUTS on θ's marginal, then exact draws of b given each θ draw."""
-    from benchmeasure.irt.collapsed import draw_difficulties, quadrature_check
+    from benchmeasure.irt.collapsed import collapsed_data, draw_difficulties, quadrature_check
+    from benchmeasure.irt.compiled import collapsed_density
     from benchmeasure.irt.diagnostics import summarize_draws
     from benchmeasure.irt.model import build_collapsed_model
 
-    model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models,
-                                        trials=getattr(matrix, "trials", None))
+    if run.settings.sampler == "nutpie":   # the compiled density (irt/compiled.py): no graph to compile
+        data = collapsed_data(matrix.counts, matrix.n_trials, g, getattr(matrix, "trials", None))
+        model = collapsed_density(data, matrix.models)
+    else:                                   # PyMC's own NUTS runs the reference model
+        model, data = build_collapsed_model(matrix.counts, matrix.n_trials, g, models=matrix.models,
+                                            trials=getattr(matrix, "trials", None))
     idata, compile_time, sampling_time = _run_nuts(model, ["theta"], run)
     progress, seed_used = run.progress, run.seed_used
     posterior = idata["posterior"].to_dataset()
@@ -436,10 +447,16 @@ def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitR
     s = run.settings
     observation = get_observation(s.observation)
     trials = getattr(matrix, "trials", None)  # holes: the trials matrix in place of K (PyTensor kernel)
-    model = build_model(matrix.counts, matrix.n_trials if trials is None else trials.astype(float), g,
-                        models=matrix.models, items=matrix.items, parametrization=s.parametrization,
-                        kernel="pytensor" if s.sampler == "numpyro" or trials is not None else "fused",
-                        fixed_b=fixed_b, observation=observation)
+    if s.sampler == "nutpie" and trials is None and observation.fused is not None and not observation.parameters:
+        from benchmeasure.irt.compiled import joint_density   # compiled once, loaded from the kernel cache
+
+        model = joint_density(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
+                              parametrization=s.parametrization, fixed_b=fixed_b)
+    else:
+        model = build_model(matrix.counts, matrix.n_trials if trials is None else trials.astype(float), g,
+                            models=matrix.models, items=matrix.items, parametrization=s.parametrization,
+                            kernel="pytensor" if s.sampler == "numpyro" or trials is not None else "fused",
+                            fixed_b=fixed_b, observation=observation)
     own = [p.name for p in observation.parameters]  # the observation model's parameters (beta-binomial: rho)
     names = (["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]) + own
     checked = (["theta", "b"] if fixed_b is None else ["theta", "b_free"]) + own

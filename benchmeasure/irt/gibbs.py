@@ -39,7 +39,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
+from benchmeasure.base.kernel_cache import numba
 import numpy as np
 
 NU = 5.0            # degrees of freedom of the t proposal

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-import numba
+from benchmeasure.base.kernel_cache import numba
 import numpy as np
 
 BLOCK = 512        # cells per product before one log is taken; each factor ≤ 2, so ≤ 2^512

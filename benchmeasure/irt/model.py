@@ -199,13 +199,11 @@ def build_collapsed_model(counts, n_trials: int, guessing=0.0, *, models=None, d
     """
     import pymc as pm
 
-    from benchmeasure.irt.collapsed import CollapsedData
-    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+    from benchmeasure.irt.collapsed import collapsed_data
     from benchmeasure.irt.pytensor_op import MarginalLoglik
 
     if data is None:
-        data = (CollapsedData(counts, n_trials, guessing) if trials is None
-                else CollapsedHolesData(counts, trials, n_trials, guessing))
+        data = collapsed_data(counts, n_trials, guessing, trials)
     n_models = data.n_models
     coords = {"model": list(models) if models is not None else list(range(n_models))}
     v = _householder(n_models)

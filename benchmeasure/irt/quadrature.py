@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
+from benchmeasure.base.kernel_cache import numba
 import numpy as np
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)

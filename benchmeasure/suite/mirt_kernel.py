@@ -10,7 +10,7 @@ of the graph on its own, kernel included; with one node per benchmark, compiling
 
 from __future__ import annotations
 
-import numba
+from benchmeasure.base.kernel_cache import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt

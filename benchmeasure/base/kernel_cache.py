@@ -1,0 +1,117 @@
+"""Where compiled kernels live between processes, and how a damaged entry is rebuilt.
+
+Every Numba kernel of the package is compiled with ``cache=True``: the first process that needs it compiles it
+(the sampler's log densities, about 20 s in all on a 2-core machine) and writes the machine code to the
+**kernel cache**; later processes load it in milliseconds. The cache is a folder per package version and
+Python version,
+
+    $BENCHMEASURE_CACHE_DIR/kernels/<version>-py<major><minor>/     (default ~/.cache/benchmeasure/…,
+                                                                      or $XDG_CACHE_HOME/benchmeasure/…)
+
+inside which Numba keys each entry by its source file's stamp, the function's signature and the CPU, so an
+edited kernel is recompiled and a stale one is never loaded. A user who sets ``NUMBA_CACHE_DIR`` keeps it.
+
+Kernel modules import Numba from here (``from benchmeasure.base.kernel_cache import numba``), so the folder
+is chosen before any kernel is decorated. Concurrency: Numba writes every entry to a temporary file and renames
+it into place, so two processes that compile at once both succeed and one of the identical entries wins
+(``tests/test_kernel_cache.py`` starts two fits at once). Damage: an entry that cannot be read (a truncated or
+garbled file) is dropped and compiled afresh, with a warning, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from benchmeasure import __version__
+
+log = logging.getLogger(__name__)
+
+
+def cache_root() -> Path:
+    """The package's user cache folder (also holds the converted CPU model of the real-model tests)."""
+    explicit = os.environ.get("BENCHMEASURE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "benchmeasure"
+
+
+def kernel_dir() -> Path:
+    """This package version's kernel folder (what ``NUMBA_CACHE_DIR`` is set to unless the user set it)."""
+    return cache_root() / "kernels" / f"{__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+
+
+def configure() -> Path:
+    """Point Numba's cache at :func:`kernel_dir` (before any kernel module is imported); returns the folder."""
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    if not chosen:
+        chosen = str(kernel_dir())
+        os.environ["NUMBA_CACHE_DIR"] = chosen
+    if "numba" in sys.modules:   # already imported: its config read the environment then
+        sys.modules["numba"].config.CACHE_DIR = chosen
+    return Path(chosen)
+
+
+def is_warm(stem: str) -> bool:
+    """Whether the cache holds an index for the kernels of the module file ``stem`` (e.g. ``compiled``)."""
+    root = Path(os.environ.get("NUMBA_CACHE_DIR") or kernel_dir())
+    return root.is_dir() and any(root.rglob(f"{stem}.*.nbi"))
+
+
+def timed_build(build, what: str, stem: str):
+    """``build()``; says on the log, before and after, when the kernels are compiled rather than loaded."""
+    cold = not is_warm(stem)
+    if cold:
+        log.info("compiling %s once for this package version (about 20 s on 2 cores; later runs load them from "
+                 "%s)", what, os.environ.get("NUMBA_CACHE_DIR") or kernel_dir())
+    start = time.perf_counter()
+    result = build()
+    if cold:
+        log.info("compiled %s in %.1f s", what, time.perf_counter() - start)
+    return result
+
+
+def _install_guard(caching) -> None:
+    """A cache entry that cannot be read or written is dropped and compiled afresh, never fatal."""
+    if getattr(caching.Cache, "_benchmeasure_guarded", False):
+        return
+    load, save = caching.Cache.load_overload, caching.Cache.save_overload
+
+    def load_overload(self, sig, target_context):
+        try:
+            return load(self, sig, target_context)
+        except Exception as exc:  # noqa: BLE001 - a damaged entry is a cache miss
+            _drop(self, exc)
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            save(self, sig, data)
+        except Exception as exc:  # noqa: BLE001 - the next process compiles again
+            _drop(self, exc)
+
+    caching.Cache.load_overload = load_overload
+    caching.Cache.save_overload = save_overload
+    caching.Cache._benchmeasure_guarded = True
+
+
+def _drop(cache, exc: Exception) -> None:
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    log.warning("a kernel cache entry could not be used (%s: %s); compiling it afresh",
+                type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])
+    if index:
+        try:
+            os.unlink(index)
+        except OSError:
+            pass
+
+
+configure()
+import numba  # noqa: E402 - imported after the cache folder is chosen
+from numba.core import caching  # noqa: E402
+
+_install_guard(caching)
