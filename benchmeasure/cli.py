@@ -252,6 +252,10 @@ def setup_logging() -> logging.Handler:
     handler.addFilter(_lower_level_name)
     handler._benchmeasure_cli = True
     logger.addHandler(handler)
+    # the kernel cache says at once when a first run compiles (and why it is slower), whatever the command
+    from benchmeasure.base.progress import show_progress
+
+    show_progress("benchmeasure.base.kernel_cache", stream=sys.stderr)
     return handler
 
 

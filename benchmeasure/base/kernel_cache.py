@@ -66,12 +66,12 @@ def timed_build(build, what: str, stem: str):
     """``build()``; says on the log, before and after, when the kernels are compiled rather than loaded."""
     cold = not is_warm(stem)
     if cold:
-        log.info("compiling %s once for this package version (about 20 s on 2 cores; later runs load them from "
-                 "%s)", what, os.environ.get("NUMBA_CACHE_DIR") or kernel_dir())
+        log.info("note: compiling %s once for this package version (about 20 s on 2 cores; later runs load it "
+                 "from %s)", what, os.environ.get("NUMBA_CACHE_DIR") or kernel_dir())
     start = time.perf_counter()
     result = build()
     if cold:
-        log.info("compiled %s in %.1f s", what, time.perf_counter() - start)
+        log.info("note: compiled %s in %.1f s", what, time.perf_counter() - start)
     return result
 
 
@@ -101,7 +101,7 @@ def _install_guard(caching) -> None:
 
 def _drop(cache, exc: Exception) -> None:
     index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
-    log.warning("a kernel cache entry could not be used (%s: %s); compiling it afresh",
+    log.warning("note: a kernel cache entry could not be used (%s: %s); compiling it afresh",
                 type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])
     if index:
         try:

@@ -339,11 +339,11 @@ def _run_nuts(model, var_names, run: _Run):
     sampler, chains, tune, draws, target_accept = s.sampler, s.chains, s.tune, s.draws, s.target_accept
     compile_start = time.perf_counter()
     if progress is not None:
-        progress.update("compiling", 0, 0)
+        progress.update("loading the compiled sampler" if _is_density(model) else "compiling", 0, 0)
     if sampler == "nutpie":
-        import nutpie
+        from benchmeasure.irt.compiled import Density, import_nutpie, nutpie_model
 
-        from benchmeasure.irt.compiled import Density, nutpie_model
+        nutpie = import_nutpie()
 
         if isinstance(model, Density):   # compiled once per package version, loaded from the kernel cache
             compiled = nutpie_model(model)
@@ -377,6 +377,10 @@ def _run_nuts(model, var_names, run: _Run):
         sampling_time = float(reported) if reported else total
         compile_time = max(total - sampling_time, 0.0)
     return _keep(idata, var_names), compile_time, sampling_time
+
+
+def _is_density(model) -> bool:
+    return type(model).__name__ == "Density" and type(model).__module__ == "benchmeasure.irt.compiled"
 
 
 def _fit_collapsed(matrix, g, settings, wall_start, run: _Run) -> FitResult:

@@ -1,0 +1,188 @@
+"""The compiled log densities (irt/compiled.py) are the PyMC reference models, and their kernel cache holds.
+
+* density and gradient differences at random points equal the PyMC model's (the reference implementation of the
+  paper's model), for the collapsed route (complete, holes, guessing) and the joint route (rotated, direct,
+  anchored, guessing);
+* a fit in a fresh process with a warm cache gives the same draws as one that compiled the kernels;
+* two fits started at once against an empty cache both succeed and agree;
+* a damaged cache entry is recompiled with a warning, never fatal; a new package version gets its own folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymc")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _counts(m, n, k, seed, holes=False):
+    rng = np.random.default_rng(seed)
+    theta, b = rng.normal(size=m), rng.normal(size=n)
+    p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
+    trials = np.full((m, n), k)
+    if holes:
+        trials = np.where(rng.random((m, n)) < 0.3, 0, rng.integers(1, k + 1, size=(m, n)))
+    return rng.binomial(trials, p), trials
+
+
+def _pymc_logp(model, name):
+    """(log density, gradient) of the PyMC model in its one free variable ``name``."""
+    logp = model.compile_logp(jacobian=False)
+    dlogp = model.compile_dlogp(jacobian=False)
+    return lambda z: (float(logp({name: z})), np.asarray(dlogp({name: z})))
+
+
+def _agree(density, reference, dim, seed):
+    """Differences of log density between random points, and gradients, agree with the reference's."""
+    rng = np.random.default_rng(seed)
+    points = rng.normal(scale=0.8, size=(4, dim))
+    ours = [density.logp(z) for z in points]
+    theirs = [reference(z) for z in points]
+    for (v, g), (rv, rg) in zip(ours, theirs):
+        np.testing.assert_allclose(v - ours[0][0], rv - theirs[0][0], rtol=1e-9, atol=1e-7)
+        np.testing.assert_allclose(g, rg, rtol=1e-8, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", ["complete", "guessing", "holes", "holes+guessing"])
+def test_collapsed_density_is_the_pymc_collapsed_model(case):
+    from benchmeasure.irt.collapsed import collapsed_data
+    from benchmeasure.irt.compiled import collapsed_density
+    from benchmeasure.irt.model import build_collapsed_model
+
+    holes = case.startswith("holes")
+    y, t = _counts(7, 40, 3, seed=3, holes=holes)
+    g = np.linspace(0.0, 0.25, 40) if "guessing" in case else 0.0
+    trials = t if holes else None
+    model, _ = build_collapsed_model(y, 3, g, trials=trials)
+    density = collapsed_density(collapsed_data(y, 3, g, trials), list(range(7)))
+    _agree(density, _pymc_logp(model, "theta_z"), 7, seed=1)
+    z = np.random.default_rng(2).normal(size=7)
+    theta = model.compile_fn(model["theta"], inputs=[model["theta_z"]], on_unused_input="ignore")({"theta_z": z})
+    np.testing.assert_allclose(density.expand(z), theta, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["rotated", "direct", "anchored", "guessing"])
+def test_joint_density_is_the_pymc_joint_model(case):
+    from benchmeasure.irt.compiled import joint_density
+    from benchmeasure.irt.model import build_model
+
+    y, _ = _counts(6, 25, 4, seed=5)
+    g = np.linspace(0.05, 0.3, 25) if case == "guessing" else 0.0
+    fixed = None
+    if case == "anchored":
+        fixed = np.full(25, np.nan)
+        fixed[[0, 4, 9]] = (-0.5, 0.2, 1.1)
+    parametrization = "direct" if case == "direct" else "rotated"
+    model = build_model(y, 4, g, parametrization=parametrization, fixed_b=fixed)
+    density = joint_density(y, 4, g, models=list(range(6)), items=list(range(25)), parametrization=parametrization,
+                            fixed_b=fixed)
+    if parametrization == "direct":
+        names = ["theta", "b"]
+        logp = model.compile_logp(jacobian=False)
+        dlogp = model.compile_dlogp(jacobian=False)
+
+        def reference(z):
+            point = {"theta": z[:6], "b": z[6:]}
+            return float(logp(point)), np.asarray(dlogp(point))
+    else:
+        names = ["z"]
+        reference = _pymc_logp(model, "z")
+    assert [v.name for v in model.free_RVs] == names
+    _agree(density, reference, density.n_dim, seed=4)
+    z = np.random.default_rng(6).normal(size=density.n_dim)
+    stored = ["theta", "b"] + (["b_free"] if fixed is not None else [])
+    if parametrization == "rotated":
+        fn = model.compile_fn([model[name] for name in stored], inputs=[model["z"]], on_unused_input="ignore")
+        expected = np.concatenate(fn({"z": z}))
+        np.testing.assert_allclose(density.expand(z), expected, rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernel cache, through the command line in fresh processes
+
+
+def _fit(tmp_path, matrix, out, cache, extra_env=None, background=False):
+    env = {**os.environ, "BENCHMEASURE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.update(extra_env or {})
+    argv = [sys.executable, str(ROOT / "scripts" / "fit_irt.py"), str(matrix), "--n-trials", "2", "--output-dir",
+            str(out), "--seed", "7", "--chains", "2", "--tune", "200", "--draws", "200", "--save-posterior"]
+    if background:
+        return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _draws(folder):
+    from benchmeasure.analyses.posterior_metrics import read_posterior_b
+
+    return read_posterior_b(folder / "posterior.zarr", "theta")[1], read_posterior_b(folder / "posterior.zarr")[1]
+
+
+@pytest.fixture(scope="module")
+def small_matrix(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cache_matrix")
+    y, _ = _counts(6, 30, 2, seed=9)
+    lines = ["model," + ",".join(f"q{i}" for i in range(30))]
+    lines += [f"m{j}," + ",".join(str(v) for v in row) for j, row in enumerate(y)]
+    path = folder / "response_matrix.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_two_fits_at_once_on_an_empty_cache_both_succeed_and_agree_with_a_warm_one(tmp_path, small_matrix):
+    cache = tmp_path / "cache"
+    procs = [_fit(tmp_path, small_matrix, tmp_path / f"fit{k}", cache, background=True) for k in range(2)]
+    results = [p.communicate(timeout=900) + (p.returncode,) for p in procs]
+    for out, err, code in results:
+        assert code == 0, err
+    cold = "once for this package version"
+    assert any(cold in err for _, err, _ in results)      # the first run says why it is slower
+    kernels = list((cache / "kernels").iterdir())
+    assert len(kernels) == 1 and any(kernels[0].rglob("compiled.*.nbi"))
+    warm = _fit(tmp_path, small_matrix, tmp_path / "warm", cache)
+    assert warm.returncode == 0, warm.stderr
+    assert cold not in warm.stderr
+    first = _draws(tmp_path / "fit0")
+    for other in (_draws(tmp_path / "fit1"), _draws(tmp_path / "warm")):
+        for a, b in zip(first, other):
+            np.testing.assert_array_equal(a, b)
+    timing = json.loads((tmp_path / "warm" / "diagnostics.json").read_text())["timing"]
+    assert timing["compile_time_s"] is not None
+
+
+@pytest.mark.slow
+def test_a_damaged_cache_entry_is_recompiled_not_fatal(tmp_path, small_matrix):
+    cache = tmp_path / "cache"
+    assert _fit(tmp_path, small_matrix, tmp_path / "first", cache).returncode == 0
+    entries = list((cache / "kernels").rglob("*.nbi")) + list((cache / "kernels").rglob("*.nbc"))
+    assert entries
+    for k, path in enumerate(entries):   # garble every index, truncate every data file
+        path.write_bytes(b"\x80\x04garbage" if path.suffix == ".nbi" else path.read_bytes()[: 7 + k % 5])
+    again = _fit(tmp_path, small_matrix, tmp_path / "again", cache)
+    assert again.returncode == 0, again.stderr
+    assert "kernel cache entry could not be used" in again.stderr
+    for a, b in zip(_draws(tmp_path / "first"), _draws(tmp_path / "again")):
+        np.testing.assert_array_equal(a, b)
+    third = _fit(tmp_path, small_matrix, tmp_path / "third", cache)   # the rebuilt entries load cleanly
+    assert third.returncode == 0 and "could not be used" not in third.stderr
+
+
+def test_each_package_version_has_its_own_kernel_folder(tmp_path, monkeypatch):
+    from benchmeasure.base import kernel_cache
+
+    monkeypatch.setenv("BENCHMEASURE_CACHE_DIR", str(tmp_path))
+    here = kernel_cache.kernel_dir()
+    monkeypatch.setattr(kernel_cache, "__version__", "99.0.0")
+    there = kernel_cache.kernel_dir()
+    assert here != there and here.parent == there.parent == tmp_path / "kernels"
+    assert there.name.startswith("99.0.0-py")
