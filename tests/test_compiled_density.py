@@ -142,8 +142,8 @@ def small_matrix(tmp_path_factory):
 def test_two_fits_at_once_on_an_empty_cache_both_succeed_and_agree_with_a_warm_one(tmp_path, small_matrix):
     cache = tmp_path / "cache"
     procs = [_fit(tmp_path, small_matrix, tmp_path / f"fit{k}", cache, background=True) for k in range(2)]
-    results = [p.communicate(timeout=900) + (p.returncode,) for p in procs]
-    for out, err, code in results:
+    results = [(*p.communicate(timeout=900), p.returncode) for p in procs]
+    for _out, err, code in results:
         assert code == 0, err
     cold = "once for this package version"
     assert any(cold in err for _, err, _ in results)      # the first run says why it is slower

@@ -84,14 +84,14 @@ def _install_guard(caching) -> None:
     def load_overload(self, sig, target_context):
         try:
             return load(self, sig, target_context)
-        except Exception as exc:  # noqa: BLE001 - a damaged entry is a cache miss
+        except Exception as exc:
             _drop(self, exc)
             return None
 
     def save_overload(self, sig, data):
         try:
             save(self, sig, data)
-        except Exception as exc:  # noqa: BLE001 - the next process compiles again
+        except Exception as exc:
             _drop(self, exc)
 
     caching.Cache.load_overload = load_overload
@@ -111,7 +111,6 @@ def _drop(cache, exc: Exception) -> None:
 
 
 configure()
-import numba  # noqa: E402 - imported after the cache folder is chosen
 from numba.core import caching  # noqa: E402
 
 _install_guard(caching)

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import math
 
-from benchmeasure.base.kernel_cache import numba
 import numpy as np
 
+from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.quadrature import Grid, _logf_general, cell_loglik, chord_cumulative, chord_draw, make_grid
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 
-from benchmeasure.base.kernel_cache import numba
 import numpy as np
 
+from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.quadrature import Grid, cell_loglik, chord_cumulative, chord_draw, make_grid
 
 

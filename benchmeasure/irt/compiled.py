@@ -32,10 +32,10 @@ import sys
 import types as types_module
 from dataclasses import dataclass
 
-from benchmeasure.base.kernel_cache import numba
 import numpy as np
 from numba import types
 
+from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.collapsed import marginal_logp_grad
 from benchmeasure.irt.collapsed_holes import marginal_logp_grad_holes
 from benchmeasure.irt.kernel import loglik_and_grad

@@ -452,7 +452,7 @@ def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitR
     observation = get_observation(s.observation)
     trials = getattr(matrix, "trials", None)  # holes: the trials matrix in place of K (PyTensor kernel)
     if s.sampler == "nutpie" and trials is None and observation.fused is not None and not observation.parameters:
-        from benchmeasure.irt.compiled import joint_density   # compiled once, loaded from the kernel cache
+        from benchmeasure.irt.compiled import joint_density  # compiled once, loaded from the kernel cache
 
         model = joint_density(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
                               parametrization=s.parametrization, fixed_b=fixed_b)

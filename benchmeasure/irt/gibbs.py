@@ -39,8 +39,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from benchmeasure.base.kernel_cache import numba
 import numpy as np
+
+from benchmeasure.base.kernel_cache import numba
 
 NU = 5.0            # degrees of freedom of the t proposal
 NEWTON_STEPS = 2    # Newton steps to the mode of each conditional (more: higher acceptance, slower)

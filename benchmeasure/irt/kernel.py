@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import math
 
-from benchmeasure.base.kernel_cache import numba
 import numpy as np
+
+from benchmeasure.base.kernel_cache import numba
 
 BLOCK = 512        # cells per product before one log is taken; each factor ≤ 2, so ≤ 2^512
 SAFE_RANGE = 600.0  # fast path only while every |η| ≤ max|θ| + max|b| stays below this

@@ -39,8 +39,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from benchmeasure.base.kernel_cache import numba
 import numpy as np
+
+from benchmeasure.base.kernel_cache import numba
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 STEP_FACTOR = 0.7       # h = STEP_FACTOR · σ_min

@@ -10,7 +10,6 @@ of the graph on its own, kernel included; with one node per benchmark, compiling
 
 from __future__ import annotations
 
-from benchmeasure.base.kernel_cache import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -18,6 +17,7 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.collapsed_holes import marginal_logp_grad_holes
 
 
