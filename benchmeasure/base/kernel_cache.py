@@ -111,6 +111,7 @@ def _drop(cache, exc: Exception) -> None:
 
 
 configure()
+import numba  # noqa: E402, F401 - kernel modules import numba from here, after the folder is chosen
 from numba.core import caching  # noqa: E402
 
 _install_guard(caching)
