@@ -77,3 +77,17 @@ def test_tail_ess_equals_arviz(chains, draws):
     x[:, :, 1] = np.round(x[:, :, 1])
     expected = np.asarray(az.ess(_tree(x), method="tail", prob=(0.05, 0.95))["b"].values)  # Vehtari et al.'s 5 %, 95 %
     np.testing.assert_allclose(ess_tail(x), expected, rtol=1e-8, equal_nan=True)
+
+
+@pytest.mark.parametrize(("chains", "draws"), [(4, 1000), (2, 51), (3, 4)])
+def test_compiled_pass_equals_the_numpy_reference(chains, draws):
+    from benchmeasure.irt.diagnostics import _rhat_and_ess, ess_tail_reference, summarize_draws
+
+    x = _ar1(chains, draws, 50, seed=11 * chains + draws).astype(np.float32)   # stored b draws are float32
+    x[:, :, 3] = -1.25
+    x[:, :, 4] = np.round(x[:, :, 4] * 2) / 2
+    ours = summarize_draws(x, chunk=16)
+    r_hat, ess = _rhat_and_ess(x)
+    np.testing.assert_allclose(ours["r_hat"], r_hat, rtol=1e-10, equal_nan=True)
+    np.testing.assert_allclose(ours["ess_bulk"], ess, rtol=1e-10, equal_nan=True)
+    np.testing.assert_allclose(ours["ess_tail"], ess_tail_reference(x), rtol=1e-10, equal_nan=True)

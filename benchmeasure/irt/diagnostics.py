@@ -204,27 +204,15 @@ def ess_tail(x: np.ndarray, chunk: int = 1024, on_chunk=None) -> np.ndarray:
 
     ArviZ's ``method="tail"`` (Vehtari et al. 2021): the smaller of the ESS of the indicators
     I(x ≤ 5 % quantile) and I(x ≤ 95 % quantile) on split chains — how well the posterior's tails
-    (and so its intervals) are resolved, beside :func:`ess_bulk` for its centre. Parameters are taken
-    ``chunk`` at a time (each converted to float64 on its own), so the working memory is a few copies of
-    (chains, draws, chunk) whatever P is; ``on_chunk(done, total)`` reports progress.
+    (and so its intervals) are resolved, beside :func:`ess_bulk` for its centre. Computed with the other
+    summaries in one compiled pass (:func:`summarize_draws`); :func:`ess_tail_reference` is the NumPy form.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    return summarize_draws(x, chunk=chunk, on_chunk=on_chunk)["ess_tail"]
 
-    n_params = x.shape[2]
-    out = np.full(n_params, np.nan)
 
-    def one(start):
-        stop = min(start + chunk, n_params)
-        out[start:stop] = _ess_tail_block(np.asarray(x[:, :, start:stop], dtype=float))
-        return stop - start
-
-    done = 0
-    with ThreadPoolExecutor(max_workers=_workers()) as pool:  # NumPy's sorts and FFTs release the GIL
-        for size in pool.map(one, range(0, n_params, chunk)):
-            done += size
-            if on_chunk is not None:
-                on_chunk(done, n_params)
-    return out
+def ess_tail_reference(x: np.ndarray) -> np.ndarray:
+    """:func:`ess_tail` in NumPy (the reference the compiled pass is tested against)."""
+    return _ess_tail_block(np.asarray(x, dtype=float))
 
 
 def _workers() -> int:
@@ -276,27 +264,41 @@ def per_parameter(idata, var_name: str) -> dict:
 
 
 def summarize_draws(values: np.ndarray, chunk: int = 1024, workers: int | None = None, on_chunk=None) -> dict:
-    """:func:`per_parameter`'s figures from an array (chains, draws, P) of any float type, P in chunks.
+    """Mean, sd, R-hat, bulk ESS and tail ESS of every parameter of ``values`` (chains, draws, P), any float type.
 
-    Each chunk of ``chunk`` parameters is converted to float64 and summarized on its own, so
-    the working memory is a few copies of (chains, draws, chunk) per worker whatever P is;
-    draws stored as float32 are summarized in float64. Chunks run on ``workers`` threads
-    (default: up to 2 of the CPUs available; NumPy's sorts and FFTs release the GIL), and
-    the rank-normalized draws are computed once per chunk for both R-hat and ESS (the same
-    figures as :func:`rhat_rank` and :func:`ess_bulk`). ``on_chunk(done, total)`` reports progress.
+    The figures of :func:`rhat_rank`, :func:`ess_bulk` and :func:`ess_tail`'s NumPy reference (ArviZ's
+    definitions), computed by the one compiled pass of :mod:`benchmeasure.irt.draw_summary`. Each chunk of
+    ``chunk`` parameters is converted to float64 on its own, so the working memory is a few copies of
+    (chains, draws, chunk) per worker whatever P is; chunks run on ``workers`` threads (default: up to 2 of
+    the CPUs available; the kernel releases the GIL). ``on_chunk(done, total)`` reports progress.
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from benchmeasure.irt.draw_summary import normal_scores, summarize_block
+
     n_chains, n_draws, n_params = values.shape
-    out = {key: np.empty(n_params) for key in ("mean", "sd", "r_hat", "ess_bulk")}
+    out = {key: np.empty(n_params) for key in ("mean", "sd", "r_hat", "ess_bulk", "ess_tail")}
     starts = list(range(0, n_params, chunk))
+    table = normal_scores(2 * n_chains * (n_draws // 2)) if n_draws >= 4 else np.zeros(1)
 
     def one(start):
         stop = min(start + chunk, n_params)
         flat = np.asarray(values[:, :, start:stop], dtype=float)
         out["mean"][start:stop] = flat.mean(axis=(0, 1))
         out["sd"][start:stop] = (flat.std(axis=(0, 1), ddof=1) if n_chains * n_draws > 1 else np.nan)
-        out["r_hat"][start:stop], out["ess_bulk"][start:stop] = _rhat_and_ess(flat)
+        figures = np.empty((stop - start, 3))
+        if n_draws >= 4:
+            # sorted in the stored type (float32 b draws sort faster; the order is the same)
+            raw = np.ascontiguousarray(np.moveaxis(values[:, :, start:stop] if values.dtype == np.float32 else flat,
+                                                   2, 0))
+            split = _split_chains(raw).reshape(stop - start, -1)
+            order = np.argsort(split, axis=1)
+            ordered_all = (np.sort(flat.reshape(-1, stop - start).T, axis=1) if n_draws % 2
+                           else np.zeros((stop - start, 0)))
+            summarize_block(np.asarray(split, dtype=float), order, ordered_all, n_chains, table, figures)
+        else:
+            figures[:] = np.nan
+        out["r_hat"][start:stop], out["ess_bulk"][start:stop], out["ess_tail"][start:stop] = figures.T
         return stop - start
 
     if workers is None:

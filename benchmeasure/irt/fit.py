@@ -90,6 +90,8 @@ class FitResult:
     settings: dict
     posterior: object = None
     warnings: list = field(default_factory=list)
+    ess_tail: np.ndarray | None = None         # per item, when the fit computed it with the other summaries
+    theta_ess_tail: np.ndarray | None = None   # per model
 
     @property
     def has_uncertainty(self) -> bool:
@@ -441,6 +443,7 @@ def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wal
         b_mean=b_stats["mean"], b_sd=b_stats["sd"], r_hat=b_stats["r_hat"], ess_bulk=b_stats["ess_bulk"],
         theta_mean=theta_stats["mean"], theta_sd=theta_stats["sd"], theta_r_hat=theta_stats["r_hat"],
         theta_ess_bulk=theta_stats["ess_bulk"], diagnostics=diagnostics, settings=settings, posterior=idata,
+        ess_tail=b_stats.get("ess_tail"), theta_ess_tail=theta_stats.get("ess_tail"),
     )
 
 

@@ -161,7 +161,8 @@ def tail_ess_summary(result, progress=None) -> dict:
             if progress is not None:
                 progress.update(f"tail ESS of {var}", done, total)
 
-        tails = ess_tail(values, on_chunk=on_chunk)
+        known = getattr(result, "ess_tail" if var == "b" else "theta_ess_tail", None)
+        tails = known if known is not None else ess_tail(values, on_chunk=on_chunk)
         if np.any(np.isfinite(tails)):
             k = int(np.nanargmin(tails))
             if worst is None or tails[k] < worst:
