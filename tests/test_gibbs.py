@@ -145,8 +145,11 @@ def test_same_seed_same_draws_whatever_the_cores():
 
 
 def test_auto_picks_gibbs_only_when_holes_leave_few_shared_integrals():
-    from benchmeasure.irt.fit import pick_route
+    from benchmeasure.irt.routes import plan_fit
     from benchmeasure.irt.settings import FitSettings
+
+    def pick_route(matrix, settings, g, fixed_b):
+        return plan_fit(matrix, settings, g, fixed_b)
 
     rng = np.random.default_rng(3)
     m, n = 40, 600
@@ -155,11 +158,13 @@ def test_auto_picks_gibbs_only_when_holes_leave_few_shared_integrals():
     assert gibbs.prefers_gibbs(trials, trials, 1)[0]
     assert pick_route(sparse, FitSettings(), 0.0, None).route == "gibbs"
     assert pick_route(sparse, FitSettings(), 0.25, None).route == "gibbs"     # with guessing too
-    assert pick_route(_small(), FitSettings(), 0.0, None).route == "auto"     # small: collapsed is quick
+    assert pick_route(_small(), FitSettings(), 0.0, None).route == "collapsed"     # small: collapsed is quick
     planned = np.ones((m, n), dtype=int)
     planned[: m // 2, n // 2:] = 0                                           # two trials columns only
     blocks = ResponseMatrix(sparse.models, sparse.items, trials * planned, 1, planned)
     assert not gibbs.prefers_gibbs(blocks.counts, planned, 1)[0]
+    assert pick_route(blocks, FitSettings(), 0.0, None).route == "collapsed"
+    assert pick_route(sparse, FitSettings(sampler="pymc"), 0.0, None).route == "collapsed"   # gibbs is not NUTS
     assert pick_route(sparse, FitSettings(route="collapsed"), 0.0, None).route == "collapsed"
 
 

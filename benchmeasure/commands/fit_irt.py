@@ -25,7 +25,7 @@ from benchmeasure.base.lifetime import exit_with_parent
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
-from benchmeasure.irt.fit import POSTERIOR_NAME, pick_route, settings_for
+from benchmeasure.irt.fit import POSTERIOR_NAME
 from benchmeasure.irt.observation import OBSERVATIONS
 from benchmeasure.irt.settings import FIELDS, FitSettings, SettingsError
 
@@ -148,9 +148,10 @@ def validate(args):
     except SettingsError as exc:
         fail(exc.render(FLAGS))
     args.fixed_b = read_fixed_difficulties(args, matrix)
-    try:  # what these settings cannot fit (holes, fixed difficulties), refused before any output
-        args.settings = settings_for(matrix, args.settings, args.fixed_b)
-        args.settings = pick_route(matrix, args.settings, guessing, args.fixed_b)
+    from benchmeasure.irt.routes import plan_fit
+
+    try:  # the fit's plan, resolved once: what the routes cannot fit (holes, anchors…) refused before any output
+        args.plan = plan_fit(matrix, args.settings, guessing, args.fixed_b)
     except SettingsError as exc:
         fail(exc.render(FLAGS))
     return matrix, guessing
@@ -160,10 +161,6 @@ def read_fixed_difficulties(args, matrix):
     """--fixed-difficulties in matrix order (NaN = free), or None; every named item must be in the matrix."""
     if args.fixed_difficulties is None:
         return None
-    if args.method != "nuts":
-        fail("--fixed-difficulties needs --method nuts (no posterior mode for anchored fits)")
-    if args.route == "collapsed" or args.sampler == "numpyro":
-        fail("--fixed-difficulties runs on the joint route with --sampler nutpie or pymc (--route joint or auto)")
     from benchmeasure.core.difficulty_file import read_item_difficulties
 
     items, values = read_item_difficulties(args.fixed_difficulties)
@@ -197,20 +194,16 @@ def main(argv=None) -> int:
     from benchmeasure.irt.diagnostics import warnings_for
     from benchmeasure.irt.fit import fit_1pl
 
-    def joint_or(route):
-        return "joint" if args.fixed_b is not None else route
-
+    plan = args.plan
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trial{'s' if matrix.n_trials != 1 else ''} per cell) with "
-        + ("MAP (marginal mode)" if args.method != "nuts" else
+        + ("MAP (marginal mode)" if not plan.nuts else
            f"blocked Gibbs (gibbs route, {args.chains} chains x ({args.tune} burn-in + {args.draws} sweeps))"
-           if args.settings.route == "gibbs" else
-           f"NUTS ({args.sampler}, {joint_or(args.settings.resolved_route())}"
-           f" route, {args.chains} chains x "
-           f"({args.tune} + {args.draws}))"))
-    result = fit_1pl(matrix, guessing=guessing, settings=args.settings, progress=show_progress, fixed_b=args.fixed_b)
+           if plan.sampler == "gibbs" else
+           f"NUTS ({plan.sampler}, {plan.route} route, {args.chains} chains x ({args.tune} + {args.draws}))"))
+    result = fit_1pl(matrix, plan=plan, progress=show_progress)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)
     from benchmeasure.irt.fit_folder import fit_record, write_fit_folder

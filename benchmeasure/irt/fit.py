@@ -28,7 +28,6 @@ R-hat and ESS are NaN).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import math
 import os
@@ -40,12 +39,11 @@ import numpy as np
 from benchmeasure.base.errors import fail
 from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.diagnostics import per_parameter, summarize_diagnostics
-from benchmeasure.irt.observation import DEFAULT as DEFAULT_OBSERVATION
 from benchmeasure.irt.observation import get as get_observation
+from benchmeasure.irt.routes import ROUTES, FitPlan, plan_fit  # noqa: F401
 from benchmeasure.irt.settings import (  # noqa: F401
     FIELDS,
     METHODS,
-    ROUTES,
     SAMPLERS,
     FitSettings,
     SettingsError,
@@ -158,12 +156,6 @@ def check_guessing(guessing, n_items: int, items=None):
     return g
 
 
-def resolve_route(route: str, sampler: str, observation: str = "binomial") -> str:
-    """``"auto"`` → ``"collapsed"`` except with numpyro (joint only) or a joint-only observation model; else
-    the route itself, checked (:meth:`benchmeasure.irt.settings.FitSettings.resolved_route`)."""
-    return FitSettings(sampler=sampler, route=route, observation=observation, tune=1).resolved_route()
-
-
 def check_settings(**fields) -> FitSettings:
     """The :class:`~benchmeasure.irt.settings.FitSettings` of ``fields``; one InputError line if impossible."""
     return FitSettings(**fields)
@@ -173,34 +165,8 @@ def check_settings(**fields) -> FitSettings:
 # the fit
 
 
-
-def settings_for(matrix: ResponseMatrix, settings: FitSettings, fixed_b=None) -> FitSettings:
-    """The settings a fit of ``matrix`` runs with. Holes or K per cell need the binomial, and NUTS with nutpie
-    or pymc or the posterior mode; ``auto`` picks the collapsed route for them as for a complete matrix (the
-    joint route when difficulties are fixed). Fixed difficulties need NUTS on the joint route (the route is set
-    to joint). Raises :class:`SettingsError` for what cannot run."""
-    s = settings
-    if getattr(matrix, "trials", None) is not None:  # holes or K per cell: the masked likelihood
-        if s.method == "nuts" and s.sampler == "numpyro":
-            raise SettingsError("a matrix with absent cells or K per cell is fitted by NUTS with nutpie or pymc "
-                                "({sampler} nutpie or pymc) or by {method} map; the numpyro model assumes one K "
-                                "for every cell")
-        if s.observation != "binomial":
-            raise SettingsError("a matrix with absent cells or K per cell is fitted with the binomial "
-                                "{observation} model only, not {value!r}", value=s.observation)
-    if fixed_b is not None:
-        if s.method != "nuts":
-            raise SettingsError("fixed difficulties need {method} nuts (the posterior mode is not implemented for "
-                                "anchored fits)")
-        if s.route in ("collapsed", "gibbs"):
-            why = ("the collapsed route integrates every difficulty out" if s.route == "collapsed" else
-                   "the gibbs route samples every difficulty")
-            raise SettingsError("fixed difficulties are fitted on the joint route ({route} joint or auto): " + why)
-        s = dataclasses.replace(s, route="joint")
-    return s
-
 def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | None = None, progress=False,
-            fixed_b=None, **fields) -> FitResult:
+            fixed_b=None, plan: FitPlan | None = None, **fields) -> FitResult:
     """Fit the Bayesian 1PL model of paper Appendix C.3 to ``matrix``.
 
     Parameters
@@ -223,66 +189,44 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
         Anchored fit: finite entries hold those items' b fixed (NaN: free); NUTS on the joint route.
         Fixed items come back with their value as ``b_mean``, ``b_sd`` 0 and no R-hat/ESS, and
         ``settings["fixed_items"]`` lists them; convergence is judged on θ and the free b.
+    plan : FitPlan, optional
+        The plan already resolved from these inputs (:func:`benchmeasure.irt.routes.plan_fit`, as the command
+        does before writing anything); then ``guessing``, ``settings`` and ``fixed_b`` are the plan's.
 
     Returns
     -------
     FitResult
     """
     wall_start = time.perf_counter()
-    if settings is not None and fields:
-        fail(f"give fit settings either as settings= or as keywords, not both ({', '.join(sorted(fields))})")
-    unknown = sorted(set(fields) - set(FIELDS))
-    if unknown:
-        raise TypeError(f"fit_1pl() got an unexpected keyword argument {unknown[0]!r}")
-    s = settings if settings is not None else FitSettings(**fields)
-    s = settings_for(matrix, s, fixed_b)
-    g = check_guessing(guessing, len(matrix.items), matrix.items)
-    s = pick_route(matrix, s, g, fixed_b)
-    route = s.resolved_route() if s.method == "nuts" else None
-    seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
-    nuts = s.method == "nuts"
-    record = {
-        "method": s.method,
-        "route": route,
-        "sampler": s.sampler if nuts else None,
-        "chains": s.chains if nuts else None,
-        "tune": s.tune if nuts else None,
-        "draws": s.draws if nuts else None,
-        "target_accept": float(s.target_accept) if nuts else None,
-        "seed": None if s.seed is None else int(s.seed),
-        "seed_used": seed_used,
-        "guessing": g if np.ndim(g) == 0 else g.tolist(),
-        "parametrization": s.parametrization if route == "joint" else None,
-        "adaptation": s.adaptation if nuts and s.sampler == "nutpie" else None,
-        "fixed_items": None if fixed_b is None else [item for item, value in zip(matrix.items, fixed_b)
-                                                     if np.isfinite(value)],
-    }
-    if s.observation != DEFAULT_OBSERVATION:  # the paper's binomial fit records exactly what it always did
-        record["observation"] = s.observation
-    if s.method == "map":
-        return _fit_map(matrix, g, record, wall_start)
-    run = _Run(s, seed_used, s.cores if s.cores is not None else min(s.chains, available_cpus()), None)
+    if plan is None:
+        if settings is not None and fields:
+            fail(f"give fit settings either as settings= or as keywords, not both ({', '.join(sorted(fields))})")
+        unknown = sorted(set(fields) - set(FIELDS))
+        if unknown:
+            raise TypeError(f"fit_1pl() got an unexpected keyword argument {unknown[0]!r}")
+        plan = plan_fit(matrix, settings if settings is not None else FitSettings(**fields), guessing, fixed_b)
     from benchmeasure.irt.progress import Progress
 
-    shown = progress if isinstance(progress, Progress) else (
-        Progress("1PL fit", chains=s.chains) if progress else None)
-    run = dataclasses.replace(run, progress=shown)
+    s = plan.settings
+    shown = None
+    if plan.nuts:
+        shown = progress if isinstance(progress, Progress) else (
+            Progress("1PL fit", chains=s.chains) if progress else None)
     with (shown if shown is not None else contextlib.nullcontext()):
-        if route == "collapsed":
-            result = _fit_collapsed(matrix, g, record, wall_start, run)
-        elif route == "gibbs":
-            result = _fit_gibbs(matrix, g, record, wall_start, run)
-        else:
-            result = _fit_joint(matrix, g, record, wall_start, run, fixed_b=fixed_b)
-    return _finish(result, matrix, g, fixed_b, seed_used, s.observation)
+        result = plan.entry.run(matrix, plan, shown)
+    if plan.nuts:
+        result = _finish(result, matrix, plan)
+    result.diagnostics["wall_time_s"] = time.perf_counter() - wall_start
+    return result
 
 
-def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, observation: str) -> FitResult:
+def _finish(result: FitResult, matrix: ResponseMatrix, plan: FitPlan) -> FitResult:
     """Tied items get their pooled b_mean/b_sd (irt/ties.py); binomial K > 1 fits without holes get the
     dispersion check (irt/dispersion.py, which compares with binomial replicates of one K)."""
     from benchmeasure.irt.dispersion import dispersion_check
     from benchmeasure.irt.ties import pool_ties, tie_groups, tie_summary
 
+    g, fixed_b, seed, observation = plan.guessing, plan.fixed_b, plan.seed_used, plan.settings.observation
     trials = getattr(matrix, "trials", None)
     # the column sum is sufficient for b only under the binomial; other observation models tie whole columns
     whole = observation != "binomial"
@@ -297,23 +241,20 @@ def _finish(result: FitResult, matrix: ResponseMatrix, g, fixed_b, seed: int, ob
     return result
 
 
-def pick_route(matrix: ResponseMatrix, s: FitSettings, g, fixed_b) -> FitSettings:
-    """``auto`` → ``gibbs`` for a matrix with holes where the collapsed route shares few integrals
+def gibbs_preferred(matrix: ResponseMatrix, g) -> bool:
+    """``auto`` takes the gibbs route for a matrix with holes where the collapsed route shares few integrals
     (:func:`benchmeasure.irt.gibbs.prefers_gibbs`)."""
     from benchmeasure.irt.gibbs import prefers_gibbs
 
     trials = getattr(matrix, "trials", None)
-    if (s.route == "auto" and s.method == "nuts" and s.sampler == "nutpie" and s.observation == "binomial"
-            and trials is not None and fixed_b is None
-            and prefers_gibbs(matrix.counts, trials, matrix.n_trials, g)[0]):
-        return dataclasses.replace(s, route="gibbs")
-    return s
+    return trials is not None and prefers_gibbs(matrix.counts, trials, matrix.n_trials, g)[0]
 
 
-def _fit_gibbs(matrix, g, settings, wall_start, run: _Run) -> FitResult:
+def run_gibbs(matrix, plan: FitPlan, progress=None) -> FitResult:
     """The gibbs route: blocked Gibbs on (θ, b) with exact conditional updates (:mod:`benchmeasure.irt.gibbs`)."""
     from benchmeasure.irt.gibbs import gibbs_posterior
 
+    run, g, settings = _Run.of(plan, progress), plan.guessing, plan.record(matrix.items)
     s = run.settings
     trials = getattr(matrix, "trials", None)
     if trials is None:
@@ -321,8 +262,7 @@ def _fit_gibbs(matrix, g, settings, wall_start, run: _Run) -> FitResult:
     idata, b_stats, theta_stats, diagnostics = gibbs_posterior(
         matrix.counts, trials, models=matrix.models, items=matrix.items, chains=s.chains, tune=s.tune,
         draws=s.draws, seed=run.seed_used, cores=run.cores, guessing=g, progress=run.progress)
-    settings.update(sampler="gibbs", target_accept=None, adaptation=None)   # no NUTS on this route
-    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
+    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata)
 
 
 @dataclass(frozen=True)
@@ -333,6 +273,11 @@ class _Run:
     seed_used: int
     cores: int
     progress: object
+
+    @classmethod
+    def of(cls, plan: FitPlan, progress) -> _Run:
+        s = plan.settings
+        return cls(s, plan.seed_used, s.cores if s.cores is not None else min(s.chains, available_cpus()), progress)
 
 
 def _run_nuts(model, var_names, run: _Run):
@@ -385,13 +330,14 @@ def _is_density(model) -> bool:
     return type(model).__name__ == "Density" and type(model).__module__ == "benchmeasure.irt.compiled"
 
 
-def _fit_collapsed(matrix, g, settings, wall_start, run: _Run) -> FitResult:
+def run_collapsed(matrix, plan: FitPlan, progress=None) -> FitResult:
     """The collapsed route: NUTS on θ's marginal, then exact draws of b given each θ draw."""
     from benchmeasure.irt.collapsed import collapsed_data, draw_difficulties, quadrature_check
     from benchmeasure.irt.compiled import collapsed_density
     from benchmeasure.irt.diagnostics import summarize_draws
     from benchmeasure.irt.model import build_collapsed_model
 
+    run, g, settings = _Run.of(plan, progress), plan.guessing, plan.record(matrix.items)
     if run.settings.sampler == "nutpie":   # the compiled density (irt/compiled.py): no graph to compile
         data = collapsed_data(matrix.counts, matrix.n_trials, g, getattr(matrix, "trials", None))
         model = collapsed_density(data, matrix.models)
@@ -432,12 +378,11 @@ def _fit_collapsed(matrix, g, settings, wall_start, run: _Run) -> FitResult:
     diagnostics["summary_time_s"] = time.perf_counter() - summary_start
     diagnostics["quadrature"] = check
     diagnostics["route"] = "collapsed"
-    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
+    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata)
 
 
-def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start) -> FitResult:
+def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata) -> FitResult:
     """The :class:`FitResult` of a NUTS fit from the per-parameter summaries of b and θ (either route)."""
-    diagnostics["wall_time_s"] = time.perf_counter() - wall_start
     return FitResult(
         models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="nuts",
         b_mean=b_stats["mean"], b_sd=b_stats["sd"], r_hat=b_stats["r_hat"], ess_bulk=b_stats["ess_bulk"],
@@ -447,8 +392,9 @@ def _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wal
     )
 
 
-def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitResult:
-    """The joint route: NUTS on (θ, b) together (on θ and the free b when ``fixed_b`` holds anchors)."""
+def run_joint(matrix, plan: FitPlan, progress=None) -> FitResult:
+    """The joint route: NUTS on (θ, b) together (on θ and the free b when the plan holds anchors)."""
+    run, g, settings, fixed_b = _Run.of(plan, progress), plan.guessing, plan.record(matrix.items), plan.fixed_b
     from benchmeasure.irt.model import build_model
 
     s = run.settings
@@ -485,11 +431,14 @@ def _fit_joint(matrix, g, settings, wall_start, run: _Run, fixed_b=None) -> FitR
     if own:  # the observation model's own parameters: posterior mean, sd, R-hat, ESS of each
         diagnostics["observation"] = {"name": observation.name, **{
             name: {key: float(stats[name][key][0]) for key in ("mean", "sd", "r_hat", "ess_bulk")} for name in own}}
-    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata, wall_start)
+    return _nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata)
 
 
-def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:
+def run_map(matrix, plan: FitPlan, progress=None) -> FitResult:
+    """The map route: the marginal posterior mode of b (:mod:`benchmeasure.irt.marginal_mode`)."""
     from benchmeasure.irt.marginal_mode import marginal_mode
+
+    guessing, settings = plan.guessing, plan.record(matrix.items)
 
     start = time.perf_counter()
     theta, b, info = marginal_mode(matrix.counts, matrix.n_trials, guessing, trials=getattr(matrix, "trials", None))
@@ -505,7 +454,7 @@ def _fit_map(matrix, guessing, settings, wall_start) -> FitResult:
         "sampling_time_s": None,
         "compile_time_s": None,
         "leapfrog_steps_per_draw": None,
-        "wall_time_s": time.perf_counter() - wall_start,
+        "wall_time_s": None,   # set by fit_1pl
     }
     return FitResult(
         models=list(matrix.models), items=list(matrix.items), n_trials=matrix.n_trials, method="map",

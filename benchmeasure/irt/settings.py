@@ -20,7 +20,6 @@ from benchmeasure.base.errors import InputError
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 METHODS = ("nuts", "map")
-ROUTES = ("collapsed", "joint", "gibbs")
 PARAMETRIZATIONS = ("rotated", "direct")
 ADAPTATIONS = ("diag", "low_rank")
 FIELDS = ("method", "sampler", "chains", "tune", "draws", "target_accept", "seed", "route", "parametrization",
@@ -109,32 +108,11 @@ class FitSettings:
         if self.method == "map" and "map" not in routes:
             raise SettingsError("{observation} {value} needs {method} nuts (the posterior mode integrates the "
                                 "binomial only)", value=self.observation)
-        if self.method == "map" and self.route == "gibbs":
-            raise SettingsError("{route} gibbs samples the posterior ({method} nuts); the posterior mode ({method} "
-                                "map) has no route")
-        if self.method == "nuts":
-            self.resolved_route()
+        from benchmeasure.irt.routes import ROUTES  # which routes exist, and what each supports: irt/routes.py
 
-    def resolved_route(self) -> str:
-        """The route NUTS runs: ``auto`` is collapsed where the sampler and observation model allow, else joint."""
-        from benchmeasure.irt.observation import OBSERVATIONS
-
-        routes = OBSERVATIONS[self.observation].routes
-        if self.route == "auto":
-            return "joint" if self.sampler == "numpyro" or "collapsed" not in routes else "collapsed"
-        if self.route not in ROUTES:
-            raise SettingsError("{route} must be one of auto, {choices}, got {value!r}", choices=", ".join(ROUTES),
-                                value=self.route)
-        if self.route == "collapsed" and self.sampler == "numpyro":
-            raise SettingsError("the collapsed route runs with {sampler} nutpie or pymc; numpyro samples the joint "
-                                "model (use {route} joint with {sampler} numpyro)")
-        if self.route == "gibbs" and self.sampler != "nutpie":
-            raise SettingsError("{route} gibbs runs its own Gibbs sampler, not NUTS: leave {sampler} at its default "
-                                "(got {value!r})", value=self.sampler)
-        if self.route not in routes:
-            raise SettingsError("{observation} {value} runs on the joint route (use {route} joint or auto)",
-                                value=self.observation)
-        return self.route
+        if self.route != "auto" and self.route not in ROUTES:
+            raise SettingsError("{route} must be one of auto, {choices}, got {value!r}",
+                                choices=", ".join(n for n in ROUTES if ROUTES[n].method == "nuts"), value=self.route)
 
     def as_dict(self) -> dict:
         return asdict(self)
