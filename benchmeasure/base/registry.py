@@ -13,14 +13,33 @@ line's ``choices`` and ``--help`` import no grader, sampler or reader).
 
 A registry is ordered (registration order) and refuses a second entry under a taken name unless
 ``replace=True``; :meth:`Registry.unregister` removes one (tests registering a toy entry use it).
+
+**Extensions from other installed packages.** A registry made with an entry-point ``group`` also holds the
+entries that installed packages declare under that group (``[project.entry-points."benchmeasure.graders"]``
+in their ``pyproject.toml``): each entry point names an entry object, a list of them, or a function returning
+either. They are loaded the first time the registry is read (so the command line's choices, ``--help`` and every
+child process that BenchFill starts see them), after the built-in entries; one that fails to load, or takes a
+built-in's name, is skipped with a warning naming it. The groups are :data:`GROUPS`.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterator
 
 from benchmeasure.base.errors import fail
+
+log = logging.getLogger(__name__)
+
+# the entry-point group of each kind of extension (ARCHITECTURE.md, "Adding an extension")
+GROUPS = {
+    "grader": "benchmeasure.graders",
+    "log format": "benchmeasure.log_formats",
+    "strategy": "benchmeasure.strategies",
+    "observation model": "benchmeasure.observation_models",
+    "route": "benchmeasure.routes",
+}
 
 
 def resolve(target):
@@ -64,9 +83,34 @@ def lazy(target):
 class Registry:
     """Entries of one kind of extension, keyed by their ``name`` attribute."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, group: str | None = None):
         self.kind = kind
+        self.group = group
         self._entries: dict = {}
+        self._outside_loaded = group is None
+
+    def _load_outside(self) -> None:
+        """Register the entries installed packages declare under :attr:`group` (once, on first read)."""
+        if self._outside_loaded:
+            return
+        self._outside_loaded = True
+        from importlib.metadata import entry_points
+
+        for point in sorted(entry_points(group=self.group), key=lambda p: p.name):
+            source = f"{point.name} = {point.value!r}" + (f" of {point.dist.name}" if point.dist else "")
+            try:
+                found = point.load()
+                if callable(found) and not hasattr(found, "name"):
+                    found = found()
+                for entry in found if isinstance(found, (list, tuple)) else [found]:
+                    if getattr(entry, "name", None) in self._entries:
+                        log.warning("%s %r from %s is already registered; the extension's entry is skipped",
+                                    self.kind, entry.name, source)
+                        continue
+                    self.register(entry)
+            except Exception as exc:
+                log.warning("the %s extension %s could not be loaded (%s: %s); skipped", self.kind, source,
+                            type(exc).__name__, exc)
 
     def register(self, entry, *, replace: bool = False):
         """Add ``entry`` (it must have a non-empty string ``name``); returns it, so it can decorate."""
@@ -83,24 +127,31 @@ class Registry:
 
     def get(self, name: str, what: str | None = None):
         """The entry called ``name``; InputError naming the choices when there is none."""
+        self._load_outside()
         if name not in self._entries:
             fail(f"unknown {what or self.kind} {name!r} (choose from {', '.join(self._entries)})")
         return self._entries[name]
 
     def __getitem__(self, name: str):
+        self._load_outside()
         return self._entries[name]
 
     def __contains__(self, name) -> bool:
+        self._load_outside()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
+        self._load_outside()
         return iter(list(self._entries))
 
     def __len__(self) -> int:
+        self._load_outside()
         return len(self._entries)
 
     def names(self) -> tuple:
+        self._load_outside()
         return tuple(self._entries)
 
     def entries(self) -> list:
+        self._load_outside()
         return list(self._entries.values())

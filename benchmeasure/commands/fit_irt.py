@@ -76,7 +76,9 @@ def parse_args(argv):
                         help="random seed; the same seed and inputs give identical outputs (default: drawn, recorded)")
     parser.add_argument("--sampler", default="nutpie", choices=["nutpie", "pymc", "numpyro"],
                         help="NUTS implementation (default nutpie; pymc is PyMC's own NUTS; numpyro needs jax)")
-    parser.add_argument("--route", default="auto", choices=["auto", "collapsed", "joint", "gibbs"],
+    from benchmeasure.irt.routes import route_choices
+
+    parser.add_argument("--route", default="auto", choices=route_choices(),
                         help="how NUTS explores the same posterior: collapsed = NUTS on the abilities with every "
                              "difficulty integrated out by quadrature, then each difficulty drawn exactly given each "
                              "draw (fast for many items); joint = NUTS on abilities and difficulties together; "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmeasure.base.registry import Registry, lazy
+from benchmeasure.base.registry import GROUPS, Registry, lazy
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -75,7 +75,7 @@ class Grader:
         return self.template if self.template is not None else f"rollout_{self.name}.txt"
 
 
-GRADERS = Registry("grader kind")
+GRADERS = Registry("grader kind", GROUPS["grader"])
 
 GRADERS.register(Grader(
     name="math", grade="benchmeasure.grading.math_answer:grade_math",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmeasure.base.registry import Registry, lazy
+from benchmeasure.base.registry import GROUPS, Registry, lazy
 from benchmeasure.irt.likelihood import log_sigmoid
 
 
@@ -89,7 +89,7 @@ class ObservationModel:
                 raise ValueError(f"observation model {self.name!r}: parameter name {p.name!r} is taken")
 
 
-OBSERVATIONS = Registry("observation model")
+OBSERVATIONS = Registry("observation model", GROUPS["observation model"])
 DEFAULT = "binomial"
 
 

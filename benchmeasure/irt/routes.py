@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.base.registry import Registry, lazy
+from benchmeasure.base.registry import GROUPS, Registry, lazy
 from benchmeasure.irt.settings import FitSettings, SettingsError
 
 
@@ -45,7 +45,8 @@ class Route:
     ``run(matrix, plan, progress)`` fits; ``method`` is ``"nuts"`` (draws) or ``"map"`` (a mode); ``samplers``
     the ``--sampler`` values it runs with (empty: it has its own and the option must stay at its default);
     ``holes`` and ``anchors`` the samplers with which it accepts a matrix with holes or K per cell and fixed
-    difficulties (``True``: with its own); ``prefer(matrix, guessing)``, when given, is asked by ``auto``
+    difficulties (``True``: with its own); ``observations`` the observation models it runs beyond those that name
+    it in their own ``routes``; ``prefer(matrix, guessing)``, when given, is asked by ``auto``
     before choosing it; ``refusals`` words a refusal of one declaration (``sampler``, ``anchors``) for this
     route, with the fields written ``{route}``, ``{sampler}``… as :class:`SettingsError` renders them.
     """
@@ -58,6 +59,7 @@ class Route:
     anchors: tuple | bool = ()
     guessing: bool = True
     prefer: object = None
+    observations: tuple = ()
     summary: str = ""
     refusals: dict = dataclasses.field(default_factory=dict)
 
@@ -85,9 +87,11 @@ class Route:
             return SettingsError(self.refusals.get("sampler", "{route} " + self.name + " runs its own sampler: "
                                                    "leave {sampler} at its default (got {value!r})"),
                                  value=s.sampler)
-        if self.name not in OBSERVATIONS[s.observation].routes:
-            return SettingsError("{observation} {value} runs on the joint route (use {route} joint or auto)",
-                                 value=s.observation)
+        own = OBSERVATIONS[s.observation].routes
+        if self.name not in own and s.observation not in self.observations:
+            routes = [name for name in ROUTES if name in own or s.observation in ROUTES[name].observations]
+            return SettingsError("{observation} {value} runs on the " + " or ".join(routes) + " route (use {route} "
+                                 + " or ".join(routes) + " or auto)", value=s.observation)
         if anchors and not self._takes(self.anchors, s.sampler):
             return SettingsError(self.refusals.get(
                 "anchors", "fixed difficulties are fitted on the joint route ({route} joint or auto)"))
@@ -99,7 +103,7 @@ class Route:
         return None
 
 
-ROUTES = Registry("fit route")
+ROUTES = Registry("fit route", GROUPS["route"])
 
 ROUTES.register(Route(
     "collapsed", "benchmeasure.irt.fit:run_collapsed",
@@ -128,7 +132,12 @@ ROUTES.register(Route(
     refusals={"anchors": "fixed difficulties need {method} nuts (the posterior mode is not implemented for "
                          "anchored fits)"}))
 
-AUTO_ORDER = ("map", "gibbs", "collapsed", "joint")   # what --route auto tries, in order
+AUTO_ORDER = ("map", "gibbs", "collapsed", "joint")   # what --route auto tries, in order (built-in routes only)
+
+
+def route_choices() -> list:
+    """What ``--route`` accepts: ``auto`` and every registered route that samples (extensions included)."""
+    return ["auto", *(name for name in ROUTES if ROUTES[name].method == "nuts")]
 
 
 @dataclass(frozen=True)

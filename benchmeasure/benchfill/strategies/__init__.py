@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from benchmeasure.base.registry import Registry
+from benchmeasure.base.registry import GROUPS, Registry, lazy
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -61,13 +61,15 @@ class Strategy:
     table_rank: int = 100
 
     def __post_init__(self):
+        for field in ("plan", "prompt", "visible", "stop", "budget"):   # each may be "module:function"
+            object.__setattr__(self, field, lazy(getattr(self, field)))
         if not NAME.match(self.name):
             raise ValueError(f"strategy name {self.name!r} must be lower-case letters, digits and '_'")
         if not self.records_file:
             object.__setattr__(self, "records_file", f"{self.name}_item_records.csv")
 
 
-STRATEGIES = Registry("search strategy")
+STRATEGIES = Registry("search strategy", GROUPS["strategy"])
 
 
 def table_order(names) -> list:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmeasure.base.registry import Registry, lazy
+from benchmeasure.base.registry import GROUPS, Registry, lazy
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Format:
             raise ValueError(f"format {self.name!r}: unknown reader option {sorted(unknown)[0]!r}")
 
 
-FORMATS = Registry("harness")
+FORMATS = Registry("harness", GROUPS["log format"])
 
 
 def _lmms(path, o):
