@@ -56,15 +56,23 @@ def configure() -> Path:
     return Path(chosen)
 
 
-def is_warm(stem: str) -> bool:
-    """Whether the cache holds an index for the kernels of the module file ``stem`` (e.g. ``compiled``)."""
-    root = Path(os.environ.get("NUMBA_CACHE_DIR") or kernel_dir())
-    return root.is_dir() and any(root.rglob(f"{stem}.*.nbi"))
+def is_warm(function) -> bool:
+    """Whether the cache folder of ``function``'s source file (Numba keeps one per source folder) holds an
+    index for that file's kernels: a checkout and an installed copy of the package have separate entries."""
+    from numba.core.caching import UserProvidedCacheLocator
+
+    source = function.__code__.co_filename
+    locator = UserProvidedCacheLocator.from_function(function, source)
+    if locator is None:
+        return False
+    folder = Path(locator.get_cache_path())
+    return folder.is_dir() and any(folder.glob(f"{Path(source).stem}.*.nbi"))
 
 
-def timed_build(build, what: str, stem: str):
-    """``build()``; says on the log, before and after, when the kernels are compiled rather than loaded."""
-    cold = not is_warm(stem)
+def timed_build(build, what: str, function):
+    """``build()``; says on the log, before and after, when the kernels of ``function``'s module are compiled
+    rather than loaded."""
+    cold = not is_warm(function)
     if cold:
         log.info("note: compiling %s once for this package version (about 20 s on 2 cores; later runs load it "
                  "from %s)", what, os.environ.get("NUMBA_CACHE_DIR") or kernel_dir())

@@ -255,9 +255,11 @@ def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_v
     f_c = np.empty((n_c, n_nodes))
     cum_c = np.empty((n_c, n_nodes - 1))
     shape_c = np.empty((n_c, n_nodes - 1))
+    guide_c = np.empty((n_c, n_nodes - 1), dtype=np.int64)
     f_u = np.empty((n_u, n_nodes))
     cum_u = np.empty((n_u, n_nodes - 1))
     shape_u = np.empty((n_u, n_nodes - 1))
+    guide_u = np.empty((n_u, n_nodes - 1), dtype=np.int64)
     soft = np.empty((m, n_nodes))
     sig = np.empty((m, n_nodes))
     d = np.empty((m, n_nodes))
@@ -265,6 +267,9 @@ def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_v
     dd = np.empty((m, n_nodes))
     dbl = np.empty((m, n_nodes))
     squeeze = math.exp(-2.0 * delta)
+    # g = 0: the log density is concave, so it lies on or above its chord and log w < −δ is accepted by the
+    # exact test below whatever x is: the test is skipped, the decision (and every draw) is the same
+    squeeze_plain = math.exp(-delta)
     for s in range(theta_draws.shape[0]):
         theta = theta_draws[s]
         if n_c:
@@ -274,7 +279,7 @@ def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_v
                 for k in range(n_nodes):
                     x = nodes[k]
                     f_c[c, k] = -0.5 * x * x - c_values[c] * x - s_tab[c_pattern[c], k]
-                chord_cumulative(f_c[c], step, cum_c[c], shape_c[c])
+                chord_cumulative(f_c[c], step, cum_c[c], shape_c[c], guide_c[c])
         for block in range(gbounds.shape[0] - 1):
             lo, hi = gbounds[block], gbounds[block + 1]
             _guess_tables_cells(theta, nodes, gu[lo], d, lw, dd, dbl)
@@ -282,17 +287,17 @@ def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_v
             for u in range(lo, hi):
                 for k in range(n_nodes):
                     f_u[u, k] -= 0.5 * nodes[k] * nodes[k]
-                chord_cumulative(f_u[u], step, cum_u[u], shape_u[u])
+                chord_cumulative(f_u[u], step, cum_u[u], shape_u[u], guide_u[u])
         for i in range(item_kind.shape[0]):
             grp = item_group[i]
             plain = item_kind[i] == 0
             while True:
                 if plain:
-                    x, chord = chord_draw(f_c[grp], cum_c[grp], shape_c[grp], nodes[0], step)
+                    x, chord = chord_draw(f_c[grp], cum_c[grp], shape_c[grp], guide_c[grp], nodes[0], step)
                 else:
-                    x, chord = chord_draw(f_u[grp], cum_u[grp], shape_u[grp], nodes[0], step)
+                    x, chord = chord_draw(f_u[grp], cum_u[grp], shape_u[grp], guide_u[grp], nodes[0], step)
                 w = np.random.random()
-                if w < squeeze:
+                if w < (squeeze_plain if plain else squeeze):
                     break
                 if plain:  # Σ_j Y_ij θ_j is constant in x: −x²/2 − C·x − Σ_j T_pj softplus(θ_j − x)
                     exact = -0.5 * x * x - c_values[grp] * x

@@ -295,7 +295,7 @@ def compiled_pair(route: str):
         logp, expand = _SOURCES[route]
         _COMPILED[route] = timed_build(
             lambda: (numba.cfunc(_LOGP_SIG, cache=True)(logp), numba.cfunc(_EXPAND_SIG, cache=True)(expand)),
-            f"the {route} route's log density", "compiled")
+            f"the {route} route's log density", logp)
     return _COMPILED[route]
 
 

@@ -200,9 +200,11 @@ def edge_weight(log_values: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def chord_cumulative(f, h, cum, shape):
+def chord_cumulative(f, h, cum, shape, guide):
     """Prepare draws from exp(chord of f): cumulative interval masses (relative to exp(max f)) into
-    ``cum`` (G − 1,) and each interval's inverse-CDF constant into ``shape`` (G − 1,); returns max f."""
+    ``cum`` (G − 1,), each interval's inverse-CDF constant into ``shape`` (G − 1,), and a guide table into
+    ``guide`` (G − 1,): guide[k] is an interval at or before the first whose cumulative mass exceeds k/(G − 1)
+    of the total, so :func:`chord_draw` finds its interval in a step or two; returns max f."""
     top = f.max()
     total = 0.0
     for n in range(f.shape[0] - 1):
@@ -217,21 +219,29 @@ def chord_cumulative(f, h, cum, shape):
             shape[n] = math.exp(-d) if d > 0 else math.expm1(d)
         total += mass
         cum[n] = total
+    buckets = guide.shape[0]
+    n = 0
+    for k in range(buckets):
+        # a threshold a hair below k/buckets of the total: guide[k] never passes the interval a draw needs
+        threshold = (k / buckets) * total * (1.0 - 1e-12)
+        while n < buckets - 1 and cum[n] <= threshold:
+            n += 1
+        guide[k] = n
     return top
 
 
 @numba.njit(cache=True)
-def chord_draw(f, cum, shape, x0, h):
-    """One draw from the density ∝ exp(chord of f) on [x0, x0 + (G − 1)·h]; returns (x, chord(x))."""
-    target = np.random.random() * cum[cum.shape[0] - 1]
-    lo, hi = 0, cum.shape[0] - 1
-    while lo < hi:  # first interval whose cumulative mass exceeds target
-        mid = (lo + hi) // 2
-        if cum[mid] > target:
-            hi = mid
-        else:
-            lo = mid + 1
-    n = lo
+def chord_draw(f, cum, shape, guide, x0, h):
+    """One draw from the density ∝ exp(chord of f) on [x0, x0 + (G − 1)·h]; returns (x, chord(x)).
+
+    The interval is the first whose cumulative mass exceeds u·total (found from the guide table, the same
+    interval a binary search finds), then the position inside it by the inverse CDF."""
+    u = np.random.random()
+    last = cum.shape[0] - 1
+    target = u * cum[last]
+    n = guide[min(int(u * guide.shape[0]), guide.shape[0] - 1)]
+    while n < last and cum[n] <= target:
+        n += 1
     d = f[n + 1] - f[n]
     v = np.random.random()
     # inverse CDF of the density ∝ exp(d·t) on [0, 1]
@@ -250,13 +260,14 @@ def _sample_rows(counts, opposing, sign, k, g, nodes, h, delta, f_grid, size, se
     np.random.seed(seed)
     cum = np.empty(nodes.shape[0] - 1)
     shape = np.empty(nodes.shape[0] - 1)
+    guide = np.empty(nodes.shape[0] - 1, dtype=np.int64)
     squeeze = math.exp(-2.0 * delta)
     for u in range(counts.shape[0]):
         f = f_grid[u]
-        chord_cumulative(f, h, cum, shape)
+        chord_cumulative(f, h, cum, shape, guide)
         for s in range(size):
             while True:
-                x, chord = chord_draw(f, cum, shape, nodes[0], h)
+                x, chord = chord_draw(f, cum, shape, guide, nodes[0], h)
                 w = np.random.random()
                 if w < squeeze:
                     break
