@@ -190,3 +190,14 @@ def wheel_and_venv(root: Path) -> tuple[Path, Path]:
     env_dir = root / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
     return wheel, env_dir
+
+
+# the longest test files first: with the test files spread over workers (scripts/run_tests.sh, --dist loadfile)
+# the real-model run (minutes of vLLM on the CPU) then overlaps every other file instead of trailing them
+LONGEST_FIRST = ("test_real_model.py", "test_fresh_install_journeys.py", "test_run_experiment.py",
+                 "test_suite_lkj_collapsed.py", "test_benchfill_loop.py", "test_benchfill_mass_fill.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))   # stable: the rest keep order
