@@ -20,9 +20,9 @@ table shows the median run's phases from its ``diagnostics.json`` (``timing``) a
 Sizes (``--sizes``): ``chembench`` (the bundled 22 × 2,854 real matrix, K = 1), and simulated ``MxN[xK]``
 matrices (θ, b ~ N(0, 1); default K = 8 below 10,000 items, else 1): 12x675x8 and 12x41871x1 (OpenCompass-size).
 
-    .venv-irt/bin/python bench/bench_fit_phases.py                          # every size, before and after
-    .venv-irt/bin/python bench/bench_fit_phases.py --sizes chembench --repeats 3
-    .venv-irt/bin/python bench/bench_fit_phases.py --no-before --sizes 12x675x8
+    PYTHONPATH=. .venv-irt/bin/python bench/bench_fit_phases.py                          # every size, before and after
+    PYTHONPATH=. .venv-irt/bin/python bench/bench_fit_phases.py --sizes chembench --repeats 3
+    PYTHONPATH=. .venv-irt/bin/python bench/bench_fit_phases.py --no-before --sizes 12x675x8
 
 Writes the table as Markdown too (default bench/results/bench_fit_phases.md).
 """

@@ -368,13 +368,12 @@ def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *
     def one(index):
         start = starts[index]
         stop = min(start + block, flat.shape[0])
-        part = np.empty((stop - start, data.n_items))
+        part = out[start:stop]   # the kernels write float32 in place (rounded as NumPy would)
         if hasattr(data, "draw_block"):  # holes or K per cell (collapsed_holes.CollapsedHolesData)
             data.draw_block(flat[start:stop], delta, int(seeds[index]), part)
         else:
             draw_b_block(flat[start:stop], grid.nodes, grid.step, delta, float(data.n_trials), data.c_values,
                          data.yu, data.gu, data.gbounds, data.item_kind, data.item_group, int(seeds[index]), part)
-        out[start:stop] = part
         return stop
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:

@@ -207,18 +207,21 @@ def chord_cumulative(f, h, cum, shape, guide):
     of the total, so :func:`chord_draw` finds its interval in a step or two; returns max f."""
     top = f.max()
     total = 0.0
+    a = f[0] - top
+    ea = math.exp(a)
     for n in range(f.shape[0] - 1):
-        a = f[n] - top
         b = f[n + 1] - top
+        eb = math.exp(b)       # the next interval's exp(a): one exponential per node
         d = b - a
         if abs(d) < 1e-10:
-            mass = h * math.exp(a) * (1.0 + 0.5 * d)
+            mass = h * ea * (1.0 + 0.5 * d)
             shape[n] = 0.0
         else:
-            mass = h * (math.exp(b) - math.exp(a)) / d
+            mass = h * (eb - ea) / d
             shape[n] = math.exp(-d) if d > 0 else math.expm1(d)
         total += mass
         cum[n] = total
+        a, ea = b, eb
     buckets = guide.shape[0]
     n = 0
     for k in range(buckets):
