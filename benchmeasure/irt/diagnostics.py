@@ -263,7 +263,7 @@ def per_parameter(idata, var_name: str) -> dict:
     return summarize_draws(values.reshape(n_chains, n_draws, -1))
 
 
-def summarize_draws(values: np.ndarray, chunk: int = 1024, workers: int | None = None, on_chunk=None) -> dict:
+def summarize_draws(values: np.ndarray, chunk: int = 256, workers: int | None = None, on_chunk=None) -> dict:
     """Mean, sd, R-hat, bulk ESS and tail ESS of every parameter of ``values`` (chains, draws, P), any float type.
 
     The figures of :func:`rhat_rank`, :func:`ess_bulk` and :func:`ess_tail`'s NumPy reference (ArviZ's

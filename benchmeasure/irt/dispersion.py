@@ -26,13 +26,14 @@ def dispersion_check(counts, n_trials: int, theta_draws, b_draws, guessing=0.0, 
     if n_trials < 2:
         return None
     y = np.asarray(counts, dtype=float)
-    theta, b = np.asarray(theta_draws, dtype=float), np.asarray(b_draws, dtype=float)
+    theta = np.asarray(theta_draws, dtype=float)
     pick = np.linspace(0, theta.shape[0] - 1, min(draws, theta.shape[0])).round().astype(int)
+    b = np.asarray(b_draws[pick], dtype=float)   # only the draws used, in float64 (b may be stored as float32)
     g = np.broadcast_to(np.asarray(guessing, dtype=float), (y.shape[1],))[None, :]
     rng = np.random.default_rng(seed)
     observed, replicated = [], []
-    for s in pick:
-        p = g + (1 - g) / (1 + np.exp(-(theta[s][:, None] - b[s][None, :])))
+    for k, s in enumerate(pick):
+        p = g + (1 - g) / (1 + np.exp(-(theta[s][:, None] - b[k][None, :])))
         var = np.maximum(n_trials * p * (1 - p), 1e-12)
         observed.append(float((((y - n_trials * p) ** 2) / var).mean()))
         rep = rng.binomial(n_trials, p)

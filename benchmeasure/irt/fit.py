@@ -95,11 +95,12 @@ class FitResult:
     def has_uncertainty(self) -> bool:
         return self.method == "nuts"
 
-    def draws(self, var_name: str = "b") -> np.ndarray:
-        """Posterior draws of ``theta`` or ``b`` stacked over chains: shape (chains·draws, M or N)."""
+    def draws(self, var_name: str = "b", dtype=float) -> np.ndarray:
+        """Posterior draws of ``theta`` or ``b`` stacked over chains: shape (chains·draws, M or N), as ``dtype``
+        (``None``: as stored, float32 b on the collapsed route, with no copy)."""
         if self.posterior is None:
             raise ValueError("a MAP fit has no posterior draws")
-        values = np.asarray(self.posterior["posterior"][var_name].values, dtype=float)
+        values = np.asarray(self.posterior["posterior"][var_name].values, dtype=dtype)
         return values.reshape(-1, values.shape[-1])
 
     def interval(self, var_name: str = "b", prob: float = 0.94) -> tuple[np.ndarray, np.ndarray]:
@@ -231,7 +232,7 @@ def _finish(result: FitResult, matrix: ResponseMatrix, plan: FitPlan) -> FitResu
     # the column sum is sufficient for b only under the binomial; other observation models tie whole columns
     whole = observation != "binomial"
     result.diagnostics["ties"] = tie_summary(matrix.counts, g, trials=trials, whole_column=whole)
-    b_draws = result.draws("b")
+    b_draws = result.draws("b", dtype=None)   # as stored: pool_ties converts a chunk at a time
     if fixed_b is None:
         result.b_mean, result.b_sd = pool_ties(tie_groups(matrix.counts, g, trials=trials, whole_column=whole),
                                                b_draws)
