@@ -402,6 +402,15 @@ def test_joint_route_through_the_command_line(matrix_file, tmp_path):
     assert len(read_rows(out / "difficulty.csv")) == 13
 
 
+@pytest.mark.parametrize("route", ["collapsed", "joint", "gibbs"])
+def test_a_sampling_route_with_the_posterior_mode_is_refused_not_ignored(matrix_file, tmp_path, route):
+    result = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", tmp_path / "out", "--route", route,
+                 "--method", "map")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and f"--route {route}" in result.stderr
+    assert "--method" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_collapsed_route_with_numpyro_is_rejected(matrix_file, tmp_path):
     result = run(matrix_file, "--n-trials", N_TRIALS, "--output-dir", tmp_path / "out", "--route", "collapsed",
                  "--sampler", "numpyro")

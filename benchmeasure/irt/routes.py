@@ -77,7 +77,8 @@ class Route:
         s = settings
         if s.method != self.method:
             return SettingsError(self.refusals.get("method", "{route} " + self.name + " gives the posterior "
-                                                   + ("draws ({method} nuts)" if self.method == "nuts"
+                                                   + ("draws ({method} nuts); {method} map has a route of its "
+                                                      "own: leave {route} at auto" if self.method == "nuts"
                                                       else "mode ({method} map)")))
         if self.samplers and s.sampler not in self.samplers:
             return SettingsError(self.refusals.get("sampler", "{route} " + self.name + " runs with {sampler} "
