@@ -22,10 +22,14 @@ TOY = ROOT / "tests" / "fixtures" / "toy_extension"
 def toy_env(tmp_path_factory):
     """The environment of a command line that has the toy package installed (pip install --target)."""
     pytest.importorskip("setuptools")
+    import shutil
+
     site = tmp_path_factory.mktemp("site")
-    build = tmp_path_factory.mktemp("build")
+    source = tmp_path_factory.mktemp("build") / "toy_extension"   # a copy: the build leaves nothing in the checkout
+    shutil.copytree(TOY, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--target", str(site), str(TOY)], capture_output=True, text=True, timeout=300, cwd=build)
+                           "--target", str(site), str(source)], capture_output=True, text=True, timeout=300,
+                          cwd=source.parent)
     assert done.returncode == 0, done.stderr
     assert any(site.glob("benchmeasure_toy_extension-*.dist-info/entry_points.txt"))
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
