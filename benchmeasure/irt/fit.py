@@ -306,9 +306,14 @@ def _run_nuts(model, var_names, run: _Run):
         compile_time = time.perf_counter() - compile_start
         sample_start = time.perf_counter()
         callback = progress.nutpie_callback(tune + draws) if progress is not None else None
-        idata = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
-                              target_accept=float(target_accept), adaptation=s.adaptation, progress_bar=False,
-                              progress_callback=callback, save_warmup=False)
+        sampler = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
+                                target_accept=float(target_accept), adaptation=s.adaptation, progress_bar=False,
+                                progress_callback=callback, save_warmup=False, blocking=False)
+        try:   # nutpie's own blocking wait turns Ctrl-C into a partial trace: here it stops the fit
+            idata = sampler.wait()
+        except KeyboardInterrupt:
+            sampler.cancel()
+            raise
         sampling_time = time.perf_counter() - sample_start
     else:
         import pymc as pm
