@@ -1,0 +1,77 @@
+"""Ctrl-C stops a fit at once in every phase (start-up, compiling, sampling): exit status 130, one line on
+stderr, no traceback and no output folder. The signal is sent the way a terminal sends it, to a child whose
+SIGINT handler is the default (a shell's background job would ignore it)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+
+def matrix(path):
+    rng = np.random.default_rng(3)
+    theta, b = rng.normal(size=8), rng.normal(size=40)
+    y = rng.random((8, 40)) < 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))
+    lines = ["model," + ",".join(f"q{j}" for j in range(40))]
+    lines += [f"m{i}," + ",".join(str(int(v)) for v in row) for i, row in enumerate(y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def interrupt_when(tmp_path, marker: str | None, env=None, delay: float = 0.0):
+    """Start a long fit, send SIGINT once ``marker`` appears on stderr (or after ``delay`` s); return the result."""
+    out = tmp_path / "fit"
+    command = [sys.executable, str(ROOT / "scripts" / "fit_irt.py"), str(matrix(tmp_path / "m.csv")),
+               "--n-trials", "1", "--draws", "400000", "--output-dir", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen, lines = threading.Event(), []
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+            if marker and marker in line:
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if marker:
+        assert seen.wait(120), "".join(lines)
+    else:
+        time.sleep(delay)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    reader.join(10)
+    return proc.returncode, "".join(lines), time.monotonic() - sent, out
+
+
+def assert_stopped(code, stderr, took, out):
+    assert code == 130, (code, stderr)
+    assert "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == "interrupted", stderr
+    assert not out.exists(), "an interrupted fit must leave no output"
+    assert took < 10, f"stopped {took:.1f} s after Ctrl-C"
+
+
+def test_ctrl_c_during_sampling_stops_the_fit(tmp_path):
+    assert_stopped(*interrupt_when(tmp_path, "NUTS"))
+
+
+def test_ctrl_c_during_start_up_stops_the_fit(tmp_path):
+    assert_stopped(*interrupt_when(tmp_path, None, delay=0.5))
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_compiling_stops_the_fit(tmp_path):
+    import os
+    env = {**os.environ, "BENCHMEASURE_CACHE_DIR": str(tmp_path / "empty-cache")}
+    assert_stopped(*interrupt_when(tmp_path, "note: compiling", env=env))
