@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from benchmeasure.irt.diagnostics import ess_tail
+from benchmeasure.irt.diagnostics import ess_tail, summarize_draws
 from benchmeasure.irt.fit_folder import save_posterior_zarr
-from benchmeasure.irt.ties import pool_ties
+from benchmeasure.irt.ties import pool_moments
 
 
 def test_tail_ess_in_chunks_equals_one_pass():
@@ -21,11 +21,12 @@ def test_tail_ess_in_chunks_equals_one_pass():
     assert seen[-1] == (11, 11) and len(seen) == 4
 
 
-def test_pooled_ties_in_chunks_equal_the_direct_figures():
+def test_pooled_ties_from_item_moments_equal_pooling_the_draws():
     rng = np.random.default_rng(1)
-    draws = rng.normal(size=(50, 9)).astype(np.float32)
+    draws = (rng.normal(size=(50, 9)) * rng.uniform(0.1, 3, 9) + rng.normal(0, 5, 9)).astype(np.float32)
     labels = np.array([0, 1, 0, 2, 1, 0, 3, 3, 2])
-    mean, sd = pool_ties(labels, draws, chunk=2)
+    own = summarize_draws(draws.reshape(2, 25, 9))   # the fit's per-item figures
+    mean, sd = pool_moments(labels, own["mean"], own["sd"], 50)
     for group in range(4):
         pooled = draws[:, labels == group].astype(float).ravel()
         np.testing.assert_allclose(mean[labels == group], pooled.mean(), rtol=1e-10)

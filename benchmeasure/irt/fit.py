@@ -225,17 +225,17 @@ def _finish(result: FitResult, matrix: ResponseMatrix, plan: FitPlan) -> FitResu
     """Tied items get their pooled b_mean/b_sd (irt/ties.py); binomial K > 1 fits without holes get the
     dispersion check (irt/dispersion.py, which compares with binomial replicates of one K)."""
     from benchmeasure.irt.dispersion import dispersion_check
-    from benchmeasure.irt.ties import pool_ties, tie_groups, tie_summary
+    from benchmeasure.irt.ties import pool_moments, tie_groups, tie_summary
 
     g, fixed_b, seed, observation = plan.guessing, plan.fixed_b, plan.seed_used, plan.settings.observation
     trials = getattr(matrix, "trials", None)
     # the column sum is sufficient for b only under the binomial; other observation models tie whole columns
     whole = observation != "binomial"
     result.diagnostics["ties"] = tie_summary(matrix.counts, g, trials=trials, whole_column=whole)
-    b_draws = result.draws("b", dtype=None)   # as stored: pool_ties converts a chunk at a time
-    if fixed_b is None:
-        result.b_mean, result.b_sd = pool_ties(tie_groups(matrix.counts, g, trials=trials, whole_column=whole),
-                                               b_draws)
+    b_draws = result.draws("b", dtype=None)   # as stored, no copy
+    if fixed_b is None:   # b_mean, b_sd are each item's own draws' moments: pooled without reading the draws
+        result.b_mean, result.b_sd = pool_moments(tie_groups(matrix.counts, g, trials=trials, whole_column=whole),
+                                                  result.b_mean, result.b_sd, b_draws.shape[0])
     if trials is None and observation == "binomial":
         result.diagnostics["dispersion"] = dispersion_check(matrix.counts, matrix.n_trials,
                                                             result.draws("theta"), b_draws, g, seed=seed)
@@ -245,10 +245,12 @@ def _finish(result: FitResult, matrix: ResponseMatrix, plan: FitPlan) -> FitResu
 def gibbs_preferred(matrix: ResponseMatrix, g) -> bool:
     """``auto`` takes the gibbs route for a matrix with holes where the collapsed route shares few integrals
     (:func:`benchmeasure.irt.gibbs.prefers_gibbs`)."""
+    trials = getattr(matrix, "trials", None)
+    if trials is None:   # a complete matrix never takes gibbs: its kernels need not be loaded
+        return False
     from benchmeasure.irt.gibbs import prefers_gibbs
 
-    trials = getattr(matrix, "trials", None)
-    return trials is not None and prefers_gibbs(matrix.counts, trials, matrix.n_trials, g)[0]
+    return prefers_gibbs(matrix.counts, trials, matrix.n_trials, g)[0]
 
 
 def run_gibbs(matrix, plan: FitPlan, progress=None) -> FitResult:

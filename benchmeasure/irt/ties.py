@@ -6,7 +6,7 @@ of counts. Items that share it, and share g, have *exactly* the same marginal po
 (given θ they are independent and identically distributed, and the prior is the same), so
 their posterior means and sds are equal; a fit reports them as different only by Monte Carlo
 noise. Every downstream choice that sorts items — the widest gaps' edge items, BenchFill's
-parents — would then depend on that noise. :func:`pool_ties` replaces each tied group's
+parents — would then depend on that noise. :func:`pool_moments` replaces each tied group's
 summaries by the pooled summary of all its draws (the better estimate of the one shared value),
 so ties are exact and sorting by (b, position in the matrix) is deterministic.
 
@@ -52,24 +52,20 @@ def tie_summary(counts, guessing=0.0, *, trials=None, whole_column: bool = False
                      "steps; more trials per cell or more models separate them") if staircase else None}
 
 
-def pool_ties(labels, b_draws, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-    """Per item the mean and sd of the draws pooled over its tie group; ``b_draws`` (D, N) of any float type.
+def pool_moments(labels, mean, sd, n_draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per item the mean and sd of the draws pooled over its tie group, from each item's own mean and sd over
+    its ``n_draws`` draws, in O(N).
 
-    Two passes over ``chunk`` items at a time (sums, then squared deviations from the pooled means), each
-    chunk converted to float64 on its own: no full-size temporary beside the draws themselves."""
+    A group's pooled mean is its items' mean; its pooled sum of squares is each item's own ((D − 1)·sd²)
+    plus D times the squared deviation of each item's mean from the pooled mean (the one-way ANOVA identity),
+    so no draw is read again (tests/test_fit_folder_chunks.py checks it against pooling the draws themselves)."""
     labels = np.asarray(labels)
-    n_draws, n_items = b_draws.shape
+    mean, sd = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float)
     groups = int(labels.max()) + 1
-    count = np.bincount(labels, minlength=groups) * n_draws
-    total = np.zeros(groups)
-    for start in range(0, n_items, chunk):
-        block = np.asarray(b_draws[:, start:start + chunk], dtype=float)
-        np.add.at(total, labels[start:start + chunk], block.sum(axis=0))
-    mean = total / count
-    sq = np.zeros(groups)
-    for start in range(0, n_items, chunk):
-        block = np.asarray(b_draws[:, start:start + chunk], dtype=float)
-        centred = mean[labels[start:start + chunk]][None, :]
-        np.add.at(sq, labels[start:start + chunk], ((block - centred) ** 2).sum(axis=0))
-    sd = np.sqrt(sq / np.maximum(count - 1, 1))
-    return mean[labels], sd[labels]
+    size = np.bincount(labels, minlength=groups)
+    pooled = np.bincount(labels, weights=mean, minlength=groups) / size
+    within = (n_draws - 1) * np.where(np.isfinite(sd), sd, 0.0) ** 2 if n_draws > 1 else np.zeros_like(mean)
+    between = n_draws * (mean - pooled[labels]) ** 2
+    sq = np.bincount(labels, weights=within + between, minlength=groups)
+    pooled_sd = np.sqrt(sq / np.maximum(size * n_draws - 1, 1))
+    return pooled[labels], pooled_sd[labels]
