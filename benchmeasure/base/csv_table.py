@@ -10,7 +10,8 @@ rules that keep a row from being read wrongly without a word are enforced here, 
 - every row has exactly as many fields as the header (an unquoted comma in an ID would otherwise
   shift ``correct`` into another column);
 - no required field is blank;
-- the file is UTF-8 (a leading byte-order mark is allowed) and well-formed CSV.
+- the file is UTF-8 (a leading byte-order mark is allowed) and well-formed CSV; a name ending in ``.gz``, ``.bz2``
+  or ``.xz`` is read through that decompression (:mod:`benchmeasure.base.compressed`).
 
 Each refusal is an :class:`~benchmeasure.base.errors.InputError` naming the file, the line (the line the
 row starts on, counting the header as line 1) and the column. Lines whose fields are all blank are skipped.
@@ -20,13 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import gzip
 import math
 import os
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from benchmeasure.base.compressed import open_input, read_errors
 from benchmeasure.base.errors import fail, file_errors
 
 # one cell may be long (an answer text), but not unbounded: csv's default limit is 128 KiB
@@ -132,22 +132,6 @@ def table_kind(names) -> str | None:
     return None
 
 
-def _open_text(path: str):
-    """A CSV file as text; a name ending in ``.gz`` is read through gzip (the bundled suites are shipped so)."""
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
-
-
-@contextlib.contextmanager
-def _gzip_errors(path: str) -> Iterator[None]:
-    """A damaged ``.gz`` file is one error line, not a traceback."""
-    try:
-        yield
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        fail(f"{path}: not a readable gzip file ({exc}); give the plain CSV or a complete .gz")
-
-
 @contextlib.contextmanager
 def open_table(path: str | os.PathLike, required: Iterable = (), nonblank: Iterable | None = None,
                expected: str = "", label_first: bool = False) -> Iterator[tuple[list, Iterator[tuple[int, list]]]]:
@@ -160,16 +144,11 @@ def open_table(path: str | os.PathLike, required: Iterable = (), nonblank: Itera
     path = os.fspath(path)
     required = tuple(required)
     nonblank = required if nonblank is None else tuple(nonblank)
-    if not os.path.exists(path):
-        fail(f"{path}: no such file")
     if os.path.isdir(path):
         fail(f"{path}: is a folder, expected a CSV file")
     with file_errors(path):
-        try:
-            handle = _open_text(path)
-        except OSError as exc:
-            fail(f"{path}: cannot read ({exc.strerror or exc})")
-        with handle, _gzip_errors(path):
+        handle = open_input(path)  # plain, or decompressed as its name says (.gz, .bz2, .xz)
+        with handle, read_errors(path):
             reader = csv.reader(handle, strict=True)
             raw = next(reader, None)
             while raw == []:  # blank lines before the header

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from benchmeasure.base.errors import fail
+from benchmeasure.base.compressed import compressing, compression, open_input, read_errors, text_writer
+from benchmeasure.base.errors import InputError, fail
 
 
 def _describe_kind(mode: int) -> str:
@@ -49,6 +50,7 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
     """
     if not os.fspath(path):
         fail("an output path is empty (''); give the path of a file to write")
+    compression(path)  # a suffix of a compression not written here (.zip, .zst …) is refused before any work
     target = Path(path)
     try:
         info = os.stat(target)  # follows symlinks: /dev/stdout is the device or pipe it names
@@ -122,9 +124,45 @@ def plan_outputs(files: Iterable = (), inputs: Iterable = (), folders: Iterable 
         if key in seen:
             fail(f"{path}: named twice as an output (also as {seen[key]}); give each output its own path")
         seen[key] = path
+    # the whole tree at once: no output file may be a folder on the way to another output (a benchmark named
+    # like an output file would make one output the parent of another), nor a folder on the way to an input
+    folder_keys = {os.path.realpath(folder): folder for folder, _ in folders if folder is not None}
+    for key, path in seen.items():
+        for parent in Path(key).parents:
+            holder = seen.get(str(parent))
+            if holder is not None:
+                fail(f"{holder}: is an output file and also the folder of the output {path}; rename one of them "
+                     "(a benchmark, a --name or an output path)")
+        if key in folder_keys:
+            fail(f"{path}: is an output file and also the output folder {folder_keys[key]}; rename one of them "
+                 "(a benchmark named like an output file?)")
+    for source in inputs:
+        real = Path(os.path.realpath(source))
+        for parent in real.parents:
+            if str(parent) in seen:
+                fail(f"{seen[str(parent)]}: is an output file, but the input {os.fspath(source)} lies inside it")
 
 
 _staged: list | None = None
+_created: list = []  # folders made by atomic_write inside all_or_nothing, removed (when empty) if the block fails
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing ancestors; return the ones created, deepest first."""
+    missing = []
+    ancestor = folder
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        missing.append(ancestor)
+        ancestor = ancestor.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def _remove_folders(folders: list) -> None:
+    """Remove the folders a failed command created, deepest first, each only when empty."""
+    for folder in sorted(set(folders), key=lambda f: len(Path(f).parts), reverse=True):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
 
 
 @contextlib.contextmanager
@@ -139,6 +177,7 @@ def all_or_nothing() -> Iterator[None]:
         yield
         return
     _staged = staged = []
+    _created.clear()
     try:
         yield
     except BaseException:
@@ -146,6 +185,8 @@ def all_or_nothing() -> Iterator[None]:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        _remove_folders(_created)
+        _created.clear()
         raise
     _staged = None
     try:
@@ -155,13 +196,17 @@ def all_or_nothing() -> Iterator[None]:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        _remove_folders(_created)
+        _created.clear()
         fail(f"{exc.filename or 'output'}: cannot write ({exc.strerror or exc})")
+    _created.clear()
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None = "") -> Iterator[IO]:
     """Open a temporary file beside ``path``; rename it onto ``path`` if the block succeeds.
 
+    A name ending in ``.gz``, ``.bz2`` or ``.xz`` is written compressed so (:mod:`benchmeasure.base.compressed`).
     Missing parent folders are created; a path that cannot be written (a folder, a device or pipe, a file in
     the way of a parent folder, no permission) is an :class:`InputError`, and so is a full disk or any other
     error while writing. A symlink is written through (the file it names is replaced, the link stays). On
@@ -171,15 +216,29 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
     shown = check_output_path(path)
     target = Path(os.path.realpath(shown))
     tmp = None
+    created: list = []
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        created = _make_parents(target.parent)
+        if _staged is not None:
+            _created.extend(created)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-        kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": newline}
-        with os.fdopen(fd, mode, **kwargs) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
+        if compression(target) is None:
+            kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": newline}
+            with os.fdopen(fd, mode, **kwargs) as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+        else:  # a name that promises a compression gets it (.gz, .bz2, .xz)
+            with os.fdopen(fd, "wb") as raw:
+                stream = compressing(raw, target)
+                handle = stream if "b" in mode else text_writer(stream, newline)
+                try:
+                    yield handle
+                finally:
+                    handle.close()  # finishes the archive; raw stays open
+                raw.flush()
+                os.fsync(raw.fileno())
         if _staged is not None:
             _staged.append((tmp, target))
         else:
@@ -188,6 +247,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        if _staged is None:
+            _remove_folders(created)
         if isinstance(exc, BrokenPipeError) or exc.filename not in (None, tmp, str(target), str(target.parent)):
             raise  # not a failure of this output (an input the block was reading, say)
         fail(f"{shown}: cannot write ({exc.strerror or exc})")
@@ -195,6 +256,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        if _staged is None:
+            _remove_folders(created)
         raise
 
 
@@ -257,6 +320,33 @@ def current_names(obj):
     return obj
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_json(path: str | os.PathLike, what: str = "JSON file"):
+    """The content of a strict JSON file: a missing file, a folder, a file that is not UTF-8 or not JSON, and
+    a NaN, Infinity or overflowing number (no such number is a result) are each one error line naming ``path``
+    and ``what`` it should be."""
+    name = os.fspath(path)
+    try:
+        with read_errors(name), open_input(name, encoding="utf-8") as handle:
+            return json.load(handle, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        fail(f"{name}: not a {what} (not valid JSON: {exc.msg}, line {exc.lineno})")
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        fail(f"{name}: not a {what} ({exc}; a result is a finite number)")
+
+
 def read_jsonl_objects(path: str | os.PathLike, required: tuple = ()) -> list[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of a JSON Lines file, in file order.
 
@@ -268,7 +358,9 @@ def read_jsonl_objects(path: str | os.PathLike, required: tuple = ()) -> list[tu
     """
     records = []
     try:
-        with open(path, encoding="utf-8") as handle:
+        # lines end at '\n' only: a text may hold U+2028, U+2029, U+0085 or a form feed raw (JSON allows them),
+        # which str.splitlines() would break a record at; a .gz/.bz2/.xz name is decompressed
+        with read_errors(path), open_input(path, encoding="utf-8", newline="\n") as handle:
             for number, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
@@ -296,11 +388,19 @@ def _umask() -> int:
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file's bytes."""
+    """Hex SHA-256 of a file's bytes; a path that is not a readable file is one error line (an input is checked
+    before it is hashed)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
+    if not os.path.exists(path):
+        fail(f"{os.fspath(path)}: no such file")
+    if os.path.isdir(path):
+        fail(f"{os.fspath(path)}: is a folder, expected a file")
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(chunk):
+                digest.update(block)
+    except OSError as exc:
+        fail(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})")
     return digest.hexdigest()
 
 

@@ -24,10 +24,13 @@ from benchmeasure.base.files import atomic_write
 
 
 def trials_path(matrix_path: str | os.PathLike) -> str:
-    """``x/response_matrix.csv`` → ``x/response_matrix.trials.csv`` (``.trials.csv`` appended otherwise)."""
-    path = os.fspath(matrix_path)
+    """``x/response_matrix.csv`` → ``x/response_matrix.trials.csv`` (``.trials.csv`` appended otherwise); a compressed
+    matrix has a compressed companion: ``m.csv.gz`` → ``m.trials.csv.gz``."""
+    from benchmeasure.base.compressed import strip_compression
+
+    path, suffix = strip_compression(matrix_path)
     stem = path[:-4] if path.lower().endswith(".csv") else path
-    return f"{stem}.trials.csv"
+    return f"{stem}.trials.csv{suffix}"
 
 
 def has_holes(trials, n_trials: int) -> bool:

@@ -186,9 +186,13 @@ def _read_arrow(path: str, n_trials: int, allow_missing: bool = False) -> Respon
     header = _read_header(path)
     coders = {name: _Coder() for name in ("model", "item_id", "trial")}
     parts: dict = {name: [] for name in (*coders, "correct")}
+    from benchmeasure.base.compressed import compression, open_input, read_errors
+
+    # a compressed name is decompressed by the project's one opener (PyArrow would guess from the suffix alone)
+    source = path if compression(path) is None else open_input(path, text=False)
     try:
         reader = pacsv.open_csv(
-            path, read_options=pacsv.ReadOptions(block_size=64 << 20),
+            source, read_options=pacsv.ReadOptions(block_size=64 << 20),
             parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(column_types={name: pa.string() for name in header},
                                                  include_columns=list(COLUMNS), strings_can_be_null=False))
@@ -205,6 +209,15 @@ def _read_arrow(path: str, n_trials: int, allow_missing: bool = False) -> Respon
                 parts[name].append(coder.encode(chunk[name]))
     except (pa.ArrowInvalid, pa.ArrowException) as exc:
         fail(f"{path}: malformed CSV ({' '.join(str(exc).split())[:200]})")
+    except InputError:
+        raise
+    except Exception as exc:  # a damaged archive surfaces here from inside PyArrow's reads
+        with read_errors(path):
+            raise exc
+        raise
+    finally:
+        if source is not path:
+            source.close()
     joined = {name: (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
               for name, arrays in parts.items()}
 

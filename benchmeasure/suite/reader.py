@@ -1,6 +1,7 @@
 """Read a suite: long-format responses from one or more files, with holes and K per cell.
 
-Each file is CSV (``.gz`` read as gzip) with columns ``model,item_id,correct`` and optionally ``trial`` and
+Each file is CSV (``.gz``, ``.bz2``, ``.xz`` decompressed: :mod:`benchmeasure.base.compressed`) with columns
+``model,item_id,correct`` and optionally ``trial`` and
 ``benchmark`` (other columns ignored):
 
 * ``correct`` is ``0`` or ``1``; an empty ``correct`` records an absent answer (a hole written down);
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.base.errors import fail
+from benchmeasure.base.errors import InputError, fail
 
 REQUIRED = ("model", "item_id", "correct")
 
@@ -53,23 +54,31 @@ class Suite:
 
 
 def benchmark_name(path: str) -> str:
-    """The benchmark a file without a ``benchmark`` column holds: its name without ``.gz`` and ``.csv``."""
-    name = os.path.basename(path)
-    for suffix in (".gz", ".csv"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
+    """The benchmark a file without a ``benchmark`` column holds: its name without ``.gz`` (``.bz2``, ``.xz``) and
+    ``.csv``."""
+    from benchmeasure.base.compressed import strip_compression
+
+    name = os.path.basename(strip_compression(path)[0])
+    if name.endswith(".csv"):
+        name = name[: -len(".csv")]
     return name or os.path.basename(path)
 
 
 def _read_frame(path: str):
     import pandas as pd
 
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
+    from benchmeasure.base.compressed import open_input, read_errors
+
+    # the project's one opener: plain, or decompressed as the name says; a damaged archive is one error line
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, compression="infer",
-                            skipinitialspace=False, engine="c")
-    except (UnicodeDecodeError, EOFError, OSError, ValueError) as exc:  # pandas' ParserError is a ValueError
+        with read_errors(path), open_input(path, text=False) as handle:
+            frame = pd.read_csv(handle, dtype=str, keep_default_na=False, na_filter=False, compression=None,
+                                skipinitialspace=False, engine="c", encoding="utf-8-sig")
+    except InputError:
+        raise
+    except pd.errors.EmptyDataError:
+        fail(f"{path}: file is empty (expected a header line: model,item_id[,trial],correct[,benchmark])")
+    except (EOFError, ValueError) as exc:  # pandas' ParserError is a ValueError
         fail(f"{path}: not a readable CSV ({' '.join(str(exc).split())[:160]})")
     columns = [str(c) for c in frame.columns]
     if len(set(columns)) != len(columns):
