@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmeasure.base.errors import fail
-from benchmeasure.base.files import atomic_write, command_line, package_versions
+from benchmeasure.base.files import atomic_write, command_line, package_versions, read_jsonl_objects
 from benchmeasure.browse import dense, lexical
 
 log = logging.getLogger(__name__)
@@ -59,20 +59,100 @@ def check_name(name: str) -> str:
     return name
 
 
+HEX16 = re.compile(r"[0-9a-f]{16}")
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def read_manifest(folder: str | Path) -> dict:
+    """The index's manifest, checked field by field: a manifest edited by hand (a field missing, of the wrong type,
+    a folder outside the index) is one error line naming the file and the field, never a traceback."""
     path = Path(folder) / MANIFEST
     if not Path(folder).is_dir():
         fail(f"{folder}: no such index folder; build one with: benchmeasure browse index FILE.jsonl "
              "--benchmark NAME --id-field F --text-field F --output-dir INDEX")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
     except FileNotFoundError:
         fail(f"{folder}: not a browse index (no {MANIFEST}); build one with benchmeasure browse index")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{path}: cannot read the index manifest ({exc})")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        fail(f"{path}: cannot read the index manifest ({' '.join(str(exc).split())[:160]})")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         fail(f"{path}: not a {FORMAT} manifest; rebuild the index")
+    check_manifest(manifest, path)
     return manifest
+
+
+def check_manifest(manifest: dict, path) -> None:
+    """Fail naming ``path`` and the field unless ``manifest`` has every field a query or an update reads."""
+    def bad(field: str, what: str):
+        fail(f"{path}: field {field!r} {what}; the manifest was edited or damaged: restore it, or rebuild the index")
+
+    for key in ("dense", "lexical", "benchmarks"):
+        if key not in manifest:
+            bad(key, "is missing")
+    dense = manifest["dense"]
+    if dense is not None:
+        if not isinstance(dense, dict):
+            bad("dense", "must be null (lexical-only) or an object")
+        if not _count(dense.get("dimension")) or dense.get("dimension") == 0:
+            bad("dense.dimension", "must be a positive integer")
+    benchmarks = manifest["benchmarks"]
+    if not isinstance(benchmarks, dict):
+        bad("benchmarks", "must be an object (benchmark name → entry)")
+    total = 0
+    for name, entry in benchmarks.items():
+        where = f"benchmarks.{name}"
+        if not NAME.fullmatch(name):
+            bad(where, "is not a benchmark name (letters, digits, '.', '_', '-')")
+        if not isinstance(entry, dict):
+            bad(where, "must be an object")
+        folder = entry.get("folder")
+        if not isinstance(folder, str) or not re.fullmatch(rf"benchmarks/{re.escape(name)}-[0-9a-f]{{16}}", folder):
+            bad(f"{where}.folder", f"must be 'benchmarks/{name}-' and 16 hex digits (a folder inside the index)")
+        if not _count(entry.get("items")) or entry["items"] == 0:
+            bad(f"{where}.items", "must be a positive integer")
+        for key in ("with_difficulty", "with_sd"):
+            if key in entry or key == "with_difficulty":
+                if not _count(entry.get(key)) or entry[key] > entry["items"]:
+                    bad(f"{where}.{key}", f"must be an integer from 0 to the items ({entry['items']})")
+        if not isinstance(entry.get("items_sha256"), str) or not re.fullmatch(r"[0-9a-f]{64}", entry["items_sha256"]):
+            bad(f"{where}.items_sha256", "must be a SHA-256 in hex")
+        total += entry["items"]
+    lexical = manifest["lexical"]
+    if lexical is None and benchmarks:
+        bad("lexical", "is null, but the index holds benchmarks")
+    if lexical is not None:
+        if not isinstance(lexical, dict):
+            bad("lexical", "must be an object")
+        folder = lexical.get("folder")
+        if not isinstance(folder, str) or not re.fullmatch(r"lexical-[0-9a-f]{16}", folder):
+            bad("lexical.folder", "must be 'lexical-' and 16 hex digits (a folder inside the index)")
+        if lexical.get("items") != total or not _count(lexical.get("items")):
+            bad("lexical.items", f"must be the number of items of every benchmark ({total})")
+
+
+def read_stored_records(folder: str | Path, name: str, entry: dict) -> list[dict]:
+    """The stored records ``{"item_id", "text", "b"}`` of one benchmark, checked (read by '\n' only: a text may
+    hold U+2028 and its kin raw)."""
+    path = Path(folder) / entry["folder"] / "items.jsonl"
+    records = []
+    for line, record in read_jsonl_objects(path, ("item_id", "text")):
+        b = record.get("b")
+        if not isinstance(record["item_id"], str) or not isinstance(record["text"], str) or not (
+                b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and np.isfinite(b))):
+            fail(f"{path} line {line}: not a stored item (item_id and text strings, b a finite number or null); "
+                 "rebuild the index")
+        records.append(record)
+    if len(records) != entry["items"]:
+        fail(f"{path}: {len(records)} items, its manifest names {entry['items']}; rebuild the index")
+    return records
 
 
 @dataclass
@@ -141,12 +221,25 @@ def load_index(folder: str | Path) -> Index:
             if manifest["dense"] is not None:
                 stored = np.load(where / "embeddings.npy", mmap_mode="r", allow_pickle=False)
                 scale = np.load(where / "scale.npy", allow_pickle=False) if stored.dtype == np.int8 else None
+                if stored.ndim != 2 or stored.shape[1] != manifest["dense"]["dimension"] or (
+                        scale is not None and scale.shape != (stored.shape[1],)):
+                    raise ValueError(f"embeddings of shape {stored.shape}, the manifest's dimension is "
+                                     f"{manifest['dense']['dimension']}")
                 vectors.append((stored, scale))
-        except (OSError, ValueError) as exc:
-            fail(f"{where}: cannot read benchmark {name!r} of the index ({exc}); rebuild the index")
+        except (OSError, ValueError, TypeError) as exc:
+            fail(f"{where}: cannot read benchmark {name!r} of the index ({' '.join(str(exc).split())[:160]}); "
+                 "rebuild the index")
+        if not isinstance(item_ids, list) or not all(isinstance(i, str) for i in item_ids) \
+                or len(set(item_ids)) != len(item_ids):
+            fail(f"{where}/ids.json: not a list of distinct item IDs; rebuild the index")
+        if b.ndim != 1 or sd.shape != b.shape or b.dtype.kind != "f" or sd.dtype.kind != "f" or np.isinf(b).any():
+            fail(f"{where}: b.npy / b_sd.npy are not one finite difficulty (or NaN) per item; rebuild the index")
         if len(item_ids) != entry["items"] or len(b) != entry["items"] or (vectors and len(vectors[-1][0]) != len(b)):
             fail(f"{where}: benchmark {name!r} does not hold the {entry['items']} items its manifest names; "
                  "rebuild the index")
+        if int(np.isfinite(b).sum()) != entry["with_difficulty"]:
+            fail(f"{where}: benchmark {name!r} has {int(np.isfinite(b).sum())} fitted difficulties, its manifest "
+                 f"names {entry['with_difficulty']}; rebuild the index")
         names += [name] * len(item_ids)
         ids += item_ids
         bs.append(b)
@@ -163,9 +256,10 @@ def read_stored_items(folder: str | Path, name: str) -> list[dict]:
     manifest = read_manifest(folder)
     if name not in manifest["benchmarks"]:
         fail(f"{folder}: no benchmark {name!r} in the index (it has {', '.join(manifest['benchmarks'])})")
-    path = Path(folder) / manifest["benchmarks"][name]["folder"] / "items.jsonl"
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
+    return read_stored_records(folder, name, manifest["benchmarks"][name])
+
+
+_LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
 
 
 def _sha256(data: bytes) -> str:
@@ -191,7 +285,9 @@ def _write_benchmark(staging: Path, items, difficulty: dict | None, vectors,
         for record, v in zip(records, b_sd):
             record["b_sd"] = None if np.isnan(v) else float(v)
         np.save(staging / "b_sd.npy", b_sd, allow_pickle=False)
-    lines = [json.dumps(record, ensure_ascii=False) for record in records]
+    # one record per '\n'-ended line; the Unicode line and paragraph separators (and NEL) are escaped too, so
+    # that a reader splitting lines the Unicode way (str.splitlines) also sees one record per line
+    lines = [json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKS) for record in records]
     content = ("\n".join(lines) + "\n").encode("utf-8")
     (staging / "items.jsonl").write_bytes(content)
     (staging / "ids.json").write_text(json.dumps([i.item_id for i in items], ensure_ascii=False), encoding="utf-8")
@@ -228,8 +324,11 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
     if manifest["dense"] is not None and vectors is None:
         log.info("embedding %d items of %s with %s", len(items), name, dense.MODEL_NAME)
         vectors = dense.encoder().embed([i.text for i in items])
+    new_index = not folder.exists()
+    made: list[Path] = []  # what this call created, removed again if it fails (nothing partial is left)
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
+    done = False
     try:
         content, b = _write_benchmark(staging, items, difficulty, vectors, sd)
         digest = _sha256(content)
@@ -245,19 +344,22 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
         benchmarks = {**manifest["benchmarks"], name: entry}
         target = folder / entry["folder"]
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.parent.exists():
+                target.parent.mkdir(parents=True)
+                made.append(target.parent)
             os.rename(staging, target)  # same file system: the folder appears whole
+            made.append(target)
             staging.mkdir()
         texts = []
-        for e in benchmarks.values():
-            texts += [json.loads(line)["text"] for line in
-                      (folder / e["folder"] / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+        for other, e in benchmarks.items():
+            texts += [record["text"] for record in read_stored_records(folder, other, e)]
         keys = [lexical.TOKENIZER, lexical.FORMAT, *(e["items_sha256"] for e in benchmarks.values())]
         lexical_hash = _sha256("".join(keys).encode())[:16]
         lexical_folder = f"lexical-{lexical_hash}"
         if not (folder / lexical_folder).exists():
             lexical.build(texts, staging / "lexical")
             shutil.move(str(staging / "lexical"), str(folder / lexical_folder))
+            made.append(folder / lexical_folder)
         previous_lexical = (manifest.get("lexical") or {}).get("folder")
         manifest = {**manifest, "benchmarks": benchmarks,
                     "lexical": {"folder": lexical_folder, "items": len(texts), "k1": lexical.K1, "b": lexical.B,
@@ -265,8 +367,14 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
         with atomic_write(folder / MANIFEST) as handle:
             json.dump(manifest, handle, indent=2, ensure_ascii=False, allow_nan=False)
             handle.write("\n")
+        done = True
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if not done:
+            if new_index:
+                shutil.rmtree(folder, ignore_errors=True)
+            for path in reversed(made):
+                shutil.rmtree(path, ignore_errors=True)
     if previous_lexical and previous_lexical != lexical_folder:
         shutil.rmtree(folder / previous_lexical, ignore_errors=True)
     if old and old["folder"] != entry["folder"]:

@@ -142,14 +142,11 @@ def _index(args) -> int:
 
 
 def _header(path: str) -> list[str]:
-    """The column names of a CSV file's first line (the strict reader checks the rest)."""
-    import csv
+    """The column names of a CSV file (plain or compressed), by the strict reader (which has read it already)."""
+    from benchmeasure.base.csv_table import open_table
 
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return next(csv.reader(handle), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return []  # read_item_difficulties has read it already and names any problem
+    with open_table(path) as (header, _):
+        return header
 
 
 def _search(index, args, query: str):

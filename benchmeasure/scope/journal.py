@@ -35,7 +35,7 @@ class Journal:
         with open(self.path, "rb+") as handle:
             data = handle.read()
             end = data.rfind(b"\n") + 1
-            for number, raw in enumerate(data[:end].splitlines(), start=1):
+            for number, raw in enumerate(data[:end].split(b"\n")[:-1], start=1):  # JSON Lines end at '\n' only
                 try:
                     entry = json.loads(raw)
                     self.calls[str(entry["key"])] = entry["result"]
