@@ -133,6 +133,11 @@ def main(argv=None) -> int:
     output = check_output_path(args.output, [*args.paths, *args.filled, args.domains, *(args.posterior or []),
                                              *args.use_cases])
     _check_output(output, [*args.paths, *args.filled])
+    use_cases = []
+    if args.use_cases:  # read (and checked) before any work, and before they are hashed
+        from benchmeasure.explorer.use_cases import read_use_cases
+
+        use_cases = [read_use_cases(path) for path in args.use_cases]
     _progress(args.quiet)
     domains_path = Path(args.domains) if args.domains else DEFAULT_DOMAINS
     domains = read_domains(domains_path) if args.domains or DEFAULT_DOMAINS.is_file() else {}
@@ -155,12 +160,10 @@ def main(argv=None) -> int:
         "skipped_folders": [str(folder) for folder in skipped],
     }
     if args.use_cases:
-        from benchmeasure.explorer.use_cases import read_use_cases
-
         inputs.update({path: sha256_file(path) for path in args.use_cases})
     data = page_data(entries, {**domains}, args.title, provenance)
     if args.use_cases:
-        data["use_cases"] = [read_use_cases(path) for path in args.use_cases]
+        data["use_cases"] = use_cases
     budget = round(args.max_mb * 1e6)
     html, chars = render_within(data, budget, args.question_chars if has_questions(data) else 0, recut_questions,
                                 least=min(LEAST_CHARS, args.question_chars))

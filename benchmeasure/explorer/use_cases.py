@@ -10,10 +10,10 @@ here, so the page's script only places strings (with ``textContent``).
 
 from __future__ import annotations
 
-import json
 import os
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.files import read_json
 
 
 def _num(value, digits: int = 3) -> str:
@@ -66,11 +66,8 @@ def _facet_rows(report: dict, where: str) -> list[dict]:
 def read_use_cases(path: str | os.PathLike) -> dict:
     """The page's view of one ``browse report`` JSON file."""
     where = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{where}: cannot read the use-case report ({exc})")
+    # strict: a missing file, a NaN or Infinity (a hand-made report) is one error line, never shown on the page
+    report = read_json(where, "use-case report of benchmeasure browse report")
     try:
         rows = _facet_rows(report, where)
         overlap = [f"facets {o['a'] + 1} and {o['b'] + 1} share {o['shared']} items (Jaccard {o['jaccard']:.2f})"
