@@ -125,12 +125,18 @@ def main(argv=None) -> int:
         fail("--order: a benchmark is named twice")
     if len(suite.models) < 4:
         fail(f"need at least 4 models to hold some out, found {len(suite.models)}")
+    sizes = {name: len(suite.benchmark_items(name)) for name in order}
+    smallest = min(sizes, key=sizes.get)
+    too_many = [n for n in args.anchors if n >= sizes[smallest]]
+    if too_many:
+        fail(f"--anchors {max(too_many)}: benchmark {smallest!r} has {sizes[smallest]} items; anchors must leave items "
+             f"to predict (at most {sizes[smallest] - 1} here), else the prediction is the observation itself")
     names = {name: f"{_file_name(name)}.csv" for name in order}
     if len(set(names.values())) != len(names):
         fail("two benchmarks' names give the same file name under difficulty/; rename one")
     plan_outputs(folders=[(args.output_dir, fixed_names), (os.path.join(args.output_dir, "difficulty"),
                                                            list(names.values()))], inputs=inputs)
-    lkj, lkj_fits = None, []
+    lkj, lkj_fits, skipped = None, [], []
     if args.lkj_steps is not None:
         steps = args.lkj_steps
         if isinstance(steps, str):
@@ -144,7 +150,10 @@ def main(argv=None) -> int:
         from benchmeasure.suite.chain import calibrate_suite
 
         rows = run_chain(suite, order, args.anchors, args.splits, args.seed, holdout=args.holdout, level=args.hdi_prob,
-                         lkj=lkj, lkj_fits=lkj_fits)
+                         lkj=lkj, lkj_fits=lkj_fits, skipped=skipped)
+        if not rows:
+            fail("no prediction could be made: in every split the calibration models answered too few items of each "
+                 "benchmark for the --anchors asked; use fewer anchors")
         summary = summarize(rows, args.anchors)
         at_lkj = summarize([r for r in rows if r[1] in lkj["steps"]], args.anchors) if lkj else None
         difficulty = calibrate_suite(suite, order)
@@ -158,6 +167,8 @@ def main(argv=None) -> int:
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
                          "items_with_absent_cells": sum(1 for c in absent["per_item"].values() if c)},
         "summary": summary,
+        "left_out": [{"split": sp, "step": st, "benchmark": b, "n_anchors": n, "answered_items": a}
+                     for sp, st, b, n, a in skipped],
         **({"lkj": {"steps": sorted(lkj["steps"]), "chains": 2, "tune": args.lkj_draws, "draws": args.lkj_draws,
                     "draws_used": lkj["keep"], "fits": lkj_fits, "summary_at_lkj_steps": at_lkj}} if lkj else {}),
         "inputs": input_records(inputs), "command": command_line(),
@@ -181,6 +192,10 @@ def main(argv=None) -> int:
                 writer.writerow(["item", "b_mean"])
                 writer.writerows((suite.items[i], f"{difficulty[i]:.8g}") for i in suite.benchmark_items(name))
         write_json(os.path.join(args.output_dir, "chain.json"), record)
+    if skipped:
+        print(f"warning: {len(skipped)} (split, step, benchmark, N) prediction set(s) left out: the calibration models "
+              "answered no more items than the anchors asked, so nothing was left to predict (chain.json: left_out)",
+              file=sys.stderr)
     print(format_summary(summary, args.hdi_prob))
     if at_lkj:
         print(f"\nat the steps where lkj_correlated ran ({', '.join(map(str, sorted(lkj['steps'])))}), every method "

@@ -132,6 +132,7 @@ def main(argv=None) -> int:
         result = dataclasses.replace(result, b=posterior.b["mean"], b_sd=posterior.b["sd"],
                                      per_benchmark=posterior.theta["mean"], per_benchmark_sd=posterior.theta["sd"],
                                      correlation=posterior.correlation["mean"])
+    unestimated = _unestimated_pairs(suite) if args.abilities != "one" else {}
     metrics = []
     for name in suite.benchmarks:
         items = suite.benchmark_items(name)
@@ -151,6 +152,10 @@ def main(argv=None) -> int:
         "absent_cells": {"total": absent["total"], "of": absent["cells"],
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
                          "per_item": {i: c for i, c in absent["per_item"].items() if c}},
+        **({"correlation_not_estimated": [
+            {"benchmark_a": suite.benchmarks[a], "benchmark_b": suite.benchmarks[b], "models_answering_both": n,
+             "reason": f"fewer than {MIN_SHARED} models answered both benchmarks"}
+            for (a, b), n in unestimated.items()]} if unestimated else {}),
         "inputs": input_records(inputs), "command": command_line(),
         "package_versions": package_versions(["numpy", "scipy", "pandas"]),
         "wall_time_s": time.perf_counter() - start,
@@ -182,10 +187,13 @@ def main(argv=None) -> int:
             with atomic_write(os.path.join(args.output_dir, "correlation.csv")) as handle:
                 writer = csv.writer(handle, lineterminator="\n")
                 writer.writerow(["benchmark", *suite.benchmarks])
-                writer.writerows([name, *(f"{v:.4f}" for v in row)]
-                                 for name, row in zip(suite.benchmarks, result.correlation))
+                # a pair no 3 models answered together has no estimate: blank, never 0.0000
+                writer.writerows([name, *("" if tuple(sorted((a, b))) in unestimated else f"{v:.4f}"
+                                          for b, v in enumerate(row))]
+                                 for a, (name, row) in enumerate(zip(suite.benchmarks, result.correlation)))
         if posterior is not None:
-            _write_pairs(os.path.join(args.output_dir, "correlation_pairs.csv"), posterior, suite.benchmarks)
+            _write_pairs(os.path.join(args.output_dir, "correlation_pairs.csv"), posterior, suite.benchmarks,
+                         unestimated)
         write_json(os.path.join(args.output_dir, "suite.json"), record)
     for name, size, d in metrics:
         shown = "fewer than 2 items" if d is None else f"DDM {d.ddm:.3f}, Max Gap {d.max_gap:.3f}, " \
@@ -195,6 +203,8 @@ def main(argv=None) -> int:
         d, c = posterior.diagnostics, posterior.correlation
         for a in range(len(suite.benchmarks)):
             for b in range(a + 1, len(suite.benchmarks)):
+                if (a, b) in unestimated:
+                    continue
                 print(f"correlation {suite.benchmarks[a]} ~ {suite.benchmarks[b]}: {c['mean'][a, b]:.3f} "
                       f"[{c['low'][a, b]:.3f}, {c['high'][a, b]:.3f}] (94% interval)")
         print(f"NUTS: max R-hat {d['max_r_hat']:.4f} ({d['worst_r_hat']}), min bulk ESS {d['min_ess_bulk']:.0f} "
@@ -204,6 +214,10 @@ def main(argv=None) -> int:
 
         for warning in warnings_for(d):
             print(f"warning: {warning}", file=sys.stderr)
+    for (a, b), n in unestimated.items():
+        print(f"warning: correlation {suite.benchmarks[a]} ~ {suite.benchmarks[b]} not estimated: {n} model"
+              f"{'s' * (n != 1)} answered both (at least {MIN_SHARED} needed); left blank in correlation.csv",
+              file=sys.stderr)
     print(f"wrote {args.output_dir}: {len(suite.benchmarks)} benchmarks, {len(suite.models)} models, "
           f"{absent['total']} absent cells of {absent['cells']}, {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
@@ -237,13 +251,34 @@ def _posterior_record(posterior, benchmarks) -> dict:
     return json_safe(out)
 
 
-def _write_pairs(path, posterior, benchmarks) -> None:
+MIN_SHARED = 3  # models answering both benchmarks, below which a correlation is not estimated (suite.predict)
+
+
+def _unestimated_pairs(suite) -> dict:
+    """``{(a, b): models answering both}`` for each pair of benchmarks too few models answered together (the
+    method of moments then puts 0 in, and the LKJ posterior is its prior: neither is an estimate)."""
+    import numpy as np
+
+    answered = np.stack([suite.trials[:, suite.benchmark_items(name)].sum(axis=1) > 0 for name in suite.benchmarks])
+    out = {}
+    for a in range(len(suite.benchmarks)):
+        for b in range(a + 1, len(suite.benchmarks)):
+            shared = int((answered[a] & answered[b]).sum())
+            if shared < MIN_SHARED:
+                out[(a, b)] = shared
+    return out
+
+
+def _write_pairs(path, posterior, benchmarks, unestimated) -> None:
     c = posterior.correlation
     with atomic_write(path) as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["benchmark_a", "benchmark_b", "mean", "sd", "low", "high", "r_hat", "ess_bulk"])
         for a in range(len(benchmarks)):
             for b in range(a + 1, len(benchmarks)):
+                if (a, b) in unestimated:
+                    writer.writerow([benchmarks[a], benchmarks[b], "", "", "", "", "", ""])
+                    continue
                 writer.writerow([benchmarks[a], benchmarks[b], *(f"{c[k][a, b]:.4f}" for k in ("mean", "sd", "low",
                                                                                              "high", "r_hat")),
                                  f"{c['ess_bulk'][a, b]:.0f}"])

@@ -95,6 +95,15 @@ def calibration_inputs(args, items, n_trials):
              "(benchmeasure fit ... --save-posterior writes both)")
     if n_trials is None:
         fail(f"--calibrate: no diagnostics.json with input.n_trials in {folder}; the trials per cell are needed")
+    from benchmeasure.core.matrix_holes import diagnostics_beside
+
+    holes = diagnostics_beside(os.path.join(folder, "diagnostics.json")).get("absent_cells")
+    if holes is not None:  # fit_irt records absent_cells whenever the matrix had holes or K per cell
+        total = holes.get("total") if isinstance(holes, dict) else None
+        fail(f"--calibrate: the fit in {folder} had holes ({total if isinstance(total, int) else 'some'} absent cells "
+             "or cells with fewer trials, diagnostics.json: absent_cells); the calibration simulates complete "
+             f"matrices with {n_trials} trials per cell, so its coverage would not describe this fit: calibrate a "
+             "fit of a complete matrix, or leave out --calibrate")
     if len(items) < 3:
         fail(f"{args.posterior}: {len(items)} items; the calibration needs at least 3")
     return list(read_ability_table(ability).values()), worlds

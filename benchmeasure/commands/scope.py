@@ -108,7 +108,11 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=number(0.0, 3600.0, open_low=True), default=120.0,
                         help="seconds per request (default 120)")
     parser.add_argument("--retries", type=integer(0, 20), default=3)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.utility == "error" and args.threshold > 1:
+        fail(f"--threshold {args.threshold:g}: --utility error certifies an error rate, which lies in [0, 1]; a "
+             "threshold above 1 is never reached (nothing could be certified): give one in (0, 1]")
+    return args
 
 
 def panel_band(args) -> dict:

@@ -176,8 +176,26 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
         fail(f"{path}: need at least {min_size[0]} model{'s' * (min_size[0] > 1)} and {min_size[1]} "
              f"item{'s' * (min_size[1] > 1)}, found {len(models)} models and {len(items)} items")
     counts = np.asarray(data, dtype=np.int64).reshape(len(models), len(items))
+    _refuse_unread_trials_file(path, n_trials)
     warn_unreached_n_trials(path, counts, n_trials)
     return ResponseMatrix(models, items, counts, n_trials)
+
+
+def _refuse_unread_trials_file(path: str, n_trials: int) -> None:
+    """A companion trials file that gives some cell fewer than ``n_trials`` trials changes what the counts mean:
+    read as complete, each count would be taken out of K. Refused, naming ``--allow-missing`` (which reads it)."""
+    from benchmeasure.core.matrix_holes import _read_cells, trials_path
+
+    companion = trials_path(path)
+    if not os.path.isfile(companion):
+        return
+    _, _, trials, _ = _read_cells(companion, n_trials, "a number of trials")
+    fewer = sum(1 for row in trials for t in row if t != n_trials)
+    if fewer:
+        fail(f"{path}: the trials file beside it, {companion}, gives {fewer} cell{'s' * (fewer != 1)} fewer than "
+             f"--n-trials {n_trials} trials; read as a complete matrix each count would be out of {n_trials}: give "
+             "--allow-missing (fit, check, score, calibrate, robustness, fit-ability take it) to read the trials "
+             "file, or move it away if it belongs to another matrix")
 
 
 def write_matrix(matrix: ResponseMatrix, path: str | os.PathLike) -> None:

@@ -52,13 +52,18 @@ def split_models(n_models: int, holdout: float, rng: np.random.Generator) -> tup
 
 
 def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: int, *, holdout: float = 0.25,
-              level: float = 0.90, prior_sd: float = 3.0, lkj: dict | None = None, lkj_fits: list | None = None
-              ) -> list:
+              level: float = 0.90, prior_sd: float = 3.0, lkj: dict | None = None, lkj_fits: list | None = None,
+              skipped: list | None = None) -> list:
     """All predictions of the protocol, as a list of row tuples in :data:`COLUMNS` order.
 
     ``lkj`` (``{"steps": set of step numbers, "draws": per chain, "keep": draws used}``) adds the
     ``lkj_correlated`` method at those steps (:mod:`.chain_lkj`: a NUTS fit per split and step); each fit's
     diagnostics are appended to ``lkj_fits``.
+
+    A benchmark's predictions at N anchors are made only where N anchors were chosen and at least one item is
+    left to predict: with fewer answered items the anchors would be all of them (the "prediction" is the
+    observation, labelled N when fewer were used). Each (split, step, benchmark, N, items available) left out so
+    is appended to ``skipped``.
     """
     rng = np.random.default_rng(seed)
     bench_items = {name: suite.benchmark_items(name) for name in order}
@@ -97,8 +102,11 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                           "concurrent": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_conc[seen]])}
             test_models = [suite.models[j] for j in test]
             for n in anchor_sizes:
+                usable = [d for d in names if anchors[n][d].size == n and bench_items[d].size > n]
+                if skipped is not None and name not in usable:
+                    skipped.append((split, step, name, n, int(answered.size)))
                 rows.extend(_predict_step(split, step, names, n, anchors[n], bench_items, cte, tte, b_fixed,
-                                          b_conc, mu, sigma, population, level, test_models))
+                                          b_conc, mu, sigma, population, level, test_models, usable))
             if lkj is not None and step in lkj["steps"]:
                 rows.extend(_lkj_step(split, step, names, anchors, anchor_sizes, bench_items, ctr, ttr, cte, tte,
                                       len(suite.items), level, test_models, lkj, seed, lkj_fits))
@@ -108,7 +116,7 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
 
 
 def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_fixed, b_conc, mu, sigma, population,
-                  level, test_models) -> list:
+                  level, test_models, usable) -> list:
     all_anchors = np.concatenate([anchor_sets[d] for d in names])
     nodes = {method: one_ability_nodes(cte[:, all_anchors], tte[:, all_anchors], b[all_anchors],
                                        float(population[method][0][0]), float(np.sqrt(population[method][1][0, 0])))
@@ -117,6 +125,8 @@ def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_f
                                  [b_fixed[anchor_sets[d]] for d in names], mu, sigma)
     rows = []
     for d_index, d in enumerate(names):
+        if d not in usable:
+            continue
         items, chosen = bench_items[d], anchor_sets[d]
         rest = np.setdiff1d(items, chosen)
         total = tte[:, items].sum(axis=1)
@@ -150,6 +160,8 @@ def _lkj_step(split, step, names, anchors, anchor_sizes, bench_items, ctr, ttr, 
         predictions = lkj_predictions(post, names, anchors[n], bench_items, cte, tte, level)
         for d in names:
             items, chosen = bench_items[d], anchors[n][d]
+            if chosen.size != n or items.size <= n:  # as in run_chain: N anchors and an item left to predict
+                continue
             total = tte[:, items].sum(axis=1)
             observed = np.where(total > 0, cte[:, items].sum(axis=1) / np.maximum(total, 1), np.nan)
             pred, low, high = predictions[d]
