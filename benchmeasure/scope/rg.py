@@ -20,8 +20,9 @@ def _library():
     try:
         import reasoning_gym
     except ImportError as exc:
-        raise RuntimeError("the reasoning-gym package is not installed (pip install reasoning-gym==0.1.25, "
-                           "or pip install 'benchmeasure[scope]')") from exc
+        from benchmeasure.base.extras import missing_packages
+
+        raise RuntimeError(missing_packages("the reasoning-gym tasks", ["reasoning-gym"], "scope")) from exc
     return reasoning_gym
 
 

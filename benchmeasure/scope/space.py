@@ -171,7 +171,12 @@ def space_from_dict(data, where: str) -> Space:
 
 def read_space(path) -> Space:
     """Read a space file (YAML, of which JSON is a subset)."""
-    import yaml
+    try:
+        import yaml
+    except ImportError:
+        from benchmeasure.base.extras import missing_package
+
+        fail(missing_package("reading a space file", "yaml", "scope"))
 
     path = Path(path)
     try:
