@@ -214,12 +214,13 @@ def test_band_thresholds_invert_to_the_band():
     assert z_of_error(panel, high, -4.0, 5.0) == pytest.approx(0.55, abs=1e-9)
 
 
-def test_quickscope_gives_half_the_batch_to_the_incumbent():
+def test_lucb_gives_half_the_batch_to_the_incumbent():
+    # lucb: what this project called "quickscope" before issue 33 (the published one: test_scope_quickscope.py)
     from benchmeasure.scope.strategies import make_strategy
 
     space = space_from_dict({"x": {"type": "int", "low": 0, "high": 99}}, "t")
     pool = Pool(space, Certifier(0.05, 10_000, space.size), lambda c: 0.9)
-    strategy = make_strategy("quickscope", pool, 0, 10_000, 16, {"initial": 8})
+    strategy = make_strategy("lucb", pool, 0, 10_000, 16, {"pool_start": 8})
     for arm in range(len(pool)):
         for i in range(30):
             pool.record(arm, i < 30 - arm)  # arm 0 errs always: the highest lower bound
