@@ -202,10 +202,13 @@ def input_files(paths: list) -> list:
 def not_long_format(path: str) -> None:
     """Fail naming the next step when ``path``'s header is not ``model,item_id,trial,correct`` but a wide table's
     (a blank first cell, or a row of IDs) or a count matrix's (``model,<item>,…``)."""
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
+    from benchmeasure.base.compressed import open_input, read_errors
+    from benchmeasure.base.errors import InputError
+
+    try:  # plain or compressed, by the one opener
+        with read_errors(path), open_input(path) as handle:
             header = next(csv.reader(handle), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
+    except (InputError, OSError, csv.Error):
         return  # the reader below reports it
     names = [cell.strip() for cell in header]
     if not names or {"item_id", "trial", "correct"} & set(names):
