@@ -58,6 +58,22 @@ def test_a_benchmark_named_like_an_output_file_is_refused_before_anything_is_wri
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
 
 
+def test_the_suite_reader_applies_the_strict_csv_rules(tmp_path):
+    """pandas renamed a second 'correct' column (the first one was used silently) and read a short row as an
+    absent answer; the suite reader now goes through the one strict CSV reader."""
+    from benchmeasure.suite.reader import read_suite
+
+    twice = tmp_path / "twice.csv"
+    twice.write_text("model,item_id,correct,correct\nm1,q1,1,0\n", encoding="utf-8")
+    assert_rejected(run_script("fit_suite.py", twice, "--output-dir", tmp_path / "out"), "twice.csv",
+                    "'correct' appears twice in the header")
+    short = tmp_path / "short.csv"
+    short.write_text("model,item_id,correct\nm1,q1,1\nm2,q1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"short\.csv: line 3: 2 fields, the header has 3"):
+        read_suite([short])
+    assert not (tmp_path / "out").exists()
+
+
 def test_plan_outputs_sees_the_whole_tree(tmp_path):
     from benchmeasure.base.files import plan_outputs
 

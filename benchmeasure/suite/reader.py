@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.base.errors import InputError, fail
+from benchmeasure.base.errors import fail
 
 REQUIRED = ("model", "item_id", "correct")
 
@@ -65,30 +65,27 @@ def benchmark_name(path: str) -> str:
 
 
 def _read_frame(path: str):
+    """The columns the suite needs, read by the project's one strict CSV reader (plain or compressed): a repeated or
+    blank header name, a row with more or fewer fields than the header, a damaged archive, a file that is not UTF-8
+    are each one error line naming the file and line (pandas' reader had renamed a second ``correct`` column and
+    read a short row as an absent answer). ``line`` holds each row's line number."""
     import pandas as pd
 
-    from benchmeasure.base.compressed import open_input, read_errors
+    from benchmeasure.base.csv_table import open_table
 
-    # the project's one opener: plain, or decompressed as the name says; a damaged archive is one error line
-    try:
-        with read_errors(path), open_input(path, text=False) as handle:
-            frame = pd.read_csv(handle, dtype=str, keep_default_na=False, na_filter=False, compression=None,
-                                skipinitialspace=False, engine="c", encoding="utf-8-sig")
-    except InputError:
-        raise
-    except pd.errors.EmptyDataError:
-        fail(f"{path}: file is empty (expected a header line: model,item_id[,trial],correct[,benchmark])")
-    except (EOFError, ValueError) as exc:  # pandas' ParserError is a ValueError
-        fail(f"{path}: not a readable CSV ({' '.join(str(exc).split())[:160]})")
-    columns = [str(c) for c in frame.columns]
-    if len(set(columns)) != len(columns):
-        fail(f"{path}: a header column is repeated")
-    missing = [c for c in REQUIRED if c not in columns]
-    if missing:
-        fail(f"{path}: missing column{'s' * (len(missing) > 1)} {', '.join(missing)} (expected "
-             f"model,item_id[,trial],correct[,benchmark])")
-    if frame.empty:
+    expected = "model,item_id[,trial],correct[,benchmark]"
+    with open_table(path, required=REQUIRED, nonblank=(), expected=expected) as (header, rows):
+        wanted = [name for name in (*REQUIRED, "trial", "benchmark") if name in header]
+        where = [header.index(name) for name in wanted]
+        lines, columns = [], [[] for _ in wanted]
+        for line, fields in rows:
+            lines.append(line)
+            for column, k in zip(columns, where):
+                column.append(fields[k])
+    if not lines:
         fail(f"{path}: no responses (header only?)")
+    frame = pd.DataFrame(dict(zip(wanted, columns)), dtype=object)
+    frame["line"] = lines
     return frame
 
 
@@ -103,7 +100,6 @@ def read_suite(paths: list, item_benchmarks: dict | None = None) -> Suite:
     parts = []
     for path in map(os.fspath, paths):
         frame = _read_frame(path)
-        n = len(frame)
         part = pd.DataFrame({"model": frame["model"], "item_id": frame["item_id"], "correct": frame["correct"]})
         part["trial"] = frame["trial"] if "trial" in frame.columns else "0"
         if "benchmark" in frame.columns:
@@ -112,17 +108,17 @@ def read_suite(paths: list, item_benchmarks: dict | None = None) -> Suite:
             part["benchmark"] = frame["item_id"].map(item_benchmarks).fillna("")
             unnamed = np.flatnonzero(part["benchmark"].to_numpy() == "")
             if unnamed.size:
-                fail(f"{path} data row {unnamed[0] + 1}: item {frame['item_id'].iat[unnamed[0]]!r} has no "
+                fail(f"{path}: line {frame['line'].iat[unnamed[0]]}: item {frame['item_id'].iat[unnamed[0]]!r} has no "
                      "benchmark in the item→benchmark file")
         else:
             part["benchmark"] = benchmark_name(path)
         part["file"] = path
-        part["row"] = np.arange(1, n + 1)
+        part["row"] = frame["line"].to_numpy()
         parts.append(part)
     rows = pd.concat(parts, ignore_index=True)
 
     def where(r: int) -> str:
-        return f"{rows['file'].iat[r]} data row {rows['row'].iat[r]}"
+        return f"{rows['file'].iat[r]}: line {rows['row'].iat[r]}"
 
     for column in ("model", "item_id", "trial", "benchmark"):
         blank = np.flatnonzero(rows[column].str.strip().to_numpy() == "")
