@@ -19,6 +19,7 @@ import gzip
 import io
 import lzma
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from typing import IO
@@ -56,7 +57,10 @@ def strip_compression(path: str | os.PathLike) -> tuple[str, str]:
 
 
 def _sniff(path: str) -> str | None:
-    """The compression suffix whose magic bytes start the file, or None."""
+    """The compression suffix whose magic bytes start the file, or None (and None, unread, for a pipe or device:
+    its first bytes could not be read twice)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
     with open(path, "rb") as handle:
         head = handle.read(10)
     if head[:3] == b"BZh":  # text may start so too: a bzip2 header is BZh, a block size digit, then a block marker
@@ -76,7 +80,7 @@ def open_input(path: str | os.PathLike, text: bool = True, encoding: str = "utf-
         fail(f"{name}: is a folder, expected a file")
     try:
         found = _sniff(name)
-        if suffix is not None and found != suffix:
+        if suffix is not None and found != suffix and stat.S_ISREG(os.stat(name).st_mode):
             fail(f"{name}: not a {FORMATS[suffix][0]} file, though its name ends in {suffix} "
                  f"(its first bytes are no {FORMATS[suffix][0]} header); rename it, or compress it")
         if suffix is None and found is not None:
