@@ -172,6 +172,14 @@ def test_stored_items_fuzz_with_line_breaks(tmp_path_factory, texts):
     assert load_index(folder).item_ids == [i.item_id for i in items]
 
 
+def test_browse_report_may_not_write_into_its_index(lexical_index):
+    index = lexical_index["index"]
+    before = _snapshot(index)
+    assert_rejected(run_script("browse.py", "report", index, "contract", "--k", "3", "--output",
+                               index / "manifest.json"), "inside the index folder")
+    assert _snapshot(index) == before
+
+
 def test_a_failed_browse_index_leaves_no_folder(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', encoding="utf-8")

@@ -181,6 +181,9 @@ def _report(args) -> int:
     responses = parse_responses_option(args.responses)
     inputs = [path for _, path in responses]
     plan_outputs(files=[args.output], inputs=inputs)
+    if args.output and Path(args.output).resolve().is_relative_to(Path(args.index).resolve()):
+        fail(f"--output {args.output}: is inside the index folder {args.index} (it would replace or add to the "
+             "index's own files); write the report elsewhere")
     for query in args.queries:
         if not query.strip():
             fail("a query is empty; describe each facet in words")
