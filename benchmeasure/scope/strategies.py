@@ -118,6 +118,29 @@ PUBLISHED_FACTOR = 26.71  # δ_i = δ/(26.71·n²·m²): the published per-bound
 LN2 = math.log(2.0)
 
 
+def _kl(p: float, q: float) -> float:
+    q = min(max(q, 1e-300), 1 - 1e-16)
+    return ((p * math.log(p / q) if p > 0 else 0.0)
+            + ((1 - p) * math.log((1 - p) / (1 - q)) if p < 1 else 0.0))
+
+
+def scalar_kl_bounds(mean: float, n: float, level: float, iterations: int = 60) -> tuple[float, float]:
+    """:func:`~benchmeasure.scope.bounds.kl_bounds` for one arm in plain floats (the same bisection; faster for
+    the per-pull simulation of :class:`QuickScope`): {q : n·kl(mean, q) ≤ level}."""
+    if n <= 0:
+        return 0.0, 1.0
+    lo, hi = 0.0, mean
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if n * _kl(mean, mid) <= level else (mid, hi)
+    lower = hi
+    lo, hi = mean, 1.0
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if n * _kl(mean, mid) <= level else (lo, mid)
+    return lower, lo
+
+
 def capped(p, tau, high):
     """The published hinge min(p, τ); for a band also τ·(1−p)/(1−high) above its upper end ``high`` (< 1)."""
     above = np.where(high < 1.0, tau * (1.0 - p) / np.maximum(1.0 - high, 1e-12), np.inf)
@@ -205,9 +228,9 @@ class QuickScope(Strategy):
         def simulate(i: int) -> None:  # one allocated pull, counted as returning the arm's current lower bound
             sim_mean[i] = (sim_m[i] * sim_mean[i] + lower[i]) / (sim_m[i] + 1)
             sim_m[i] += 1
-            lo, up = self.steering_bounds([sim_mean[i], mean[i]], [sim_m[i], sim_m[i]], len(sim_m))
-            sim_upper[i] = optimistic(lo[0], up[0], tau[i], high[i])
-            avg_upper[i] = optimistic(lo[1], up[1], tau[i], high[i])
+            level = LN2 * math.log(PUBLISHED_FACTOR * len(sim_m) ** 2 * sim_m[i] ** 2 / self.delta)
+            sim_upper[i] = optimistic(*scalar_kl_bounds(max(sim_mean[i], 0.0), sim_m[i], level), tau[i], high[i])
+            avg_upper[i] = optimistic(*scalar_kl_bounds(max(mean[i], 0.0), sim_m[i], level), tau[i], high[i])
 
         picked = []
         for _ in range(size // 2):
