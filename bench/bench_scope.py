@@ -362,7 +362,7 @@ def equal_table(args) -> None:
     from machine import cpu_name
 
     published = tuple(args.published.split(",", 1)) if args.published else None
-    strategies = args.strategies_equal.split(",")
+    strategies = [s for s in args.strategies_equal.split(",") if s]
     print(f"equal budget: {args.budget} pulls, τ = {args.threshold}, δ = {args.delta}, batch {args.batch}, seeds "
           f"0..{args.seeds - 1}, the same certificate for every strategy; {cpu_name()}, "
           f"{time.strftime('%Y-%m-%d')}")
@@ -419,16 +419,24 @@ def stress_table(args) -> None:
           f"δ = {args.delta}, {args.stress_seeds} seeds")
     print(f"{'strategy':<12} {'runs with a false cert.':>24} {'rate':>6} {'95% Clopper-Pearson':>20} "
           f"{'≤ δ?':>5} {'truly hard cert.':>17} {'s/run':>6}")
-    for spec in args.strategies_equal.split(","):
-        jobs = [(world_run, ("near-threshold", spec, seed, args.stress_budget, args.delta, tau, args.batch))
-                for seed in range(args.stress_seeds)]
+    published = tuple(args.published.split(",", 1)) if args.published else None
+    for spec in [s for s in args.strategies_equal.split(",") if s] + (["published"] if published else []):
+        seeds = args.published_seeds if spec == "published" else args.stress_seeds
+        jobs = [(world_run, ("near-threshold", spec, seed, args.stress_budget, args.delta, tau, args.batch,
+                             published)) for seed in range(seeds)]
         runs = _parallel(jobs, args.workers)
-        bad = sum(r["false"] > 0 for r in runs)
-        low, high = clopper_pearson(bad, len(runs))
-        verdict = "yes" if high <= args.delta else ("no" if low > args.delta else "?")
-        print(f"{spec:<12} {bad:>18d}/{len(runs):<5d} {bad / len(runs):>6.3f} {f'[{low:.3f}, {high:.3f}]':>20} "
-              f"{verdict:>5} {statistics.mean(r['hard'] for r in runs):>17.1f} "
-              f"{statistics.mean(r['seconds'] for r in runs):>6.1f}", flush=True)
+        counts = [("our certificate", [r["false"] > 0 for r in runs])]
+        if spec == "published":
+            counts.append(("their certificate", [r["their_certified"] > r["their_hard"] for r in runs]))
+        for which, bad_runs in counts:
+            bad = sum(bad_runs)
+            low, high = clopper_pearson(bad, len(runs))
+            verdict = "yes" if high <= args.delta else ("no" if low > args.delta else "?")
+            label = spec if spec != "published" else f"published code, {which}"
+            hard = (statistics.mean(r["hard"] for r in runs) if which == "our certificate"
+                    else statistics.mean(r["their_hard"] for r in runs))
+            print(f"{label:<12} {bad:>18d}/{len(runs):<5d} {bad / len(runs):>6.3f} {f'[{low:.3f}, {high:.3f}]':>20} "
+                  f"{verdict:>5} {hard:>17.1f} {statistics.mean(r['seconds'] for r in runs):>6.1f}", flush=True)
     print("('≤ δ?': yes when the interval's upper end is ≤ δ, no when its lower end is above δ, ? otherwise)")
 
 

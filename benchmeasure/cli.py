@@ -87,7 +87,7 @@ COMMANDS: dict[str, Command] = {
     "benchfill": Command("benchfill", "propose/benchfill.py", "benchfill",
                          "BenchFill runs: init | run | status | sim-data (Section 4)"),
     "scope": Command("scope", "scripts/scope.py", "benchfill",
-                     "search a dynamic benchmark for configurations a model reliably fails (QuickScope)"),
+                     "search a dynamic benchmark for configurations a model reliably fails, with certified bounds"),
     "mass-fill": Command("mass_fill", "propose/mass_fill/mass_fill.py", "benchfill",
                          "fill a benchmark's gaps one after another"),
     # serving

@@ -13,6 +13,7 @@ import math
 import pytest
 from scipy.optimize import brentq
 
+from benchmeasure.base.errors import InputError
 from benchmeasure.scope.arms import Pool
 from benchmeasure.scope.bounds import Certifier
 from benchmeasure.scope.space import space_from_dict
@@ -135,3 +136,19 @@ def test_growth_waits_while_the_bounds_are_wide_and_starts_when_the_best_is_near
     assert published_bounds(0.9, 200, 40)[0] == pytest.approx(0.7359, abs=1e-3)
     strategy, pool = strategy_with([(200, 180)] + [(200, 100)] * 39, 0.9)
     assert strategy.next_batch(2) == [0, 40] and len(pool) == 41
+
+
+def test_command_line_names_the_strategies_and_checks_the_pool_start(capsys):
+    from benchmeasure.commands.scope import parse_args
+
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert stop.value.code == 0 and "Lundy, Raman & Leyton-Brown, 2026" in text and "--pool-start" in text
+    assert "Sun et al" not in text
+    with pytest.raises(InputError, match="--pool-start: 0 is outside"):  # the command prints it as one error: line
+        parse_args(["--space", "s.yaml", "--generator", "x:y", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m",
+                    "--budget", "10", "--output-dir", "o", "--strategy", "quickscope", "--pool-start", "0"])
+    args = parse_args(["--space", "s.yaml", "--generator", "x:y", "--endpoint", "http://127.0.0.1:9/v1", "--model",
+                       "m", "--budget", "10", "--output-dir", "o", "--strategy", "quickscope", "--pool-start", "7"])
+    assert args.pool_start == 7

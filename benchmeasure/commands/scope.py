@@ -1,10 +1,14 @@
-"""Search a dynamic benchmark for configurations a model reliably fails, with certified bounds (QuickScope).
+"""Search a dynamic benchmark for configurations a model reliably fails, with certified bounds.
 
 Each pull draws a fresh instance of a configuration from the generator, asks the model once and grades
 the reply. A strategy decides where pulls go; a configuration is certified when its binary-KL lower bound
 passes the threshold, with a union bound over the whole search so that the chance of certifying any
 configuration that is truly below it is at most --delta. Every model reply is journaled before it is
 used: rerun the same command to resume a killed search (no call lost or repeated).
+
+Strategies: ``shared`` (this project's), ``quickscope`` (our implementation of the allocation published by
+Lundy, Raman & Leyton-Brown, 2026, "QuickScope: Certifying Hard Questions in Dynamic LLM Benchmarks",
+arXiv 2604.17842; none of their code is used), ``lucb`` (this project's former allocator), ``uniform``.
 """
 
 from __future__ import annotations
@@ -96,13 +100,19 @@ def parse_args(argv):
                         help="certify when the utility's lower bound reaches this (default 0.9 error rate)")
     parser.add_argument("--delta", type=OPEN_PROBABILITY, default=0.05,
                         help="chance of certifying any configuration that is truly below the threshold")
-    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="shared")
+    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="shared",
+                        help="where pulls go: shared (this project's; default), quickscope (our implementation of "
+                             "the allocation published by Lundy, Raman & Leyton-Brown, 2026), lucb (this project's "
+                             "former allocator), uniform")
     parser.add_argument("--seed", type=SEED, default=0)
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--batch", type=integer(1, 4096), default=16, help="pulls proposed at once (default 16)")
     parser.add_argument("--concurrency", type=integer(1, 1024), default=8, help="requests in flight (default 8)")
     parser.add_argument("--pulls-each", type=integer(10, 1_000_000), default=10,
                         help="uniform strategy: pulls per configuration (default 10)")
+    parser.add_argument("--pool-start", type=integer(1, 1_000_000),
+                        help="quickscope and lucb strategies: configurations in the starting pool (default 5 for "
+                             "quickscope, as published; 20 for lucb)")
     parser.add_argument("--temperature", type=number(0.0, 2.0), default=0.7)
     parser.add_argument("--max-tokens", type=integer(1, 100_000), default=256)
     parser.add_argument("--timeout", type=number(0.0, 3600.0, open_low=True), default=120.0,
@@ -161,7 +171,7 @@ async def _run(args, space, threshold_of, function, folder: Path):
     endpoints = [Endpoint(model, args.endpoint, args.api_key_env, supports_n=False) for model in args.model]
     evaluator = ModelEvaluator(function, args.generator, endpoints, client, args.seed,
                                {"temperature": args.temperature, "max_tokens": args.max_tokens})
-    settings = {"pulls_each": args.pulls_each}
+    settings = {"pulls_each": args.pulls_each, **({"pool_start": args.pool_start} if args.pool_start else {})}
     try:
         pool = await search(space, args.strategy, evaluator, args.budget, args.seed, args.delta, threshold_of,
                             args.batch, settings, progress_every=max(args.batch, args.budget // 20),
@@ -195,7 +205,8 @@ def main(argv=None) -> int:
     settings = {"space": space.describe(), "generator": args.generator, "endpoint": args.endpoint,
                 "model": args.model, "utility": args.utility, "complexity": args.complexity,
                 "threshold": args.threshold, "delta": args.delta, "strategy": args.strategy, "seed": args.seed,
-                "batch": args.batch, "pulls_each": args.pulls_each, "temperature": args.temperature,
+                "batch": args.batch, "pulls_each": args.pulls_each, "pool_start": args.pool_start,
+                "temperature": args.temperature,
                 "max_tokens": args.max_tokens, "budget": args.budget,
                 "band": {**band, "error_interval": list(band["error_interval"])} if band else None}
     check_endpoint(args.endpoint)
