@@ -178,3 +178,24 @@ def test_a_failed_all_or_nothing_block_leaves_no_folder_it_made(tmp_path):
     with atomic_write(tmp_path / "b.txt.gz", "wb") as handle:  # binary writers are compressed too
         handle.write(b"bytes")
     assert gzip.decompress((tmp_path / "b.txt.gz").read_bytes()) == b"bytes"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(suffix=st.sampled_from([".gz", ".bz2", ".xz"]), data=st.data())
+def test_damaged_archives_fuzz(tmp_path, suffix, data):
+    """Any damage to an archive (bytes changed, cut, appended) gives the suite, table and JSON Lines readers a
+    result or one InputError naming the file, never another exception."""
+    from benchmeasure.suite.reader import read_suite
+
+    whole = bytearray(COMPRESS[suffix](_responses(models=3, items=5).encode()))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(whole) - 1))
+        whole[at] = data.draw(st.integers(0, 255))
+    whole = whole[: data.draw(st.integers(1, len(whole)))] + data.draw(st.binary(max_size=8))
+    path = tmp_path / f"r.csv{suffix}"
+    path.write_bytes(bytes(whole))
+    for read in (lambda p: read_suite([p]), read_table, read_jsonl_objects):
+        try:
+            read(path)
+        except InputError as exc:
+            assert "\n" not in str(exc) and str(path) in str(exc)

@@ -303,3 +303,71 @@ def test_every_optional_feature_names_its_extra():
     assert "benchmeasure[browse]" in dense.MISSING and "requirements-dev" not in dense.MISSING
     source = (ROOT / "benchmeasure" / "browse" / "lexical.py").read_text(encoding="utf-8")
     assert "requirements-dev" not in source and lexical  # the lexical index's messages name the extra too
+
+
+JSON_LEAF = st.none() | st.booleans() | st.integers(-3, 20) | st.floats(allow_nan=False, allow_infinity=False) | \
+    st.text(max_size=6) | st.sampled_from(["benchmarks/law-0123456789abcdef", "lexical-0123456789abcdef", "../x"])
+JSON_ANY = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=3) |
+                        st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=5)
+
+
+def _paths(obj, prefix=()):
+    """Every key path of a JSON value (dict keys and list indices)."""
+    yield prefix
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        yield from _paths(value, (*prefix, key))
+
+
+def _mutate(obj, data):
+    """``obj`` with one key path replaced by a random JSON value, or removed."""
+    import copy
+
+    obj = copy.deepcopy(obj)
+    path = data.draw(st.sampled_from([p for p in _paths(obj) if p]))
+    parent = obj
+    for key in path[:-1]:
+        parent = parent[key]
+    if isinstance(parent, dict) and data.draw(st.booleans()):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = data.draw(JSON_ANY)
+    return obj
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_manifest_and_use_case_reader_fuzz(lexical_index, tmp_path_factory, data):
+    """A randomly edited manifest or use-case report gives the reader a result or one InputError naming the file;
+    the index is never changed (in particular no folder outside it is touched)."""
+    import shutil
+
+    from benchmeasure.browse.index import load_index, read_stored_items
+    from benchmeasure.explorer.use_cases import read_use_cases
+
+    folder = tmp_path_factory.mktemp("edited") / "index"
+    shutil.copytree(lexical_index["index"], folder)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    (folder / "manifest.json").write_text(json.dumps(_mutate(manifest, data)), encoding="utf-8")
+    before = _snapshot(folder)
+    try:
+        index = load_index(folder)
+        for name in set(index.benchmarks):
+            read_stored_items(folder, name)
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(folder) in str(exc)
+    assert _snapshot(folder) == before
+    report = lexical_index.get("report")
+    if report is None:
+        report = lexical_index["report"] = lexical_index["tmp"] / "uc.json"
+        done = run_script("browse.py", "report", lexical_index["index"], "contract law", "--k", "6", "--output",
+                          report)
+        assert done.returncode == 0, done.stderr
+    edited = folder.parent / "uc.json"
+    edited.write_text(json.dumps(_mutate(json.loads(report.read_text(encoding="utf-8")), data)), encoding="utf-8")
+    try:
+        view = read_use_cases(edited)
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(edited) in str(exc)
+    else:
+        assert all(isinstance(v, str) for row in view["rows"] for v in row.values())
