@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Search a dynamic benchmark for configurations a model reliably fails (QuickScope-style, certified).
+"""Search a dynamic benchmark for configurations a model reliably fails, with certified bounds.
 
 Thin wrapper of ``benchmeasure scope`` (``benchmeasure/commands/scope.py``).
 """

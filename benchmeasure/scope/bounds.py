@@ -5,8 +5,8 @@ For n independent Bernoulli(p) outcomes with mean p̂, Chernoff's bound P(p̂ �
 
     lower = min{q ≤ p̂ : n·kl(p̂, q) ≤ L},   upper = max{q ≥ p̂ : n·kl(p̂, q) ≤ L},   L = log(1/δ'),
 
-each failing with probability at most δ' (the KL-UCB bounds of Garivier & Cappé, 2011; QuickScope uses
-them with a union-bound δ).
+each failing with probability at most δ' (the KL-UCB bounds of Garivier & Cappé, 2011; QuickScope —
+Lundy, Raman & Leyton-Brown, 2026 — uses them with its own union-bound δ, see :mod:`.strategies`).
 
 **Certification valid for the whole search.** A configuration is certified when its lower bound passes
 its threshold. Bounds are checked only at the checkpoints n ∈ {n₀, ⌈n₀·r⌉, ⌈n₀·r²⌉, …} ≤ budget (J of
