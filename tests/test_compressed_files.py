@@ -180,7 +180,7 @@ def test_a_failed_all_or_nothing_block_leaves_no_folder_it_made(tmp_path):
     assert gzip.decompress((tmp_path / "b.txt.gz").read_bytes()) == b"bytes"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(suffix=st.sampled_from([".gz", ".bz2", ".xz"]), data=st.data())
 def test_damaged_archives_fuzz(tmp_path, suffix, data):
     """Any damage to an archive (bytes changed, cut, appended) gives the suite, table and JSON Lines readers a

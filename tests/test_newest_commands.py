@@ -335,7 +335,7 @@ def _mutate(obj, data):
     return obj
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_manifest_and_use_case_reader_fuzz(lexical_index, tmp_path_factory, data):
     """A randomly edited manifest or use-case report gives the reader a result or one InputError naming the file;
