@@ -238,6 +238,11 @@ def test_a_correlation_of_benchmarks_no_model_shares_is_not_written_as_zero(tmp_
         "benchmark,A,B", "A,1.0000,", "B,,1.0000"]
     record = json.loads((tmp_path / "out" / "suite.json").read_text())
     assert record["correlation_not_estimated"][0]["models_answering_both"] == 0
+    # nor is an ability on a benchmark the model never answered, linked to its own by no estimated correlation
+    abilities = (tmp_path / "out" / "ability.csv").read_text().splitlines()
+    assert abilities[0].endswith("theta_A,theta_B,sd_A,sd_B")
+    first, last = abilities[1].split(","), abilities[-1].split(",")
+    assert first[5] == first[7] == "" and first[4] and last[4] == last[6] == "" and last[5]
 
 
 def test_a_trials_file_beside_a_matrix_is_not_ignored_without_allow_missing(tmp_path):

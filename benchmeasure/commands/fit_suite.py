@@ -178,9 +178,13 @@ def main(argv=None) -> int:
             extra = ([] if result.per_benchmark is None else
                      [f"theta_{folders[n]}" for n in suite.benchmarks] + [f"sd_{folders[n]}" for n in suite.benchmarks])
             writer.writerow(["model", "theta_mean", "theta_sd", "absent_cells", *extra])
+            guessed = _prior_only(suite, unestimated) if result.per_benchmark is not None else None
             for j, model in enumerate(suite.models):
+                # a benchmark the model never answered, linked to none it answered by an estimated correlation:
+                # its ability there is the prior's mean, not an estimate (blank, like the correlation)
                 more = ([] if result.per_benchmark is None else
-                        [f"{v:.6g}" for v in (*result.per_benchmark[j], *result.per_benchmark_sd[j])])
+                        ["" if guessed[j, k % len(suite.benchmarks)] else f"{v:.6g}"
+                         for k, v in enumerate((*result.per_benchmark[j], *result.per_benchmark_sd[j]))])
                 writer.writerow([model, f"{result.theta[j]:.6g}", f"{result.theta_sd[j]:.6g}",
                                  absent["per_model"][model], *more])
         if result.correlation is not None:
@@ -266,6 +270,20 @@ def _unestimated_pairs(suite) -> dict:
             shared = int((answered[a] & answered[b]).sum())
             if shared < MIN_SHARED:
                 out[(a, b)] = shared
+    return out
+
+
+def _prior_only(suite, unestimated: dict):
+    """(models × benchmarks) True where a model answered nothing of a benchmark and every benchmark it answered has
+    no estimated correlation with it: its per-benchmark ability there would be the prior's, not an estimate."""
+    import numpy as np
+
+    names = suite.benchmarks
+    answered = np.stack([suite.trials[:, suite.benchmark_items(name)].sum(axis=1) > 0 for name in names], axis=1)
+    out = np.zeros_like(answered)
+    for j in range(len(suite.models)):
+        for b in np.flatnonzero(~answered[j]):
+            out[j, b] = all(tuple(sorted((int(b), int(c)))) in unestimated for c in np.flatnonzero(answered[j]))
     return out
 
 
