@@ -219,6 +219,17 @@ def test_chain_refuses_more_anchors_than_items(tmp_path):
                                    "--output-dir", tmp_path / "out"), f"--anchors {anchors.split(',')[-1]}",
                         "'A' has 30 items")
     assert not (tmp_path / "out").exists()
+    # a split whose calibration models answered only 20 items (m0 alone answered the other 10, and is held out)
+    # leaves N = 25 out for that split, said so, instead of labelling 20 anchors N = 25
+    sparse = _long(tmp_path / "sparse.csv", models=12, items=30, seed=5, answered=lambda j, i: i < 20 or j == 0)
+    done = run_script("chain.py", sparse, "--anchors", "5,25", "--splits", "3", "--seed", "2", "--quiet",
+                      "--output-dir", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "1 (split, step, benchmark, N) prediction set(s) left out" in done.stderr
+    record = json.loads((tmp_path / "out" / "chain.json").read_text())
+    assert record["left_out"] == [{"split": 0, "step": 1, "benchmark": "A", "n_anchors": 25, "answered_items": 20}]
+    predictions = (tmp_path / "out" / "predictions.csv").read_text().splitlines()[1:]
+    assert not [row for row in predictions if row.startswith("0,") and ",25," in row]
 
 
 def test_scope_refuses_an_error_threshold_above_one(tmp_path):

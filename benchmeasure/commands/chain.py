@@ -194,8 +194,8 @@ def main(argv=None) -> int:
         write_json(os.path.join(args.output_dir, "chain.json"), record)
     if skipped:
         print(f"warning: {len(skipped)} (split, step, benchmark, N) prediction set(s) left out: the calibration models "
-              "answered no more items than the anchors asked, so nothing was left to predict (chain.json: left_out)",
-              file=sys.stderr)
+              "answered too few of the benchmark's items for N anchors and an item left to predict (chain.json: "
+              "left_out)", file=sys.stderr)
     print(format_summary(summary, args.hdi_prob))
     if at_lkj:
         print(f"\nat the steps where lkj_correlated ran ({', '.join(map(str, sorted(lkj['steps'])))}), every method "
