@@ -239,6 +239,15 @@ def test_scope_refuses_an_error_threshold_above_one(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+def test_a_hand_edited_scope_settings_file_is_one_error(tmp_path):
+    from benchmeasure.commands.scope import SETTINGS, check_resume
+
+    for text in ("[]", "{", '"text"'):
+        (tmp_path / SETTINGS).write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match="damaged"):
+            check_resume(tmp_path, {"seed": 0})
+
+
 def test_a_correlation_of_benchmarks_no_model_shares_is_not_written_as_zero(tmp_path):
     data = _long(tmp_path / "r.csv", models=16, items=40, benchmark=lambda i: "A" if i < 20 else "B",
                  answered=lambda j, i: (j < 8) == (i < 20))

@@ -158,6 +158,8 @@ def check_resume(folder: Path, settings: dict) -> None:
         recorded = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         fail(f"{path}: damaged ({exc}); move the folder away to start afresh")
+    if not isinstance(recorded, dict):  # a hand edit: not the object this command writes
+        fail(f"{path}: damaged (not a JSON object of settings); move the folder away to start afresh")
     changed = sorted(k for k in settings if k not in ("budget", "endpoint") and recorded.get(k) != settings[k])
     if changed:
         fail(f"{folder}: holds a search with other settings ({', '.join(changed)} differ); "
