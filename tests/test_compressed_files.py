@@ -199,3 +199,12 @@ def test_damaged_archives_fuzz(tmp_path, suffix, data):
             read(path)
         except InputError as exc:
             assert "\n" not in str(exc) and str(path) in str(exc)
+
+
+def test_a_compressed_name_names_the_benchmark_as_the_plain_one_does():
+    from benchmeasure.core.difficulty_file import default_benchmark_name
+    from benchmeasure.suite.reader import benchmark_name
+
+    assert default_benchmark_name("runs/aime24/response_matrix.csv.gz") == "aime24"
+    assert default_benchmark_name("chembench.csv.xz") == default_benchmark_name("chembench.csv") == "chembench"
+    assert benchmark_name("zeroeval/gsm8k.csv.bz2") == benchmark_name("gsm8k.csv") == "gsm8k"

@@ -159,7 +159,9 @@ GENERIC_STEMS = {"response_matrix", "matrix", "responses", "counts", "difficulty
 def default_benchmark_name(path: str | os.PathLike) -> str:
     """A benchmark's name from its data file: the file's stem (``chembench.csv`` → chembench), or the folder
     holding it when the stem is a generic one (``aime24/response_matrix.csv`` → aime24)."""
-    path = os.path.abspath(os.fspath(path))
+    from benchmeasure.base.compressed import strip_compression
+
+    path = os.path.abspath(strip_compression(path)[0])  # m.csv.gz names the benchmark m, as m.csv does
     stem = os.path.splitext(os.path.basename(path))[0]
     folder = os.path.basename(os.path.dirname(path))
     return folder if (stem in GENERIC_STEMS and folder) else stem
