@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmeasure.analyses.summary import LABELS, THRESHOLDS, SummaryRow, marked_counts
+from benchmeasure.base.compressed import strip_compression
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import read_jsonl_objects, sha256_file
 from benchmeasure.core.benchmarks import DIFFICULTY, TEST, find_benchmarks, load_benchmark
@@ -120,7 +121,8 @@ def load_entries(paths: list, column: str, question_field: str | None, chars: in
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            name = path.stem if shared[path.resolve().parent] > 1 else benchmark_name(path.resolve())
+            name = (Path(strip_compression(path)[0]).stem if shared[path.resolve().parent] > 1
+                    else benchmark_name(path.resolve()))
             pool = path.parent / TEST
             if path.name == DIFFICULTY and column == "b_mean":
                 loaded = load_benchmark(path.parent)  # checks the released layout against test.jsonl
