@@ -138,6 +138,9 @@ def main() -> None:
     parser.add_argument("--published-seeds", type=int, default=1, help="seeds of the published code's runs")
     parser.add_argument("--published-budget", type=int, default=0, help="its budget (default: --budget)")
     args = parser.parse_args()
+    if args.published and (len(args.published.split(",", 1)) != 2 or not Path(args.published.split(",")[0]).exists()):
+        parser.error(f"--published {args.published!r}: give PYTHON,SRC (an interpreter with the published code's "
+                     "dependencies, and a snapshot of github.com/narunraman/quickscope)")
     if args.only == "equal":
         equal_table(args)
     elif args.only == "stress":
