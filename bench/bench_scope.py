@@ -122,9 +122,10 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--strategies", default="uniform,uniform:200,quickscope,lucb,shared",
                         help="the error and band tables' strategies; uniform:N = uniform, N pulls per configuration")
-    parser.add_argument("--only", choices=["error", "band", "both", "equal", "stress"], default="both",
+    parser.add_argument("--only", choices=["error", "band", "both", "equal", "stress", "agree"], default="both",
                         help="error and band: issue 20's tables; equal: the equal-budget table on two worlds; "
-                             "stress: false certifications on the near-threshold world")
+                             "stress: false certifications on the near-threshold world; agree: our quickscope "
+                             "against the published code, batch by batch (needs --published)")
     parser.add_argument("--strategies-equal", default="uniform,quickscope,lucb,shared",
                         help="the equal and stress tables' strategies")
     parser.add_argument("--worlds", default="arithmetic,reasoning-gym", help="the equal table's worlds")
@@ -137,6 +138,8 @@ def main() -> None:
                              "snapshot of github.com/narunraman/quickscope")
     parser.add_argument("--published-seeds", type=int, default=1, help="seeds of the published code's runs")
     parser.add_argument("--published-budget", type=int, default=0, help="its budget (default: --budget)")
+    parser.add_argument("--agree-pool", type=int, default=12, help="--only agree: the fixed pool's size")
+    parser.add_argument("--agree-budget", type=int, default=1_600, help="--only agree: pulls per run")
     args = parser.parse_args()
     if args.published and (len(args.published.split(",", 1)) != 2 or not Path(args.published.split(",")[0]).exists()):
         parser.error(f"--published {args.published!r}: give PYTHON,SRC (an interpreter with the published code's "
@@ -145,6 +148,8 @@ def main() -> None:
         equal_table(args)
     elif args.only == "stress":
         stress_table(args)
+    elif args.only == "agree":
+        agree_table(args)
     else:
         if args.only != "band":
             error_table(args)
@@ -441,6 +446,75 @@ def stress_table(args) -> None:
             print(f"{label:<12} {bad:>18d}/{len(runs):<5d} {bad / len(runs):>6.3f} {f'[{low:.3f}, {high:.3f}]':>20} "
                   f"{verdict:>5} {hard:>17.1f} {statistics.mean(r['seconds'] for r in runs):>6.1f}", flush=True)
     print("('≤ δ?': yes when the interval's upper end is ≤ δ, no when its lower end is above δ, ? otherwise)")
+
+
+def agree_run(seed: int, budget: int, delta: float, tau: float, batch: int, pool_start: int, published) -> dict:
+    """Our ``quickscope`` and the published code side by side, batch by batch, on the same history: the published
+    code's pulls are made (and told back to it); before each, our strategy — over a pool mirroring theirs, in
+    their index order — proposes its own batch from the same history, following their choice wherever our rule
+    leaves a tie (so a difference is a difference of rule, not of random tie-breaking). Pool growth off
+    (exploration 0 in both), so the two pools stay the same; compares the incumbent and the challenger rules."""
+    import json
+    import subprocess
+
+    from benchmeasure.scope.strategies import make_strategy
+
+    python, src = published
+    space = space_from_dict(STRESS_SPACE, "near-threshold")
+    truth = lambda config: stress_error_probability(config, seed, tau)  # noqa: E731
+    evaluate = simulated_evaluator(truth, seed)
+    pool = Pool(space, Certifier(delta, budget, space.size), lambda c: tau)
+    process = subprocess.Popen([python, str(Path(__file__).with_name("quickscope_published.py")), "--src", src],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    process.stdin.write(json.dumps({"space": STRESS_SPACE, "delta": delta, "threshold": tau, "seed": seed,
+                                    "budget": budget, "batch": batch, "n_initial": pool_start,
+                                    "exploration_param": 0.0, "show_pool": True}) + "\n")
+    process.stdin.flush()
+    for config in json.loads(process.stdout.readline())["pool"]:
+        pool.add(config)
+    # their CoupBO does not pass its δ on: COUP steers (and certifies) at its default δ = 0.01
+    ours = make_strategy("quickscope", pool, seed, budget, batch, {"pool_start": 0, "exploration": 0.0,
+                                                                    "steering_delta": 0.01})
+    counts = {"batches": 0, "same": 0, "same_multiset": 0, "same_incumbent": 0}
+    while True:
+        message = json.loads(process.stdout.readline())
+        if message.get("done"):
+            break
+        theirs = [pool.index[space.key(c)] for c in message["pulls"]]
+        # where our rule leaves a tie (equal simulated bound and pulls), take their choice when it is among the tied
+        ours.break_tie = lambda tied, k: theirs[k] if k < len(theirs) and theirs[k] in tied else int(tied[0])  # noqa: B023
+        mine = ours.next_batch(len(theirs))
+        half = len(theirs) // 2
+        counts["batches"] += 1
+        counts["same"] += mine == theirs
+        counts["same_multiset"] += sorted(mine) == sorted(theirs)
+        counts["same_incumbent"] += mine[:half] == theirs[:half]
+        pulls, seen = [], {}
+        for i, arm in enumerate(theirs):
+            pulls.append((pool.configs[arm], space.key(pool.configs[arm]), len(pool.outcomes[arm]) + seen.get(arm, 0),
+                          pool.total + i))
+            seen[arm] = seen.get(arm, 0) + 1
+        errors = asyncio.run(evaluate(pulls))
+        for arm, error in zip(theirs, errors):
+            pool.record(arm, error)
+        process.stdin.write(json.dumps({"errors": [bool(e) for e in errors]}) + "\n")
+        process.stdin.flush()
+    process.wait()
+    return counts
+
+
+def agree_table(args) -> None:
+    if not args.published:
+        raise SystemExit("--only agree needs --published PYTHON,SRC")
+    published = tuple(args.published.split(",", 1))
+    print(f"\nour quickscope against the published code, batch by batch on the same history (near-threshold world, "
+          f"pool of {args.agree_pool} fixed: growth off in both), {args.agree_budget} pulls, batch {args.batch}, "
+          f"τ = {args.threshold}, δ = {args.delta}")
+    print(f"{'seed':>4} {'batches':>8} {'identical':>10} {'same pulls, any order':>22} {'same incumbent':>15}")
+    for seed in range(args.published_seeds):
+        c = agree_run(seed, args.agree_budget, args.delta, args.threshold, args.batch, args.agree_pool, published)
+        print(f"{seed:>4} {c['batches']:>8} {c['same']:>10} {c['same_multiset']:>22} {c['same_incumbent']:>15}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,11 @@ then ``quickscope.optimization.coup_optimization`` (their ``CoupBO`` wrapper and
 ``quickscope.dataflow`` (their ``hinge-error-rate`` transform) are imported as published.
 
 Protocol (one JSON object per line): the bench writes the run's settings ``{"space", "delta", "threshold",
-"seed", "budget", "batch"}``; then the driver writes ``{"pulls": [config, …]}`` (their ``CoupBO.suggest``)
-and reads ``{"errors": [bool, …]}`` (told back with ``CoupBO.tell`` as utility = error), until the budget is
-spent; last it writes ``{"done": true, "certified": [config, …], "pool": n}`` (the configurations their
-own bound certified, and their pool size).
+"seed", "budget", "batch"}`` (optionally ``n_initial`` and ``exploration_param``, their ``CoupConfig`` fields, and
+``show_pool``: first write ``{"pool": [config, …]}``, the starting pool in their index order); then the driver
+writes ``{"pulls": [config, …]}`` (their ``CoupBO.suggest``) and reads ``{"errors": [bool, …]}`` (told back with
+``CoupBO.tell`` as utility = error), until the budget is spent; last it writes ``{"done": true, "certified":
+[config, …], "pool": n}`` (the configurations their own bound certified, and their pool size).
 """
 
 from __future__ import annotations
@@ -68,8 +69,11 @@ def main() -> None:
     np.random.seed(run["seed"])  # their COUP draws its ties and bootstrap halves from numpy's global generator
     cfg = module.CoupConfig(seed=run["seed"], delta=run["delta"], utility_transform="hinge-error-rate",
                             utility_transform_kwargs={"hinge_point": run["threshold"]},
-                            certification_threshold=run["threshold"])
+                            certification_threshold=run["threshold"],
+                            **{k: run[k] for k in ("n_initial", "exploration_param") if k in run})
     bo = module.CoupBO(config_space(run["space"], run["seed"]), cfg)
+    if run.get("show_pool"):  # the starting pool in their index order (the bench mirrors it)
+        print(json.dumps({"pool": [plain(bo.coup.configs[i]["config"]) for i in range(bo.coup.n)]}), flush=True)
     spent = 0
     while spent < run["budget"]:
         entries = bo.suggest(min(run["batch"], run["budget"] - spent))

@@ -29,7 +29,8 @@ strategy decides only where pulls go and cannot make a certificate invalid.
     search. The surrogate model of the published code is off (its default); it is not implemented here.
 
   What certifies is the pool's certificate (the same for every strategy, :mod:`.bounds`), not the
-  steering bounds. Settings: ``pool_start`` (5), ``exploration`` (e = 2), ``bootstrap`` (10).
+  steering bounds. Settings: ``pool_start`` (5), ``exploration`` (e = 2), ``bootstrap`` (10), ``steering_delta``
+  (the δ of the steering bounds and of γ; default the search's δ).
 * ``lucb`` — the allocator this project called "quickscope" before issue 33 (it is *not* the published
   allocation): half of each batch to the uncertified arm with the highest hinged lower bound, the other
   half cycled through the challengers with the highest hinged upper bounds, one new random
@@ -161,11 +162,18 @@ class QuickScope(Strategy):
                              "default)")
         self.exploration = float(self.settings.get("exploration", 2.0))
         self.bootstrap = max(1, int(self.settings.get("bootstrap", 10)))
-        self.delta = self.pool.certifier.delta
+        # δ of the steering bounds and of γ: the search's δ unless set (the published code's CoupBO wrapper does not
+        # hand its δ to COUP, which then steers and certifies at its default 0.01; the bench's agreement check sets it)
+        self.delta = float(self.settings.get("steering_delta", self.pool.certifier.delta))
         for config in distinct_configs(self.space, self.rng, int(self.settings.get("pool_start", 5))):
             self.pool.add(config)
         self.n0 = len(self.pool)  # the starting configurations: always in ε′'s random halves
         self.exhausted = False  # no unseen configuration left to add
+
+    def break_tie(self, tied: np.ndarray, position: int) -> int:
+        """The challenger among ``tied`` (equal simulated upper bound and pulls) for the batch's ``position``-th
+        pull: one at random (the bench replaces this to follow another implementation's choices)."""
+        return int(tied[self.rng.integers(len(tied))])
 
     def steering_bounds(self, means, pulls, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) on error rates with mean ``means`` after ``pulls`` pulls in a pool of ``n``: the KL
@@ -259,7 +267,7 @@ class QuickScope(Strategy):
             best = np.where(candidates, sim_upper, -np.inf)
             tied = np.flatnonzero(best == best.max())
             tied = tied[sim_m[tied] == sim_m[tied].min()]  # ties to the fewest (simulated) pulls, then at random
-            arm = int(tied[0] if len(tied) == 1 else tied[self.rng.integers(len(tied))])
+            arm = int(tied[0] if len(tied) == 1 else self.break_tie(tied, len(picked)))
             picked.append(arm)
             simulate(arm)
         return picked
