@@ -28,9 +28,9 @@ def kl_bits(p: float, q: float) -> float:
     return (a + b) / math.log(2)
 
 
-def published_bounds(mean: float, m: int, n: int) -> tuple[float, float]:
+def published_bounds(mean: float, m: int, n: int, delta: float = DELTA) -> tuple[float, float]:
     """The published steering bounds: {q : kl_bits(mean, q) ≤ ln(26.71·n²·m²/δ)/m}."""
-    level = math.log(26.71 * n * n * m * m / DELTA) / m
+    level = math.log(26.71 * n * n * m * m / delta) / m
     def f(q):
         return kl_bits(mean, q) - level
     upper = 1.0 if mean >= 1 or f(1 - 1e-12) <= 0 else brentq(f, mean, 1 - 1e-12, xtol=1e-12)
@@ -68,6 +68,11 @@ def test_steering_bounds_are_the_published_ones():
         expected = published_bounds(mean, m, 3)
         assert lower[0] == pytest.approx(expected[0], abs=1e-9) and upper[0] == pytest.approx(expected[1], abs=1e-9)
     assert strategy.gamma(3) == pytest.approx(math.log(math.pi ** 2 * 9 / (3 * DELTA)) / 3)
+    # steering_delta: the δ of the steering bounds and of γ (the published wrapper runs COUP at δ = 0.01)
+    strategy, _ = strategy_with([(10, 5)], 0.9, steering_delta=0.01)
+    assert strategy.steering_bounds([0.5], [10], 1)[0][0] == pytest.approx(published_bounds(0.5, 10, 1, 0.01)[0],
+                                                                           abs=1e-9)
+    assert strategy.gamma(3) == pytest.approx(math.log(math.pi ** 2 * 9 / (3 * 0.01)) / 3)
 
 
 def test_incumbent_is_the_highest_hinged_mean_with_ties_to_the_lowest_index():
