@@ -12,7 +12,8 @@ then ``quickscope.optimization.coup_optimization`` (their ``CoupBO`` wrapper and
 Protocol (one JSON object per line): the bench writes the run's settings ``{"space", "delta", "threshold",
 "seed", "budget", "batch"}`` (optionally ``n_initial`` and ``exploration_param``, their ``CoupConfig`` fields, and
 ``show_pool``: first write ``{"pool": [config, …]}``, the starting pool in their index order); then the driver
-writes ``{"pulls": [config, …]}`` (their ``CoupBO.suggest``) and reads ``{"errors": [bool, …]}`` (told back with
+writes ``{"pulls": [config, …], "certified": [index, …]}`` (their ``CoupBO.suggest``; the configurations
+their own bound has certified so far, by their index) and reads ``{"errors": [bool, …]}`` (told back with
 ``CoupBO.tell`` as utility = error), until the budget is spent; last it writes ``{"done": true, "certified":
 [config, …], "pool": n}`` (the configurations their own bound certified, and their pool size).
 """
@@ -79,7 +80,8 @@ def main() -> None:
         entries = bo.suggest(min(run["batch"], run["budget"] - spent))
         if not entries:
             break
-        print(json.dumps({"pulls": [plain(e["params"]) for e in entries]}), flush=True)
+        print(json.dumps({"pulls": [plain(e["params"]) for e in entries],
+                          "certified": sorted(int(i) for i in bo.coup.certified_configs)}), flush=True)
         errors = json.loads(sys.stdin.readline())["errors"]
         bo.tell([{"ticket_id": e["ticket_id"], "utility": float(err)} for e, err in zip(entries, errors)])
         spent += len(entries)
