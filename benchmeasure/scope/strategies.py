@@ -7,9 +7,10 @@ strategy decides only where pulls go and cannot make a certificate invalid.
 * ``uniform`` — a fixed set of configurations (all of a small finite space, else a seeded sample of
   budget / pulls_each of them), pulled round-robin: at least ``pulls_each`` (≥ 10) pulls each.
 * ``quickscope`` — our implementation of the allocation published by Lundy, Raman & Leyton-Brown (2026,
-  "QuickScope: Certifying Hard Questions in Dynamic LLM Benchmarks", arXiv 2604.17842; its COUP
-  allocation), written from the paper's description and facts checked against the published code (none
-  of whose code is used here). Per batch of B pulls:
+  "QuickScope: Certifying Hard Questions in Dynamic LLM Benchmarks", arXiv 2604.17842), which adapts COUP
+  (Graham & Leyton-Brown, arXiv 2405.18246); written from the paper's description and facts checked against
+  the published code (none of whose code is used here; ``bench/bench_scope.py --only agree`` compares the two
+  batch by batch). Per batch of B pulls:
 
   - *steering bounds*: each configuration's error rate gets KL bounds after every pull at level
     δ_i = δ/(26.71·n²·m²) (n configurations in the pool, m pulls of this one), with the KL divergence in
