@@ -150,10 +150,7 @@ def _dispatch(argv: list[str], prog: str | None) -> int:
         if exc.name and exc.name.split(".")[0] == "benchmeasure":
             raise
         if "-h" not in args and "--help" not in args:
-            # the extra of the command's feature (scope, browse), else BenchFill's for its group, else the package's
-            feature = FEATURE_EXTRA.get(name) or ("benchfill" if COMMANDS[name].group in ("benchfill", "serving")
-                                                  else None)
-            fail(missing_package(prog or f"benchmeasure {name}", exc.name or "?", feature))
+            _missing(name, prog, exc)
         module = _import_for_help(module_name)
     name_next_parser(prog or f"benchmeasure {name}")
     handler = setup_logging()
@@ -163,9 +160,21 @@ def _dispatch(argv: list[str], prog: str | None) -> int:
     except InputError:
         handler.drop_held()  # the error line is all a refused input prints
         raise
+    except ModuleNotFoundError as exc:   # a command imports its heavy packages after parsing its arguments
+        if not exc.name or exc.name.split(".")[0] == "benchmeasure":
+            raise
+        handler.drop_held()
+        _missing(name, prog, exc)
     finally:
         handler.show_held()
     return code
+
+
+def _missing(name: str, prog: str | None, exc: ModuleNotFoundError):
+    """Refuse with the extra that provides the missing package: the command's feature (scope, browse), else
+    BenchFill's for its group, else the package's."""
+    feature = FEATURE_EXTRA.get(name) or ("benchfill" if COMMANDS[name].group in ("benchfill", "serving") else None)
+    fail(missing_package(prog or f"benchmeasure {name}", exc.name or "?", feature))
 
 
 class _Absent:

@@ -83,3 +83,27 @@ def test_closed_stdout_is_not_success():
             "run_cli(main)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 141 and done.stderr == ""
+
+
+# what a command's --help must not load: each costs 0.3–4 s of imports (the openai SDK alone about 1.5 s)
+HEAVY = ("openai", "matplotlib", "pandas", "numba", "pymc", "pytensor", "nutpie", "torch", "vllm", "scipy",
+         "xarray", "arviz_base", "reasoning_gym", "bm25s", "onnxruntime", "inspect_ai", "sympy")
+
+
+def test_help_loads_no_heavy_package():
+    """Every subcommand's --help answers from the parser alone: heavy packages are imported after parsing."""
+    code = ("import contextlib, io, json, sys\n"
+            "from benchmeasure.cli import COMMANDS, main\n"
+            f"heavy = {HEAVY!r}\n"
+            "loaded = {}\n"
+            "for name in COMMANDS:\n"
+            "    before = {m for m in heavy if m in sys.modules}\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            "        try:\n            main([name, '--help'])\n"
+            "        except SystemExit:\n            pass\n"
+            "    new = sorted({m for m in heavy if m in sys.modules} - before)\n"
+            "    if new:\n        loaded[name] = new\n"
+            "print(json.dumps(loaded))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{}", f"--help imported heavy packages: {done.stdout}"

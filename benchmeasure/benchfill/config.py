@@ -229,3 +229,9 @@ def load_config(path: str | os.PathLike) -> RunConfig:
     if not isinstance(data, dict):
         fail(f"{path}: expected a table of settings")
     return config_from_dict(data, str(path))
+
+
+def results_root() -> Path:
+    """Where run folders go: ``$BENCHFILL_RESULTS``, else ``propose/results`` in the project folder."""
+    chosen = os.environ.get("BENCHFILL_RESULTS")
+    return Path(chosen) if chosen is not None else project_path("propose/results")

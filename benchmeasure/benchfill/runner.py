@@ -21,15 +21,14 @@ import csv
 import datetime
 import json
 import logging
-import os
 import time
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
 from benchmeasure.base.files import atomic_write, package_versions, sha256_file, write_json
-from benchmeasure.base.resources import example_path, missing_input_hint, project_path
+from benchmeasure.base.resources import example_path, missing_input_hint
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
-from benchmeasure.benchfill.config import check_name, load_config
+from benchmeasure.benchfill.config import check_name, load_config, results_root
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
 from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.loop import Loop
@@ -272,6 +271,3 @@ def status(folder) -> str:
     return "\n".join(lines)
 
 
-def results_root() -> Path:
-    chosen = os.environ.get("BENCHFILL_RESULTS")
-    return Path(chosen) if chosen is not None else project_path("propose/results")

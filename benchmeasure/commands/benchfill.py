@@ -14,8 +14,7 @@ from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import check_output_folder
 from benchmeasure.base.options import SEED, integer
 from benchmeasure.base.progress import show_progress
-from benchmeasure.benchfill import runner
-from benchmeasure.verifier.llm_client import LLMCallError
+from benchmeasure.benchfill.config import results_root
 
 EXAMPLES = """examples:
   benchmeasure benchfill init --config propose/configs/aime24.toml --name first
@@ -38,7 +37,7 @@ def main(argv=None) -> int:
                         "propose/configs/<name>.toml); its relative data paths are read under the checkout, "
                         "else the working folder")
     p.add_argument("--name", help="run name, one plain folder name (default: run-<date>-<time>)")
-    p.add_argument("--results", default=str(runner.results_root()),
+    p.add_argument("--results", default=str(results_root()),
                    help="results root (default: $BENCHFILL_RESULTS, else %(default)s)")
     p = sub.add_parser("run", help="start or resume a run")
     p.add_argument("folder")
@@ -49,7 +48,7 @@ def main(argv=None) -> int:
     group.add_argument("--benchmark", help="benchmark name, as in its config's [benchmark] name")
     group.add_argument("--config", help="benchmark config (its [benchmark] name is used)")
     p.add_argument("--name", help="the run of this name (printed whether or not it exists yet)")
-    p.add_argument("--results", default=str(runner.results_root()),
+    p.add_argument("--results", default=str(results_root()),
                    help="results root (default: $BENCHFILL_RESULTS, else %(default)s)")
     p = sub.add_parser("sim-data", help="write the synthetic benchmark of simulation mode and calibrate it")
     p.add_argument("--folder", required=True)
@@ -58,6 +57,9 @@ def main(argv=None) -> int:
     p.add_argument("--truth", action="store_true",
                    help="calibrate from the ground truth instead of the IRT fit (fast tests only)")
     args = parser.parse_args(argv)
+    from benchmeasure.benchfill import runner  # after parsing: --help and usage errors stay instant
+    from benchmeasure.verifier.llm_client import LLMCallError
+
     if args.command == "init":
         print(runner.init_run(args.config, args.results, args.name))
     elif args.command == "where":

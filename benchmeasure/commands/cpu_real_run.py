@@ -18,10 +18,6 @@ from pathlib import Path
 from benchmeasure.base.errors import ArgumentParser
 from benchmeasure.base.options import N_TRIALS, PORT
 from benchmeasure.base.resources import project_path
-from benchmeasure.serving.cpu_model import prepare_model
-from benchmeasure.serving.cpu_run import command_line_rollouts, run_chain
-from benchmeasure.serving.cpu_server import plan_server, running_server
-from benchmeasure.verifier.panel import load_panel
 
 EXAMPLES = """\
 example:
@@ -45,6 +41,12 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=PORT, help="server port (default: a free one)")
     parser.add_argument("--n-trials", type=N_TRIALS, default=3)
     args = parser.parse_args(argv)
+    # imported after parsing, so --help and usage errors answer at once (these pull in the openai SDK)
+    from benchmeasure.serving.cpu_model import prepare_model
+    from benchmeasure.serving.cpu_run import command_line_rollouts, run_chain
+    from benchmeasure.serving.cpu_server import plan_server, running_server
+    from benchmeasure.verifier.panel import load_panel
+
     start = time.monotonic()
     model_dir, built = prepare_model(args.model_dir)
     prepared = time.monotonic()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.analyses.detection import read_pre_post, stratified_test
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
@@ -42,6 +41,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from benchmeasure.analyses.detection import read_pre_post, stratified_test  # pandas: after parsing
     plan_outputs(files=[args.output], inputs=[args.responses])
     if not 0 < args.alpha < 1:
         fail(f"--alpha must lie in (0, 1), got {args.alpha}")

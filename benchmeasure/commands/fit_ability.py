@@ -39,7 +39,7 @@ def main(argv=None) -> int:
         fail(f"--guessing must be in [0, 1), got {args.guessing}")
     show_progress("benchmeasure.benchfill", sys.stderr)
     if args.cache is None:
-        from benchmeasure.benchfill.runner import results_root
+        from benchmeasure.benchfill.config import results_root
 
         args.cache = results_root() / "cache" / "abilities"
     _, folder = fit_abilities(args.matrix, args.n_trials, args.cache, args.guessing, args.seed,

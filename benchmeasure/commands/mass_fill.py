@@ -62,12 +62,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     # Imported after parsing so that --help answers at once (the loop pulls in the openai SDK).
     from benchmeasure.base.progress import show_progress
-    from benchmeasure.benchfill import mass_fill, runner
+    from benchmeasure.benchfill import mass_fill
+    from benchmeasure.benchfill.config import results_root
     from benchmeasure.verifier.llm_client import LLMCallError
 
     if args.command == "init":
         limits = mass_fill.Limits(**limits_of(args))
-        print(mass_fill.init_mass(args.config, args.results or runner.results_root(), args.name, limits))
+        print(mass_fill.init_mass(args.config, args.results or results_root(), args.name, limits))
     elif args.command == "run":
         show_progress("benchmeasure.benchfill")
         try:

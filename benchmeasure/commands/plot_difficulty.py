@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.analyses.plots import figure_paths, plot_before_after, plot_benchmarks
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import plan_outputs
 from benchmeasure.base.options import TOP_K, integer
@@ -55,6 +54,8 @@ def name_of(path: str) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from benchmeasure.analyses.plots import figure_paths, plot_before_after, plot_benchmarks  # matplotlib: slow
+
     plan_outputs(files=figure_paths(args.output), inputs=[*args.files, args.after])
     if args.after:
         if len(args.files) != 1:

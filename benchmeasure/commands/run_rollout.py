@@ -36,11 +36,6 @@ from benchmeasure.base.files import (
 from benchmeasure.base.options import N_TRIALS, SECONDS, integer
 from benchmeasure.base.resources import example_path
 from benchmeasure.grading import KINDS, kind_for
-from benchmeasure.verifier.base import Candidate
-from benchmeasure.verifier.llm_client import LLMCallError, LLMClient
-from benchmeasure.verifier.lmms_backend import LmmsEvalError, LmmsRollouts, default_executable
-from benchmeasure.verifier.panel import load_panel
-from benchmeasure.verifier.rollouts import DirectRollouts
 
 BACKENDS = ("direct", "lmms-eval")
 
@@ -55,6 +50,8 @@ EXAMPLES = """examples:
 
 
 def read_candidates(path: str, benchmark: str) -> list:
+    from benchmeasure.verifier.base import Candidate
+
     if not Path(path).is_file():
         fail(f"{path}: candidates file not found")
     out, seen = [], set()
@@ -78,6 +75,8 @@ async def collect(candidates, backend) -> list:
 
 def lmms_eval_program() -> str:
     """The ``lmms-eval`` program beside this interpreter (or on PATH); one-line error when absent."""
+    from benchmeasure.verifier.lmms_backend import default_executable
+
     program = default_executable()
     if importlib.util.find_spec("lmms_eval") is None or shutil.which(program) is None:
         fail(f"--backend lmms-eval needs lmms-eval, which is not installed for {sys.executable}: run with "
@@ -86,6 +85,9 @@ def lmms_eval_program() -> str:
 
 
 def run_direct(candidates, models, n_trials: int, kind: str, args) -> list:
+    from benchmeasure.verifier.llm_client import LLMCallError, LLMClient
+    from benchmeasure.verifier.rollouts import DirectRollouts
+
     client = LLMClient(args.concurrency, args.timeout, args.retries)
     backend = DirectRollouts(client, models, n_trials, kind)
     try:
@@ -96,6 +98,8 @@ def run_direct(candidates, models, n_trials: int, kind: str, args) -> list:
 
 def run_lmms_eval(candidates, models, n_trials: int, kind: str, args, program: str) -> list:
     """lmms-eval once per model in ``--workdir`` (default: a temporary folder, removed afterwards)."""
+    from benchmeasure.verifier.lmms_backend import LmmsEvalError, LmmsRollouts
+
     for model in models:
         model.resolve_base_url()  # a model without an endpoint fails before any run
     with contextlib.ExitStack() as stack:
@@ -156,6 +160,10 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=SECONDS, default=600.0, help="seconds per request (direct)")
     parser.add_argument("--retries", type=integer(0, 100), default=6, help="retries per request (direct)")
     args = parser.parse_args(argv)
+    # after parsing, so --help answers at once; before any input is read, so a missing package is named first
+    from benchmeasure.verifier.llm_client import LLMClient  # noqa: F401
+    from benchmeasure.verifier.panel import load_panel
+
     if args.workdir and args.backend != "lmms-eval":
         fail("--workdir applies to --backend lmms-eval only")
     if not os.path.exists(args.panel):  # a shipped panel by name (cpu_smollm, paper): hash the file read

@@ -35,14 +35,12 @@ from benchmeasure.base.progress import show_progress
 from benchmeasure.base.resources import example_path
 from benchmeasure.core.ability_file import read_ability_table
 from benchmeasure.core.difficulty_file import read_difficulty_column
-from benchmeasure.scope.evaluate import ModelEvaluator, check_endpoint
 from benchmeasure.scope.generators import generate, load_generator
 from benchmeasure.scope.journal import JOURNAL, Journal, search_lock
 from benchmeasure.scope.runner import search, summarize
 from benchmeasure.scope.space import read_space
 from benchmeasure.scope.strategies import STRATEGIES
 from benchmeasure.scope.utility import UTILITIES, band_thresholds, gap_band, threshold_function
-from benchmeasure.verifier.llm_client import Endpoint, LLMClient
 
 EXAMPLES = """\
 examples:
@@ -167,6 +165,9 @@ def check_resume(folder: Path, settings: dict) -> None:
 
 
 async def _run(args, space, threshold_of, function, folder: Path):
+    from benchmeasure.scope.evaluate import ModelEvaluator
+    from benchmeasure.verifier.llm_client import Endpoint, LLMClient
+
     journal = Journal(folder / JOURNAL)
     client = LLMClient(max_concurrency=args.concurrency, timeout=args.timeout, max_retries=args.retries,
                        backoff=0.5, journal=journal, seed=args.seed)
@@ -186,6 +187,9 @@ async def _run(args, space, threshold_of, function, folder: Path):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    # after parsing (--help answers at once), before any input is read (a missing openai is named first)
+    from benchmeasure.scope.evaluate import check_endpoint
+
     args.space = str(example_path(args.space, "space"))  # a path, or a shipped space by name (arithmetic_space)
     start = time.perf_counter()
     folder = Path(args.output_dir)

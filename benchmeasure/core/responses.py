@@ -18,14 +18,16 @@ under a minute (``bench/bench_prepare_matrix.py``).
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import pandas as pd
 
 from benchmeasure.base.csv_table import open_table
 from benchmeasure.base.errors import InputError, fail
 from benchmeasure.core.matrix import ResponseMatrix, check_n_trials
+
+if TYPE_CHECKING:   # pandas is imported where it is used: `prepare --help` needs none of it
+    import pandas as pd
 
 COLUMNS = ("model", "item_id", "trial", "correct")
 
@@ -125,6 +127,8 @@ def assemble_matrix(model_codes: np.ndarray, model_names: list, item_codes: np.n
 
 def factorize(values) -> tuple[np.ndarray, list]:
     """Codes and names of a sequence of IDs, names in first-seen order (for small inputs)."""
+    import pandas as pd
+
     codes, uniques = pd.factorize(pd.Series(values, dtype="object").astype(str), sort=False)
     return codes.astype(np.int64), list(uniques)
 
@@ -143,6 +147,8 @@ class _Coder:
         self.names: list = []
 
     def encode(self, values: pd.Series) -> np.ndarray:
+        import pandas as pd
+
         local, uniques = pd.factorize(values, sort=False)
         mapping = np.empty(len(uniques), dtype=np.int64)
         for k, name in enumerate(uniques):
