@@ -21,4 +21,4 @@ echo "==> ruff"
 echo "==> pytest"
 # test files run in parallel on every core (PYTEST_WORKERS=0 runs them in this one process); a file's tests
 # stay together on one worker, so a file's module fixtures (a served model, a fitted example) are built once
-exec .venv-irt/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist loadfile "$@"
+exec .venv-irt/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist loadfile --durations=25 "$@"

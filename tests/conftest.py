@@ -201,3 +201,13 @@ LONGEST_FIRST = ("test_real_model.py", "test_fresh_install_journeys.py", "test_r
 def pytest_collection_modifyitems(config, items):
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))   # stable: the rest keep order
+
+
+def pytest_runtest_logreport(report):
+    """With BENCHMEASURE_TEST_TIMES=<file>, append each test phase's duration as it ends (one JSON line):
+    the per-file times survive a run that is stopped before pytest's own --durations table."""
+    path = os.environ.get("BENCHMEASURE_TEST_TIMES")
+    if path and not hasattr(report, "node"):   # xdist's controller sees each worker's report again (.node)
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 3),
+                                  "outcome": report.outcome}) + "\n")
