@@ -19,7 +19,10 @@ resolved against the project folder: the checkout, or the working folder when th
 The ability cache defaults to ``<results root>/cache/abilities`` (so a run writes nothing into the checkout when
 ``BENCHFILL_RESULTS`` points elsewhere); ``init`` records the resolved folder. ``[search] reannotate``
 (default 0, the paper) sets the fresh rollouts per panel model of the independent re-annotation of
-each gap's final item.
+each gap's final item. ``[search] unresolved`` (default ``"skip"``) decides what a target gap whose two edge
+items are not resolved gets (:mod:`.gap_choice`): no call (``"skip"``, with a line naming the extra trials that would
+resolve it) or the paper's treatment after the resolved gaps (``"fill"``); a run initialized before this setting
+existed resumes with ``"fill"``, as it began.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ except ModuleNotFoundError:  # pragma: no cover
     tomllib = None
 
 BASELINE_BUDGETS = ("matched", "full")
+UNRESOLVED = ("skip", "fill")   # [search] unresolved: what a target gap that may be noise gets
 _WITH_DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 
@@ -90,6 +94,9 @@ class SearchSettings:
     # Fresh rollouts per panel model for an independent re-annotation of each gap's final item
     # (loop.Loop.reannotate); 0 = off, as in the paper.
     reannotate: int = 0
+    # A target gap whose edge items are not resolved (core.resolution: they may be in the wrong order, the gap
+    # estimation noise): "skip" spends no call on it and says so; "fill" aims at it after the resolved ones.
+    unresolved: str = "skip"
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,8 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
         fail(f"{where} [search]: seed must be in [0, 2^32), got {search.seed}")
     if not 0.0 <= search.tolerance < 1.0:
         fail(f"{where} [search]: tolerance must be in [0, 1), got {search.tolerance}")
+    if search.unresolved not in UNRESOLVED:
+        fail(f"{where} [search]: unresolved must be one of {', '.join(UNRESOLVED)}, got {search.unresolved!r}")
     if search.baseline_budget not in BASELINE_BUDGETS:
         fail(f"{where} [search]: baseline_budget must be one of {', '.join(BASELINE_BUDGETS)}")
     if (client.max_concurrency < 1 or client.max_retries < 0 or not 0 < client.timeout < float("inf")
@@ -220,6 +229,9 @@ def load_config(path: str | os.PathLike) -> RunConfig:
     try:
         if path.suffix == ".json":
             data = json.loads(text)
+            if isinstance(data, dict) and isinstance(data.get("search"), dict):
+                # a run initialized before [search] unresolved existed aimed at every target: it resumes so
+                data["search"].setdefault("unresolved", "fill")
         else:
             if tomllib is None:
                 fail("reading TOML configs needs Python >= 3.11")

@@ -65,13 +65,18 @@ class SeedSet:
         The paper's choice is the ``k`` widest; here resolved gaps come first (widest first among
         them), then unresolved ones (:mod:`.gap_choice`), and each unresolved target is logged.
         """
-        return [row["gap"] for row in self.target_choice(k, n_trials)]
+        from benchmeasure.benchfill.gap_choice import warn_unresolved
+
+        rows = self.target_choice(k, n_trials)
+        warn_unresolved([(row["gap"], row["separation"]) for row in rows],
+                        [row["extra_trials_per_model"] for row in rows])
+        return [row["gap"] for row in rows]
 
     def target_choice(self, k: int, n_trials: int | None = None) -> list[dict]:
         """:meth:`targets` with why: per target ``gap``, ``separation`` (None: no sds), ``resolved``, the edge
         items ``lower_item``/``upper_item`` and, given the calibration's trials per cell ``n_trials``,
-        ``extra_trials_per_model`` on those two items that would resolve it (None: not known or not practical)."""
-        from benchmeasure.benchfill.gap_choice import warn_unresolved
+        ``extra_trials_per_model`` on those two items that would resolve it (None: not known or not practical).
+        Logs nothing: the caller says what happens to an unresolved target (:mod:`.gap_choice`)."""
         from benchmeasure.core.resolution import SEPARATION, resolved_first, trials_to_resolve
 
         z = self.z_values()
@@ -89,7 +94,6 @@ class SeedSet:
             rows.append({"gap": gap, "separation": sep, "resolved": sep is None or sep >= SEPARATION,
                          "lower_item": lower and lower.item_id, "upper_item": upper and upper.item_id,
                          "extra_trials_per_model": extra})
-        warn_unresolved(chosen, [row["extra_trials_per_model"] for row in rows])
         return rows
 
     def normalize(self, b: float) -> float:

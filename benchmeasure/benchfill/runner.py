@@ -30,6 +30,7 @@ from benchmeasure.base.resources import example_path, missing_input_hint
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
 from benchmeasure.benchfill.config import check_name, load_config, results_root
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
+from benchmeasure.benchfill.gap_choice import skip_unresolved, warn_unresolved
 from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.loop import Loop
 from benchmeasure.benchfill.prompts import Prompts, prompt_folder
@@ -166,14 +167,25 @@ async def _cancel_other_tasks() -> None:
 async def _run(run: RunFolder) -> dict:
     async with open_loop(run) as (benchmark, loop, client):
         choice = benchmark.target_choice(run.config.search.gaps, run.config.benchmark.matrix_n_trials)
+        skipped = []
+        if run.config.search.unresolved == "skip":
+            choice, skipped = skip_unresolved(choice)
+        else:
+            warn_unresolved([(row["gap"], row["separation"]) for row in choice],
+                            [row["extra_trials_per_model"] for row in choice])
         targets = [row["gap"] for row in choice]
         log.info("%s: %d items; targets %s", run.config.benchmark.name, len(benchmark.items),
                  ", ".join(f"gap {t.rank} [{t.left:.3f}, {t.right:.3f}] z*={t.midpoint:.3f}" for t in targets))
         results = await loop.run(targets)
-    return write_outputs(run, benchmark, loop, targets, results, client.usage, choice)
+    return write_outputs(run, benchmark, loop, targets, results, client.usage, choice, skipped)
 
 
-def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choice=None) -> dict:
+def _target_record(target, row) -> dict:
+    return {"gap": target.rank, "left": target.left, "right": target.right, "target": target.midpoint,
+            **({k: v for k, v in row.items() if k != "gap"} if row else {})}
+
+
+def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choice=None, skipped=()) -> dict:
     config = run.config
     children = {c.item_id: c for c in loop.children()}
     selected = {name: [] for name in STRATEGIES}  # per strategy (benchmeasure.benchfill.strategies)
@@ -195,12 +207,15 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choi
         rows[mode].update(independent_deviation([r for r in reannotations if r.mode == mode],
                                                 config.search.reannotate))
     summary = {**rows, "benchmark": benchmark.name,
-               "targets": [{"gap": t.rank, "left": t.left, "right": t.right, "target": t.midpoint,
-                            **({k: v for k, v in c.items() if k != "gap"} if c else {})}
-                           for t, c in zip(targets, choice or [None] * len(targets))],
+               "targets": [_target_record(t, c) for t, c in zip(targets, choice or [None] * len(targets))],
+               "skipped_targets": [_target_record(row["gap"], row) for row in skipped],
                "settings": config.as_dict(), **run.provenance(), "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
     text = format_table(benchmark.name, rows)
+    if skipped:
+        text += (f"\nskipped {len(skipped)} unresolved target gap(s), no call spent: "
+                 + ", ".join(f"[{row['gap'].left:.3f}, {row['gap'].right:.3f}]" for row in skipped)
+                 + ' (summary.json skipped_targets; [search] unresolved = "fill" aims at them)')
     outputs = [(run.path / STRATEGIES[name].records_file, records[name]) for name in STRATEGIES]
     for path, items in outputs:
         with atomic_write(path) as handle:
