@@ -140,8 +140,7 @@ def _seed_set(tmp_path, sds):
 def test_benchfill_targets_resolved_gaps_first_and_warns(tmp_path, caplog):
     noisy_top = _seed_set(tmp_path, [0.05, 0.05, 0.05, 0.6, 0.6])   # the widest gap's edges are 1.6 sds apart
     with caplog.at_level(logging.WARNING):
-        targets = noisy_top.targets(3)
-        noisy_top.target_choice(3, n_trials=4)
+        targets = noisy_top.targets(3, n_trials=4)   # the paper's treatment ([search] unresolved = "fill")
     # resolved gaps first (widest first among them), then the widest gap, which is not resolved, with a warning
     assert [(t.left, t.right) for t in targets] == [pytest.approx((1 / 6, 0.5)), pytest.approx((0, 1 / 6)),
                                                     pytest.approx((1.6 / 3, 1.0))]
