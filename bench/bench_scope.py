@@ -22,7 +22,7 @@ configuration's true error rate is known. Each pull is a Bernoulli draw from it 
 measures allocation; the HTTP path is tested in tests/test_scope.py). Same budget, δ, threshold and the
 same certifier for every strategy.
 
-    PYTHONPATH=. python bench/bench_scope.py --seeds 10 --budget 20000
+    .venv-irt/bin/python bench/bench_scope.py --seeds 10 --budget 20000
 """
 
 from __future__ import annotations
@@ -32,21 +32,20 @@ import asyncio
 import hashlib
 import math
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/machine.py
+__import__("runpy").run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
-from benchmeasure.core.metrics import largest_gaps
-from benchmeasure.scope import arithmetic
-from benchmeasure.scope.arms import Pool
-from benchmeasure.scope.bounds import Certifier
-from benchmeasure.scope.runner import run_simulated, search, simulated_evaluator
-from benchmeasure.scope.space import space_from_dict
-from benchmeasure.scope.utility import band_thresholds
+from benchmeasure.core.metrics import largest_gaps  # noqa: E402
+from benchmeasure.scope import arithmetic  # noqa: E402
+from benchmeasure.scope.arms import Pool  # noqa: E402
+from benchmeasure.scope.bounds import Certifier  # noqa: E402
+from benchmeasure.scope.runner import run_simulated, search, simulated_evaluator  # noqa: E402
+from benchmeasure.scope.space import space_from_dict  # noqa: E402
+from benchmeasure.scope.utility import band_thresholds  # noqa: E402
 
 
 def parse_strategy(spec: str) -> tuple[str, dict]:
@@ -294,7 +293,7 @@ def _run_published(world: str, seed: int, budget: int, delta: float, tau: float,
     pool = Pool(space, Certifier(delta, budget, space.size), lambda c: tau)
     driver = Path(__file__).with_name("quickscope_published.py")
     process = subprocess.Popen([python, str(driver), "--src", src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True)
+                               text=True, env=published_env(src))
     process.stdin.write(json.dumps({"space": space_dict, "delta": delta, "threshold": tau, "seed": seed,
                                     "budget": budget, "batch": batch}) + "\n")
     process.stdin.flush()
@@ -366,8 +365,15 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return low, high
 
 
+def published_env(src: str) -> dict:
+    """The published code's environment: its snapshot on PYTHONPATH (its `resources` package is top-level)."""
+    import os
+
+    return {**os.environ, "PYTHONPATH": src}
+
+
 def equal_table(args) -> None:
-    from machine import cpu_name
+    cpu_name = __import__("runpy").run_path(str(Path(__file__).with_name("machine.py")))["cpu_name"]
 
     published = tuple(args.published.split(",", 1)) if args.published else None
     strategies = [s for s in args.strategies_equal.split(",") if s]
@@ -465,7 +471,7 @@ def agree_run(seed: int, budget: int, delta: float, tau: float, batch: int, pool
     evaluate = simulated_evaluator(truth, seed)
     pool = Pool(space, Certifier(delta, budget, space.size), lambda c: tau)
     process = subprocess.Popen([python, str(Path(__file__).with_name("quickscope_published.py")), "--src", src],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=published_env(src))
     process.stdin.write(json.dumps({"space": STRESS_SPACE, "delta": delta, "threshold": tau, "seed": seed,
                                     "budget": budget, "batch": batch, "n_initial": pool_start,
                                     "exploration_param": 0.0, "show_pool": True}) + "\n")

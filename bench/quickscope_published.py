@@ -32,7 +32,7 @@ def load(src: str):
         package = types.ModuleType(name)
         package.__path__ = [f"{src}/{folder}"]
         sys.modules[name] = package
-    sys.path.insert(0, src)  # their `resources` package (the transform registry loads it)
+    # their `resources` package (the transform registry loads it) comes from PYTHONPATH, set by bench_scope.py
     return importlib.import_module("quickscope.optimization.coup_optimization")
 
 
