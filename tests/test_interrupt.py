@@ -16,21 +16,22 @@ import pytest
 from conftest import ROOT
 
 
-def matrix(path):
+def matrix(path, items=40):
     rng = np.random.default_rng(3)
-    theta, b = rng.normal(size=8), rng.normal(size=40)
-    y = rng.random((8, 40)) < 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))
-    lines = ["model," + ",".join(f"q{j}" for j in range(40))]
+    theta, b = rng.normal(size=8), rng.normal(size=items)
+    y = rng.random((8, items)) < 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))
+    lines = ["model," + ",".join(f"q{j}" for j in range(items))]
     lines += [f"m{i}," + ",".join(str(int(v)) for v in row) for i, row in enumerate(y)]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def interrupt_when(tmp_path, marker: str | None, env=None, delay: float = 0.0):
+def interrupt_when(tmp_path, marker: str | None, env=None, delay: float = 0.0, draws: int = 400000, items: int = 40,
+                   extra: tuple = ()):
     """Start a long fit, send SIGINT once ``marker`` appears on stderr (or after ``delay`` s); return the result."""
-    out = tmp_path / "fit"
-    command = [sys.executable, str(ROOT / "scripts" / "fit_irt.py"), str(matrix(tmp_path / "m.csv")),
-               "--n-trials", "1", "--draws", "400000", "--output-dir", str(out)]
+    out = tmp_path / "fit" / "nested"   # two folders the fit would create: neither may be left
+    command = [sys.executable, str(ROOT / "scripts" / "fit_irt.py"), str(matrix(tmp_path / "m.csv", items)),
+               "--n-trials", "1", "--draws", str(draws), "--output-dir", str(out), *extra]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen, lines = threading.Event(), []
@@ -58,7 +59,7 @@ def assert_stopped(code, stderr, took, out):
     assert code == 130, (code, stderr)
     assert "Traceback" not in stderr, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted", stderr
-    assert not out.exists(), "an interrupted fit must leave no output"
+    assert not out.parent.exists(), "an interrupted fit must leave nothing it created"
     assert took < 10, f"stopped {took:.1f} s after Ctrl-C"
 
 
@@ -75,3 +76,12 @@ def test_ctrl_c_while_compiling_stops_the_fit(tmp_path):
     import os
     env = {**os.environ, "BENCHMEASURE_CACHE_DIR": str(tmp_path / "empty-cache")}
     assert_stopped(*interrupt_when(tmp_path, "note: compiling", env=env))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("marker", ["drawing difficulties", "summarizing", "fit folder: writing"])
+def test_ctrl_c_after_sampling_stops_the_fit(tmp_path, marker):
+    """The phases after sampling (a progress line every 0.1 s names each): no output, no created folder."""
+    import os
+    env = {**os.environ, "BENCHMEASURE_PROGRESS_INTERVAL": "0.1"}
+    assert_stopped(*interrupt_when(tmp_path, marker, env=env, draws=10000, items=400, extra=("--save-posterior",)))

@@ -147,7 +147,7 @@ _staged: list | None = None
 _created: list = []  # folders made by atomic_write inside all_or_nothing, removed (when empty) if the block fails
 
 
-def _make_parents(folder: Path) -> list[Path]:
+def make_parents(folder: Path) -> list[Path]:
     """Create ``folder`` and its missing ancestors; return the ones created, deepest first."""
     missing = []
     ancestor = folder
@@ -158,7 +158,7 @@ def _make_parents(folder: Path) -> list[Path]:
     return missing
 
 
-def _remove_folders(folders: list) -> None:
+def remove_empty_folders(folders: list) -> None:
     """Remove the folders a failed command created, deepest first, each only when empty."""
     for folder in sorted(set(folders), key=lambda f: len(Path(f).parts), reverse=True):
         with contextlib.suppress(OSError):
@@ -185,7 +185,7 @@ def all_or_nothing() -> Iterator[None]:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        _remove_folders(_created)
+        remove_empty_folders(_created)
         _created.clear()
         raise
     _staged = None
@@ -196,7 +196,7 @@ def all_or_nothing() -> Iterator[None]:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        _remove_folders(_created)
+        remove_empty_folders(_created)
         _created.clear()
         fail(f"{exc.filename or 'output'}: cannot write ({exc.strerror or exc})")
     _created.clear()
@@ -218,7 +218,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
     tmp = None
     created: list = []
     try:
-        created = _make_parents(target.parent)
+        created = make_parents(target.parent)
         if _staged is not None:
             _created.extend(created)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -248,7 +248,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         if _staged is None:
-            _remove_folders(created)
+            remove_empty_folders(created)
         if isinstance(exc, BrokenPipeError) or exc.filename not in (None, tmp, str(target), str(target.parent)):
             raise  # not a failure of this output (an input the block was reading, say)
         fail(f"{shown}: cannot write ({exc.strerror or exc})")
@@ -257,7 +257,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", newline: str | None =
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         if _staged is None:
-            _remove_folders(created)
+            remove_empty_folders(created)
         raise
 
 

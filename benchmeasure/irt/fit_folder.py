@@ -27,7 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.base.files import atomic_write, command_line, package_versions, sha256_file, write_json
+from benchmeasure.base.files import (
+    atomic_write,
+    command_line,
+    make_parents,
+    package_versions,
+    remove_empty_folders,
+    sha256_file,
+    write_json,
+)
 from benchmeasure.core.matrix import constant_models
 from benchmeasure.irt.fit import POSTERIOR_NAME
 
@@ -195,7 +203,7 @@ def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, 
             progress.update(name, done, total)
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    created = make_parents(out_dir)   # removed again (when empty) if the writing stops, Ctrl-C included
     staging = Path(tempfile.mkdtemp(prefix=".fit_irt.", dir=out_dir))
     try:
         fixed = set(result.settings.get("fixed_items") or ())
@@ -219,6 +227,10 @@ def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, 
             target.unlink()
         for name in OUTPUTS:
             os.replace(staging / name, out_dir / name)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        remove_empty_folders(created)
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
