@@ -131,7 +131,9 @@ def test_chain_lkj_method(tmp_path):
     assert len(lkj["fits"]) == 1 and all(f["divergences"] == 0 for f in lkj["fits"])
     mae = {s["method"]: s["mae_points"] for s in lkj["summary_at_lkj_steps"]}
     assert mae["lkj_correlated"] < mae["anchor_accuracy"]
-    assert_rejected(run_script("chain.py", *paths, "--lkj-steps", "3", "--output-dir", tmp_path / "o"),
+    assert_rejected(run_script("chain.py", *paths, "--anchors", "10", "--lkj-steps", "3",
+                               "--output-dir", tmp_path / "o"),
                     "--lkj-steps: step 3")
-    assert_rejected(run_script("chain.py", *paths, "--lkj-steps", "x", "--output-dir", tmp_path / "o"),
+    assert_rejected(run_script("chain.py", *paths, "--anchors", "10", "--lkj-steps", "x",
+                               "--output-dir", tmp_path / "o"),
                     "--lkj-steps")
