@@ -74,7 +74,9 @@ def test_ctrl_c_during_start_up_stops_the_fit(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_while_compiling_stops_the_fit(tmp_path):
     import os
-    env = {**os.environ, "BENCHMEASURE_CACHE_DIR": str(tmp_path / "empty-cache")}
+    # NUMBA_CACHE_DIR would win over the empty cache (this process sets it once a kernel module is imported)
+    env = {**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"},
+           "BENCHMEASURE_CACHE_DIR": str(tmp_path / "empty-cache")}
     assert_stopped(*interrupt_when(tmp_path, "note: compiling", env=env))
 
 
