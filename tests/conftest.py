@@ -93,6 +93,21 @@ def make_benchmark(root, name, b, test_ids="same", id_column="item_id") -> Path:
     return folder
 
 
+def tiny_seed_set(tmp_path, sds):
+    """A five-item BenchFill seed set with posterior sds ``sds``: b = 0, 0.5, 1.5, 1.6, 3.0, so the widest gap is
+    (1.6, 3.0), then (0.5, 1.5), then (0.0, 0.5)."""
+    from benchmeasure.benchfill.gaps import load_seed_set
+
+    folder = tmp_path / "bench"
+    folder.mkdir(parents=True)
+    b = [0.0, 0.5, 1.5, 1.6, 3.0]
+    (folder / "difficulty.csv").write_text(
+        "item_id,b_mean,b_sd\n" + "".join(f"{i},{v},{s}\n" for i, (v, s) in enumerate(zip(b, sds))))
+    (folder / "test.jsonl").write_text("".join(json.dumps({"item_id": i, "question": "?", "answer": "1"}) + "\n"
+                                               for i in range(len(b))))
+    return load_seed_set("bench", folder / "difficulty.csv", folder / "test.jsonl")
+
+
 def journalled(folder: Path) -> int:
     """Lines in a run folder's ``events.jsonl`` journal (0 before it exists)."""
     path = Path(folder) / "events.jsonl"

@@ -15,23 +15,11 @@ import pytest
 
 from benchmeasure.benchfill.config import load_config
 from benchmeasure.benchfill.gap_choice import skip_unresolved
-from benchmeasure.benchfill.gaps import load_seed_set
-from conftest import BENCHFILL_CLI, assert_rejected
-
-
-def seed_set(tmp_path, sds):
-    folder = tmp_path / "bench"
-    folder.mkdir(parents=True)
-    b = [0.0, 0.5, 1.5, 1.6, 3.0]       # widest gap (1.6, 3.0), then (0.5, 1.5), then (0.0, 0.5)
-    (folder / "difficulty.csv").write_text(
-        "item_id,b_mean,b_sd\n" + "".join(f"{i},{v},{s}\n" for i, (v, s) in enumerate(zip(b, sds))))
-    (folder / "test.jsonl").write_text("".join(json.dumps({"item_id": i, "question": "?", "answer": "1"}) + "\n"
-                                               for i in range(len(b))))
-    return load_seed_set("bench", folder / "difficulty.csv", folder / "test.jsonl")
+from conftest import BENCHFILL_CLI, assert_rejected, tiny_seed_set
 
 
 def test_skip_keeps_resolved_targets_and_names_what_would_resolve_the_rest(tmp_path, caplog):
-    noisy_top = seed_set(tmp_path, [0.05, 0.05, 0.05, 0.6, 0.6])   # the widest gap's edges are 1.6 sds apart
+    noisy_top = tiny_seed_set(tmp_path, [0.05, 0.05, 0.05, 0.6, 0.6])   # the widest gap's edges are 1.6 sds apart
     with caplog.at_level(logging.WARNING):
         kept, skipped = skip_unresolved(noisy_top.target_choice(3, n_trials=4))
     assert [(r["gap"].left, r["gap"].right) for r in kept] == [pytest.approx((1 / 6, 0.5)),
@@ -42,7 +30,7 @@ def test_skip_keeps_resolved_targets_and_names_what_would_resolve_the_rest(tmp_p
     assert f"about {skipped[0]['extra_trials_per_model']} more trials per model on items '3' and '4'" in lines[0]
     # every gap resolved (no sds): nothing skipped, nothing logged
     caplog.clear()
-    plain = seed_set(tmp_path / "p", [0, 0, 0, 0, 0])
+    plain = tiny_seed_set(tmp_path / "p", [0, 0, 0, 0, 0])
     kept, skipped = skip_unresolved(plain.target_choice(3))
     assert len(kept) == 3 and skipped == [] and not caplog.records
 

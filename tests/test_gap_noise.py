@@ -10,11 +10,10 @@ import logging
 import numpy as np
 import pytest
 
-from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.mass_fill import Limits, State, next_step
 from benchmeasure.core.matrix import ResponseMatrix, write_matrix
 from benchmeasure.core.metrics import diagnose
-from tests.conftest import assert_rejected, run_script
+from tests.conftest import assert_rejected, run_script, tiny_seed_set
 
 METRICS = ("ddm", "max_gap", "top5_gap_sum")
 
@@ -126,19 +125,8 @@ def test_dispersion_check_flags_all_or_none_answers(tmp_path):
     assert diag["dispersion"]["overdispersed"] is False
 
 
-def _seed_set(tmp_path, sds):
-    folder = tmp_path / "bench"
-    folder.mkdir(parents=True)
-    b = [0.0, 0.5, 1.5, 1.6, 3.0]       # widest gap (1.6, 3.0), then (0.5, 1.5)
-    (folder / "difficulty.csv").write_text(
-        "item_id,b_mean,b_sd\n" + "".join(f"{i},{v},{s}\n" for i, (v, s) in enumerate(zip(b, sds))))
-    (folder / "test.jsonl").write_text("".join(json.dumps({"item_id": i, "question": "?", "answer": "1"}) + "\n"
-                                               for i in range(len(b))))
-    return load_seed_set("bench", folder / "difficulty.csv", folder / "test.jsonl")
-
-
 def test_benchfill_targets_resolved_gaps_first_and_warns(tmp_path, caplog):
-    noisy_top = _seed_set(tmp_path, [0.05, 0.05, 0.05, 0.6, 0.6])   # the widest gap's edges are 1.6 sds apart
+    noisy_top = tiny_seed_set(tmp_path, [0.05, 0.05, 0.05, 0.6, 0.6])   # the widest gap's edges are 1.6 sds apart
     with caplog.at_level(logging.WARNING):
         targets = noisy_top.targets(3, n_trials=4)   # the paper's treatment ([search] unresolved = "fill")
     # resolved gaps first (widest first among them), then the widest gap, which is not resolved, with a warning
@@ -159,7 +147,7 @@ def test_benchfill_targets_resolved_gaps_first_and_warns(tmp_path, caplog):
                           noisy_top.sd_values())
     assert (gap.left, gap.right) == pytest.approx((1 / 6, 0.5))
     # without posterior sds the paper's order (widest first) is kept
-    plain = _seed_set(tmp_path / "p", [0, 0, 0, 0, 0])
+    plain = tiny_seed_set(tmp_path / "p", [0, 0, 0, 0, 0])
     assert [(t.left, t.right) for t in plain.targets(1)] == [pytest.approx((1.6 / 3, 1.0))]
 
 

@@ -83,6 +83,15 @@ def hinge(p, tau, high):
     return np.minimum(np.minimum(p / tau, 1.0), above)
 
 
+
+def new_arm(space, pool, rng) -> int | None:
+    """Add one configuration not yet in ``pool``, drawn from ``space`` (None after 1,000 draws already there)."""
+    for _ in range(1000):
+        config = space.sample(rng)
+        if space.key(config) not in pool.index:
+            return pool.add(config)
+    return None
+
 class Strategy:
     """Base: ``next_batch(size)`` returns arm indices of the pool (repeats allowed), at most ``size`` of them."""
 
@@ -189,11 +198,7 @@ class QuickScope(Strategy):
         return math.log(math.pi ** 2 * n ** 2 / (3.0 * self.delta)) / n
 
     def _new_arm(self) -> int | None:
-        for _ in range(1000):
-            config = self.space.sample(self.rng)
-            if self.space.key(config) not in self.pool.index:
-                return self.pool.add(config)
-        return None
+        return new_arm(self.space, self.pool, self.rng)
 
     def epsilon_prime(self, avg_upper: np.ndarray, h_lower: np.ndarray, open_: np.ndarray) -> float:
         """Mean over random halves (the first ``n0`` always in) of max hinged upper − max hinged lower."""
@@ -285,11 +290,7 @@ class Lucb(Strategy):
             self.pool.add(config)
 
     def _new_arm(self) -> int | None:
-        for _ in range(1000):
-            config = self.space.sample(self.rng)
-            if self.space.key(config) not in self.pool.index:
-                return self.pool.add(config)
-        return None
+        return new_arm(self.space, self.pool, self.rng)
 
     def next_batch(self, size: int) -> list[int]:
         lower, upper = self.pool.current_bounds()
