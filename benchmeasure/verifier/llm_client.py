@@ -25,8 +25,10 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import openai
+if TYPE_CHECKING:  # imported where used: the SDK takes most of a second to import, which a command that only
+    import openai  # reads or refuses its inputs (``benchfill status``, a damaged run folder) should not pay
 
 log = logging.getLogger("benchmeasure.llm")
 
@@ -92,6 +94,8 @@ class ChatResult:
 
 
 def _retryable(exc: BaseException) -> bool:
+    import openai
+
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
                         openai.InternalServerError, MalformedReply, openai.APIResponseValidationError,
                         asyncio.TimeoutError, ValueError)):
@@ -102,6 +106,8 @@ def _retryable(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}"
     text = " ".join(str(exc).split())[:200]
@@ -142,6 +148,8 @@ class LLMClient:
         self._clients: dict = {}
 
     def _client(self, endpoint: Endpoint) -> openai.AsyncOpenAI:
+        import openai
+
         key = (endpoint.base_url, endpoint.api_key_env)
         if key not in self._clients:
             self._clients[key] = openai.AsyncOpenAI(
