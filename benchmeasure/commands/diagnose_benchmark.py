@@ -10,13 +10,15 @@ import argparse
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
+from benchmeasure.core.calibrated_text import calibrated_beside, interval_text
+from benchmeasure.core.calibrated_text import lines as calibrated_lines
 from benchmeasure.core.difficulty_file import benchmark_name, fit_n_trials, read_difficulty_column
 from benchmeasure.core.matrix_holes import absent_cells_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 
 PLUGIN_LABEL = ("plug-in (the paper's value: metric of the posterior-mean difficulties; noise fills gaps, "
-                "so a gap that is not resolved may be noise; intervals: benchmeasure posterior-metrics)")
+                "so a gap that is not resolved may be noise; the calibrated intervals beside it cover the truth)")
 
 EXAMPLES = """\
 examples:
@@ -80,6 +82,18 @@ def _ask(gap: dict) -> str:
     return f"; ask the panel for about {extra} more trials per model on {gap['lower_item']} and {gap['upper_item']}"
 
 
+def _calibrated_for(path: str, values: dict, top_k: int) -> dict | None:
+    """The fit's calibrated intervals when they describe these values (same plug-ins, same Top-k), else None."""
+    block = calibrated_beside(path)
+    if block is None or "refused" in block:
+        return block
+    metrics = block["metrics"]
+    if f"top{top_k}_gap_sum" not in metrics or any(abs(metrics[m]["plugin"] - values[m]) > 1e-6
+                                                   for m in metrics if m in values):
+        return None  # the file was edited after the fit, or another Top-k: the stored intervals are not for it
+    return block
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.name is not None and len(args.name) != len(args.files):
@@ -94,6 +108,8 @@ def main(argv=None) -> int:
         if sds is not None:
             record["resolution"] = benchmark_resolution(column.values, sds)
             record["gaps"] = gap_table(column.values, sds, column.item_ids, args.top_k, n_trials=fit_n_trials(path))
+        if args.column == "b_mean" and not args.normalized:  # the fit's calibrated intervals, when it made them
+            record["calibrated_intervals"] = _calibrated_for(path, diagnosis.as_dict(), args.top_k)
         absent = absent_cells_beside(path)
         if absent is not None:  # the fit had holes: say how many, and which gap edges had fewer answers
             per_item = absent.get("per_item", {})
@@ -119,6 +135,8 @@ def main(argv=None) -> int:
             a = r["absent_cells"]
             print(f"Absent cells: {a['total']} in the fit (masked likelihood), {a['items_with_absent_cells']} items "
                   f"and {len(a['per_model'])} models with some; per model and item in diagnostics.json")
+        for line in calibrated_lines(r.get("calibrated_intervals"), r.get("gaps")):
+            print(line)
         if "resolution" in r:
             print(f"Resolution: {r['resolution']['resolution']:.4f} (narrowest band this fit can reveal, normalized; "
                   f"typical posterior sd {r['resolution']['typical_sd']:.3f})")
@@ -132,9 +150,13 @@ def main(argv=None) -> int:
                       + _ask(g))
     else:
         width = max(len("Benchmark"), *(len(r["benchmark"]) for r in results))
-        print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}")
+        print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}  "
+              "calibrated intervals (DDM; Max Gap)")
         for r in results:
+            block = r.get("calibrated_intervals")
+            cal = ("uncalibrated" if block is None else "not calibrated" if "refused" in block else
+                   f"{interval_text(block['metrics']['ddm'])}; {interval_text(block['metrics']['max_gap'])}")
             print(f"{r['benchmark']:<{width}}  {r['ddm']:8.3f}  {r['max_gap']:8.3f}  "
-                  f"{r[f'top{k}_gap_sum']:10.3f}  {r['items']:6d}")
+                  f"{r[f'top{k}_gap_sum']:10.3f}  {r['items']:6d}  {cal}")
     return 0
 

@@ -22,7 +22,7 @@ import numpy as np
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import plan_outputs
 from benchmeasure.base.lifetime import exit_with_parent
-from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE
+from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SECONDS, SEED, TUNE
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
 from benchmeasure.irt.fit import POSTERIOR_NAME
@@ -109,6 +109,12 @@ def parse_args(argv):
                         help="accept absent cells (blank) and K per cell (MATRIX.trials.csv, prepare --allow-missing): "
                              "NUTS with the masked likelihood, on the collapsed route unless --route joint "
                              "(docs/suites.md)")
+    parser.add_argument("--no-calibrate", action="store_true",
+                        help="skip the calibrated intervals of DDM, Max Gap and Top-5 Gap Sum (a simulation at this "
+                             "fit, about a second to a minute; docs/gap_noise.md): reports then say 'uncalibrated'")
+    parser.add_argument("--calibrate-budget", type=SECONDS, default=60.0, metavar="S",
+                        help="time budget of that simulation in seconds (default 60; fewer simulated data sets per "
+                             "world when it would take longer, never fewer than 16)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress and no summary (warnings still shown); without it progress goes to stderr: "
                              "a redrawn line on a terminal, a line every 10 s when stderr is a file")
@@ -222,6 +228,15 @@ def main(argv=None) -> int:
         from benchmeasure.core.difficulty_file import default_benchmark_name
 
         diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
+        if args.method == "nuts" and not args.no_calibrate:
+            from benchmeasure.analyses.calibrated import calibrate_fit
+
+            say("calibrating the intervals: DDM, Max Gap and Top-5 Gap Sum simulated at this fit "
+                f"(budget {args.calibrate_budget:g} s; --no-calibrate skips it)")
+            diagnostics["calibrated_intervals"] = calibrate_fit(
+                result, matrix, guessing=guessing, observation=args.observation,
+                anchored=args.fixed_b is not None, budget_s=args.calibrate_budget,
+                seed=result.settings.get("seed_used") or 0)
         if matrix.trials is not None:
             absent = matrix.trials == 0
             diagnostics["absent_cells"] = {
@@ -261,6 +276,11 @@ def main(argv=None) -> int:
             + (f"min tail ESS {tail:.0f}, " if tail is not None else "") +
             f"{d['divergences']} divergences; sampling {d['sampling_time_s']:.1f} s, "
             f"wall {diagnostics['wall_time_s']:.1f} s")
+    if "calibrated_intervals" in diagnostics:
+        from benchmeasure.core.calibrated_text import checked, lines
+
+        for line in lines(checked(diagnostics["calibrated_intervals"])):
+            say(line)
     say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"
         + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else ""))
     return 0

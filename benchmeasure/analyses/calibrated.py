@@ -1,0 +1,369 @@
+"""Calibrated intervals for DDM, Max Gap and the Top-k Gap Sum: test inversion over a family of worlds,
+simulated at the user's own fit (issue 29; docs/gap_noise.md, "Calibrated intervals").
+
+The paper reports the plug-in value T̂ = T(b̂): the metric (Table 1) of the posterior-mean difficulties b̂.
+Noise moves it (it fills gaps, it makes a staircase at K = 1), by an amount that depends on the unknown true
+difficulties, so no interval computed from the posterior alone covers the true T(b) at its stated rate
+(docs/gap_noise.md). This module builds one that does, by simulation at the fit itself:
+
+1. **Worlds.** A family W of candidate populations of true difficulties (:data:`WORLDS`), each placed at the
+   fit's location and scale (the posterior means' mean; √(var b̂ + mean b_sd²), the law of total variance):
+   the fit's own deshrunk means and deformations of them where the data may not tell them apart (emptier
+   widest gaps, closed gaps, flatter, more clustered), a posterior draw, and generic shapes (normal, uniform,
+   skewed either way, two clusters, a uniform with an empty band of 10, 20 or 30 % of its range).
+2. **Replications.** For every world w and replication r: true difficulties b_wr, counts
+   Y ~ Binomial(K_mi, σ(θ̂_m − b_wr,i)) with the fit's own abilities θ̂, its K per cell and its holes (K = 0),
+   and the estimate b̂* = E[b | θ̂, Y] under the paper's N(0, 1) prior; the error e_wr = T(b̂*) − T(b_wr) and
+   the simulated plug-in T(b̂*).
+3. **Test inversion.** World w is *consistent* with the data for metric T when the observed plug-in lies
+   within its simulated plug-ins' range widened by half their sd (about ±3 sd). Its pivotal interval is
+   [T̂ − q_hi(e_w), T̂ − q_lo(e_w)] with q the central ``probability`` quantiles of its errors. The calibrated
+   interval is the hull of the consistent worlds' intervals (all worlds' when none is consistent, and it says
+   so), clipped to the metric's range. Its width is reported beside ``known_world_width``, the median width
+   of those worlds' own intervals: what the interval would need if the world were known.
+
+The inner estimator is exact for the model with the abilities held at θ̂: with θ fixed, an item's likelihood
+depends on its counts only through its column sum s_i = Σ_m Y_mi (log-likelihood s_i·(−b) − Σ_m K_mi
+softplus(θ_m − b) + const), so E[b | θ̂, Y] is a function of (s_i, the item's trials column), tabulated once by
+quadrature on the grid of :mod:`benchmeasure.irt.quadrature`. A replication costs one draw of M × n counts.
+Whether this cheaper inner fit (no ability uncertainty) changes the coverage is measured against the full
+NUTS fit by ``bench/bench_calibrated_intervals.py``.
+
+Binomial observations without a guessing floor only; :func:`unsupported` says why otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+
+from benchmeasure.analyses.posterior_metrics import metric_draws
+
+log = logging.getLogger(__name__)
+
+#: the candidate worlds, in order (module docstring)
+WORLDS = ("fit", "fit_unshrunk", "fit_tails", "fit_far_tails", "fit_sharp", "fit_closed", "fit_flat", "fit_clustered",
+          "posterior_draw", "normal", "uniform",
+          "skewed_right", "skewed_left", "clusters", "band10", "band20", "band30")
+#: the largest value each metric can take (the range an interval is clipped to, and "spans most" of)
+METRIC_RANGE = {"ddm": 0.5, "max_gap": 1.0}
+DEFAULT_REPS = 64
+#: fixed draws of true difficulties per random world (a world's interval is for one fixed truth, as the user's is)
+REALIZATIONS = 3
+DEFAULT_BUDGET_S = 60.0
+MIN_REPS = 16
+#: how far beyond a world's simulated plug-ins the observed one may lie, in their sd, for the world to be kept
+ACCEPT_PAD_SD = 0.5
+#: a calibrated interval at least this share of the metric's range "spans most of it"
+SPANS_MOST = 0.5
+#: table the inner estimator when its entries number at most this many times the items (else per replication)
+TABLE_FACTOR = 8
+
+
+def unsupported(observation: str = "binomial", guessing=0.0) -> str | None:
+    """Why the calibration cannot describe a fit with these settings (None when it can)."""
+    if observation != "binomial":
+        return (f"the fit's observation model is {observation}; the calibration simulates binomial counts "
+                "(a beta-binomial calibration is not built)")
+    if np.any(np.asarray(guessing, dtype=float) > 0):
+        return "the fit has a guessing floor; the calibration simulates the 1PL without one"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the inner estimator: E[b | θ̂, Y] as a function of the column sum and the item's trials column
+
+
+class PosteriorMeans:
+    """E[b_i | θ, Y] under b_i ~ N(0, 1), Y_mi ~ Binomial(K_mi, σ(θ_m − b_i)), from the column sums alone."""
+
+    def __init__(self, theta, trials):
+        from benchmeasure.irt.quadrature import make_grid
+
+        self.theta = np.asarray(theta, dtype=float)
+        self.trials = np.asarray(trials, dtype=np.int64)
+        m, n = self.trials.shape
+        grid = make_grid(m, int(max(self.trials.max(), 1)))
+        self.nodes = grid.nodes
+        softplus = np.logaddexp(0.0, self.theta[:, None] - self.nodes[None, :])      # (M, G)
+        patterns, self.pattern_of = np.unique(self.trials, axis=1, return_inverse=True)
+        self.pattern_of = self.pattern_of.reshape(-1)
+        self.base = grid.log_weights[None, :] - patterns.T.astype(float) @ softplus  # (P, G)
+        sizes = patterns.sum(axis=0) + 1
+        self.tabled = int(sizes.sum()) <= TABLE_FACTOR * n
+        if self.tabled:
+            self.offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            self.table = np.concatenate([self._means(self.base[p], np.arange(sizes[p]))
+                                         for p in range(len(sizes))])
+
+    def _means(self, base, sums):
+        log_post = base - np.outer(sums, self.nodes)
+        log_post -= log_post.max(axis=1, keepdims=True)
+        w = np.exp(log_post)
+        return (w @ self.nodes) / w.sum(axis=1)
+
+    def __call__(self, sums) -> np.ndarray:
+        sums = np.asarray(sums, dtype=np.int64)
+        if self.tabled:
+            return self.table[self.offset[self.pattern_of] + sums]
+        out = np.empty(sums.size)
+        for start in range(0, sums.size, 2048):
+            rows = slice(start, start + 2048)
+            log_post = self.base[self.pattern_of[rows]] - sums[rows, None] * self.nodes[None, :]
+            log_post -= log_post.max(axis=1, keepdims=True)
+            w = np.exp(log_post)
+            out[rows] = (w @ self.nodes) / w.sum(axis=1)
+        return out
+
+
+def simulate_sums(b, theta, trials, rng) -> np.ndarray:
+    """Column sums of Y ~ Binomial(K_mi, σ(θ_m − b_i)), shape (n,)."""
+    p = 1.0 / (1.0 + np.exp(-(theta[:, None] - np.asarray(b)[None, :])))
+    if trials.max() == 1:
+        return ((rng.random(p.shape) < p) & (trials > 0)).sum(axis=0)
+    return rng.binomial(trials, p).sum(axis=0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the worlds
+
+
+def _standard(z) -> np.ndarray:
+    z = np.asarray(z, dtype=float)
+    sd = z.std()
+    return (z - z.mean()) / (sd if sd > 0 else 1.0)
+
+
+def _move_gaps(z, widest: int, how: str) -> np.ndarray:
+    """``z`` with its ``widest`` largest gaps (between sorted neighbours) doubled (``sharp``) or shrunk to the
+    median gap (``closed``), every item keeping its rank."""
+    order = np.argsort(z, kind="stable")
+    gaps = np.diff(z[order])
+    top = np.argsort(-gaps, kind="stable")[:widest]
+    change = np.zeros_like(gaps)
+    change[top] = gaps[top] if how == "sharp" else np.median(gaps) - gaps[top]
+    moved = np.empty_like(z)
+    moved[order] = z[order] + np.concatenate([[0.0], np.cumsum(change)])
+    return _standard(moved)
+
+
+class Worlds:
+    """The candidate worlds at one fit (module docstring, step 1)."""
+
+    def __init__(self, b_mean, b_sd, b_draws=None):
+        mean, sd = np.asarray(b_mean, dtype=float), np.asarray(b_sd, dtype=float)
+        self.n = mean.size
+        self.location = float(mean.mean())
+        self.scale = float(math.sqrt(mean.var() + (sd ** 2).mean()))
+        self.fit = _standard(mean)
+        self.draws = None if b_draws is None else np.asarray(b_draws)
+        self.names = [w for w in WORLDS if w != "posterior_draw" or self.draws is not None]
+        order = np.argsort(self.fit, kind="stable")
+        ranks = np.empty(self.n, dtype=int)
+        ranks[order] = np.arange(self.n)
+        uniform = _standard((ranks + 0.5) / self.n)
+        half = ranks >= self.n / 2
+        centre = np.where(half, self.fit[half].mean() if half.any() else 0.0,
+                          self.fit[~half].mean() if (~half).any() else 0.0)
+        # each mean moved away from the prior's by its own shrinkage (1 − sd²: a normal likelihood under the
+        # N(0, 1) prior), so the items the prior pulled in most (the extremes) are put back furthest
+        unshrunk = _standard(mean / np.clip(1.0 - sd ** 2, 0.1, 1.0))
+        # the outer 5 % on each side twice and four times as far out: where the data say least (an item every
+        # model fails is "hard", not how hard) and where min-max normalization looks most
+        low, high = np.quantile(self.fit, [0.05, 0.95])
+
+        def stretch(f):
+            return _standard(np.where(self.fit > high, high + f * (self.fit - high),
+                                      np.where(self.fit < low, low + f * (self.fit - low), self.fit)))
+        self.fixed = {"fit": self.fit, "fit_unshrunk": unshrunk, "fit_tails": stretch(2.0),
+                      "fit_far_tails": stretch(4.0),
+                      "fit_sharp": _move_gaps(self.fit, 3, "sharp"),
+                      "fit_closed": _move_gaps(self.fit, 3, "closed"),
+                      "fit_flat": _standard(0.5 * self.fit + 0.5 * uniform),
+                      "fit_clustered": _standard(self.fit + 0.5 * (centre - self.fit))}
+
+    def truth(self, name: str, rng) -> np.ndarray:
+        """One draw of the true difficulties of world ``name``, on the fit's b scale."""
+        n = self.n
+        if name == "posterior_draw":
+            return np.asarray(self.draws[rng.integers(self.draws.shape[0])], dtype=float)
+        if name in self.fixed:
+            z = self.fixed[name]
+        elif name == "normal":
+            z = rng.normal(size=n)
+        elif name == "uniform":
+            z = rng.uniform(-1, 1, n)
+        elif name in ("skewed_right", "skewed_left"):
+            z = rng.lognormal(0.0, 0.75, n) * (1 if name == "skewed_right" else -1)
+        elif name == "clusters":
+            z = np.where(rng.random(n) < 0.5, rng.normal(-1.0, 0.35, n), rng.normal(1.2, 0.35, n))
+        elif name.startswith("band"):
+            width = int(name[4:]) / 100
+            start = rng.uniform(0.05, 0.95 - width)
+            u = rng.uniform(0.0, 1.0 - width, n)
+            z = np.where(u >= start, u + width, u)
+        else:
+            raise ValueError(f"unknown world {name!r}")
+        return self.location + self.scale * _standard(z)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the calibration
+
+
+def _metrics(b_rows, top_k: int) -> dict:
+    """Table 1's metrics of each row; a row whose values are all equal gives NaN (normalization undefined)."""
+    b = np.atleast_2d(np.asarray(b_rows, dtype=float))
+    flat = b.max(axis=1) <= b.min(axis=1)
+    safe = np.where(flat[:, None], np.arange(b.shape[1], dtype=float)[None, :], b)
+    out = metric_draws(safe, top_k)
+    for v in out.values():
+        v[flat] = np.nan
+    return out
+
+
+def unit_quantiles(b_rows) -> np.ndarray:
+    """Each row min-max normalized and sorted: the empirical quantile function the metrics are read from."""
+    b = np.atleast_2d(np.asarray(b_rows, dtype=float))
+    low, high = b.min(axis=1, keepdims=True), b.max(axis=1, keepdims=True)
+    return np.sort((b - low) / np.where(high > low, high - low, 1.0), axis=1)
+
+
+def shape_consistent(observed_shape, shape: dict) -> bool:
+    """Whether the observed quantile function is as close to the world's mean one (1-Wasserstein distance) as
+    the world's own simulated ones are, give or take half their sd."""
+    own = np.abs(shape["rows"] - shape["mean"][None, :]).mean(axis=1)
+    distance = float(np.abs(observed_shape - shape["mean"]).mean())
+    return bool(distance <= own.max() + ACCEPT_PAD_SD * own.std() + 1e-9)
+
+
+def simulate_world(b, estimator: PosteriorMeans, reps: int, rng, top_k: int) -> dict:
+    """Per metric, the simulated plug-ins and errors (plug-in − truth) of ``reps`` data sets drawn at one fixed
+    vector of true difficulties ``b``."""
+    truth = {m: float(v[0]) for m, v in _metrics(b, top_k).items()}
+    estimates = np.array([estimator(simulate_sums(b, estimator.theta, estimator.trials, rng)) for _ in range(reps)])
+    est_m = _metrics(estimates, top_k)
+    shapes = unit_quantiles(estimates)
+    out = {"shape": {"mean": shapes.mean(axis=0), "rows": shapes}}
+    for m, v in est_m.items():
+        keep = np.isfinite(v)
+        out[m] = {"plugin": v[keep], "error": v[keep] - truth[m], "truth": truth[m]}
+    return out
+
+
+def _consistent(observed: float, plugins: np.ndarray) -> bool:
+    pad = ACCEPT_PAD_SD * (plugins.std() if plugins.size > 1 else 0.0) + 1e-9
+    return bool(plugins.min() - pad <= observed <= plugins.max() + pad)
+
+
+def invert(observed: dict, simulated: dict, probability: float, observed_shape=None) -> dict:
+    """Step 3 of the module docstring, per metric: the hull of the consistent worlds' pivotal intervals."""
+    tail = (1.0 - probability) / 2.0
+    shape_ok = {w: observed_shape is None or shape_consistent(observed_shape, sim["shape"])
+                for w, sim in simulated.items()}
+    out = {}
+    for m, value in observed.items():
+        top = METRIC_RANGE.get(m, 1.0)
+        rows = {}
+        for w, sim in simulated.items():
+            s = sim[m]
+            if s["error"].size < 2:
+                continue
+            q_lo, q_hi = np.quantile(s["error"], [tail, 1.0 - tail])
+            rows[w] = {"low": value - q_hi, "high": value - q_lo, "width": q_hi - q_lo,
+                       "consistent": shape_ok[w] and _consistent(value, s["plugin"]), "bias": float(s["error"].mean())}
+        kept = [w for w, r in rows.items() if r["consistent"]]
+        used = kept or list(rows)
+        low = max(0.0, min(rows[w]["low"] for w in used))
+        high = min(top, max(rows[w]["high"] for w in used))
+        low = min(low, high)
+        known = float(np.median([rows[w]["width"] for w in used]))
+        out[m] = {"inner_plugin": value, "low": float(low), "high": float(high), "width": float(high - low),
+                  "known_world_width": known, "probability": probability,
+                  "consistent_worlds": kept, "no_world_consistent": not kept,
+                  "spans_most": bool(high - low >= SPANS_MOST * top),
+                  "worlds": {w: {k: float(v) if not isinstance(v, bool) else v for k, v in r.items()}
+                             for w, r in rows.items()}}
+    return out
+
+
+def calibrate(theta, trials, counts, b_mean, b_sd, *, b_draws=None, top_k: int = 5, probability: float = 0.94,
+              reps: int = DEFAULT_REPS, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
+              worlds=None, should_stop=None) -> dict:
+    """Calibrated intervals of DDM, Max Gap and the Top-k Gap Sum at one fit (module docstring).
+
+    ``theta`` (M,) the fit's ability means, ``trials`` (M, n) trials per cell (0 = absent), ``counts`` (M, n) the
+    observed counts (0 where absent), ``b_mean``/``b_sd``
+    (n,) the difficulty means and sds, ``b_draws`` (D, n) optional posterior draws (the ``posterior_draw``
+    world). ``reps`` replications per world, fewer when a first world shows that ``budget_s`` would be
+    exceeded (never fewer than :data:`MIN_REPS`). Each world has its own seed, ``[seed, world index]``.
+
+    Returns ``{"metrics": {name: interval}, "settings": {...}}``.
+    """
+    start = time.perf_counter()
+    theta = np.asarray(theta, dtype=float)
+    trials = np.asarray(trials, dtype=np.int64)
+    b_mean = np.asarray(b_mean, dtype=float)
+    family = Worlds(b_mean, b_sd, b_draws)
+    names = list(worlds or family.names)
+    instances = [(name, r) for name in names for r in range(1 if name in family.fixed else REALIZATIONS)]
+    estimator = PosteriorMeans(theta, trials)
+    observed_b = estimator(np.where(trials > 0, np.asarray(counts), 0).sum(axis=0))
+    observed = {m: float(v[0]) for m, v in _metrics(observed_b, top_k).items()}
+    simulated, used_reps = {}, reps
+    for index, (name, realization) in enumerate(instances):
+        if should_stop is not None:
+            should_stop()
+        rng = np.random.default_rng([seed, WORLDS.index(name), realization])
+        label = name if name in family.fixed else f"{name}#{realization + 1}"
+        tic = time.perf_counter()
+        simulated[label] = simulate_world(family.truth(name, rng), estimator, used_reps, rng, top_k)
+        if index == 0 and budget_s:
+            per_rep = (time.perf_counter() - tic) / used_reps
+            affordable = int((budget_s - (time.perf_counter() - start)) / max(per_rep * len(instances), 1e-9))
+            if affordable < used_reps:
+                used_reps = max(MIN_REPS, affordable)
+                log.warning("calibration: %d replications per world instead of %d to stay within %.0f s",
+                            used_reps, reps, budget_s)
+        if (index + 1) % 5 == 0 or index + 1 == len(instances):
+            log.info("calibration: %d of %d worlds simulated (%.1f s)", index + 1, len(instances),
+                     time.perf_counter() - start)
+    metrics = invert(observed, simulated, probability, unit_quantiles(observed_b)[0])
+    for m, v in _metrics(b_mean, top_k).items():  # the paper's value (the fit's own posterior means), beside
+        metrics[m] = {"plugin": float(v[0]), **metrics[m]}
+    return {"metrics": metrics,
+            "settings": {"worlds": names, "realizations": REALIZATIONS, "reps": used_reps, "reps_first_world": reps,
+                         "seed": seed,
+                         "probability": probability, "top_k": top_k, "models": int(theta.size),
+                         "items": int(b_mean.size), "location": family.location, "scale": family.scale,
+                         "holes": int((trials == 0).sum()), "max_trials": int(trials.max()),
+                         "inner_fit": "E[b | abilities held at the fit's means, counts] by quadrature",
+                         "consistency": f"observed plug-in within the world's simulated plug-ins ± "
+                                        f"{ACCEPT_PAD_SD:g} sd",
+                         "seconds": round(time.perf_counter() - start, 3)}}
+
+
+def calibrate_fit(result, matrix, *, guessing=0.0, observation: str = "binomial", anchored: bool = False,
+                  budget_s: float = DEFAULT_BUDGET_S, reps: int = DEFAULT_REPS, seed: int = 0, top_k: int = 5) -> dict:
+    """:func:`calibrate` at a finished NUTS fit (``benchmeasure fit`` runs it), or ``{"refused": why}``."""
+    why = unsupported(observation, guessing)
+    if why is None and anchored:
+        why = "an anchored fit's difficulties are partly fixed; the calibration simulates free difficulties"
+    if why is None and getattr(result, "method", "nuts") != "nuts":
+        why = "a MAP fit has no posterior sds to place the worlds with"
+    if why is None and len(matrix.items) < 3:
+        why = f"{len(matrix.items)} items; the metrics need at least 3"
+    if why is not None:
+        return {"refused": why}
+    trials = matrix.cell_trials()
+    trials = np.broadcast_to(trials, matrix.counts.shape) if np.ndim(trials) == 0 else trials
+    draws = result.draws("b", dtype=None)
+    few = draws[np.linspace(0, draws.shape[0] - 1, 3 * REALIZATIONS).astype(int)]
+    record = calibrate(result.theta_mean, trials, matrix.counts, result.b_mean, result.b_sd, b_draws=few,
+                       top_k=top_k, reps=reps, budget_s=budget_s, seed=seed)
+    if (result.diagnostics.get("max_r_hat") or 0) > 1.01:
+        record["note"] = "the fit did not converge (R-hat > 1.01); the intervals inherit its abilities"
+    return record
