@@ -45,8 +45,9 @@ from benchmeasure.analyses.posterior_metrics import metric_draws
 log = logging.getLogger(__name__)
 
 #: the candidate worlds, in order (module docstring)
-WORLDS = ("fit", "fit_unshrunk", "fit_tails", "fit_far_tails", "fit_sharp", "fit_closed", "fit_flat", "fit_clustered",
-          "posterior_draw", "normal", "uniform",
+WORLDS = ("fit", "fit_unshrunk", "fit_tails", "fit_far_tails", "fit_skewed", "fit_more_skewed", "fit_sharp",
+          "fit_closed", "fit_flat", "fit_clustered", "fit_sharpened", "fit_sharpened_more",
+          "posterior_draw", "wide_prior3", "wide_prior10", "normal", "uniform",
           "skewed_right", "skewed_left", "clusters", "band10", "band20", "band30")
 #: the largest value each metric can take (the range an interval is clipped to, and "spans most" of)
 METRIC_RANGE = {"ddm": 0.5, "max_gap": 1.0}
@@ -78,9 +79,10 @@ def unsupported(observation: str = "binomial", guessing=0.0) -> str | None:
 
 
 class PosteriorMeans:
-    """E[b_i | θ, Y] under b_i ~ N(0, 1), Y_mi ~ Binomial(K_mi, σ(θ_m − b_i)), from the column sums alone."""
+    """E[b_i | θ, Y] under b_i ~ N(0, prior_sd²) (the paper's: 1), Y_mi ~ Binomial(K_mi, σ(θ_m − b_i)), from the
+    column sums alone."""
 
-    def __init__(self, theta, trials):
+    def __init__(self, theta, trials, prior_sd: float = 1.0):
         from benchmeasure.irt.quadrature import make_grid
 
         self.theta = np.asarray(theta, dtype=float)
@@ -88,10 +90,11 @@ class PosteriorMeans:
         m, n = self.trials.shape
         grid = make_grid(m, int(max(self.trials.max(), 1)))
         self.nodes = grid.nodes
+        log_weights = grid.log_weights + 0.5 * self.nodes ** 2 * (1.0 - prior_sd ** -2.0)
         softplus = np.logaddexp(0.0, self.theta[:, None] - self.nodes[None, :])      # (M, G)
         patterns, self.pattern_of = np.unique(self.trials, axis=1, return_inverse=True)
         self.pattern_of = self.pattern_of.reshape(-1)
-        self.base = grid.log_weights[None, :] - patterns.T.astype(float) @ softplus  # (P, G)
+        self.base = log_weights[None, :] - patterns.T.astype(float) @ softplus  # (P, G)
         sizes = patterns.sum(axis=0) + 1
         self.tabled = int(sizes.sum()) <= TABLE_FACTOR * n
         if self.tabled:
@@ -137,6 +140,22 @@ def _standard(z) -> np.ndarray:
     return (z - z.mean()) / (sd if sd > 0 else 1.0)
 
 
+def _sharpen(z, h: float, steps: int) -> np.ndarray:
+    """``z`` moved ``steps`` mean-shift steps up the gradient of its own density (a Gaussian kernel of bandwidth
+    ``h``, on a grid): items gather at the modes and the valleys between them empty, as a noise-free version of
+    a clustered benchmark would look."""
+    z = np.asarray(z, dtype=float)
+    for _ in range(steps):
+        grid = np.linspace(z.min() - 3 * h, z.max() + 3 * h, 1024)
+        step = grid[1] - grid[0]
+        counts = np.histogram(z, bins=grid.size, range=(grid[0] - step / 2, grid[-1] + step / 2))[0]
+        kernel = np.exp(-0.5 * (np.arange(-int(4 * h / step) - 1, int(4 * h / step) + 2) * step / h) ** 2)
+        density = np.convolve(counts, kernel, mode="same") + 1e-12
+        slope = np.gradient(np.log(density), step)
+        z = z + h * h * np.interp(z, grid, slope)
+    return _standard(z)
+
+
 def _move_gaps(z, widest: int, how: str) -> np.ndarray:
     """``z`` with its ``widest`` largest gaps (between sorted neighbours) doubled (``sharp``) or shrunk to the
     median gap (``closed``), every item keeping its rank."""
@@ -153,14 +172,16 @@ def _move_gaps(z, widest: int, how: str) -> np.ndarray:
 class Worlds:
     """The candidate worlds at one fit (module docstring, step 1)."""
 
-    def __init__(self, b_mean, b_sd, b_draws=None):
+    def __init__(self, b_mean, b_sd, b_draws=None, raw=None):
         mean, sd = np.asarray(b_mean, dtype=float), np.asarray(b_sd, dtype=float)
         self.n = mean.size
         self.location = float(mean.mean())
         self.scale = float(math.sqrt(mean.var() + (sd ** 2).mean()))
         self.fit = _standard(mean)
         self.draws = None if b_draws is None else np.asarray(b_draws)
-        self.names = [w for w in WORLDS if w != "posterior_draw" or self.draws is not None]
+        self.raw = dict(raw or {})  # worlds given on the b scale itself
+        self.names = [w for w in WORLDS if (w != "posterior_draw" or self.draws is not None)
+                      and (not w.startswith("wide_prior") or w in self.raw)]
         order = np.argsort(self.fit, kind="stable")
         ranks = np.empty(self.n, dtype=int)
         ranks[order] = np.arange(self.n)
@@ -178,18 +199,32 @@ class Worlds:
         def stretch(f):
             return _standard(np.where(self.fit > high, high + f * (self.fit - high),
                                       np.where(self.fit < low, low + f * (self.fit - low), self.fit)))
+        # the side with the longer tail (the sign of the skewness) stretched away from the median: a skew the
+        # prior's shrinkage has hidden
+        median = float(np.median(self.fit))
+        long_side = (self.fit - median) * (1 if ((self.fit - median) ** 3).mean() >= 0 else -1) > 0
+
+        def skew(f):
+            return _standard(np.where(long_side, median + f * (self.fit - median), self.fit))
+
         self.fixed = {"fit": self.fit, "fit_unshrunk": unshrunk, "fit_tails": stretch(2.0),
-                      "fit_far_tails": stretch(4.0),
+                      "fit_far_tails": stretch(4.0), "fit_skewed": skew(1.5), "fit_more_skewed": skew(2.5),
                       "fit_sharp": _move_gaps(self.fit, 3, "sharp"),
                       "fit_closed": _move_gaps(self.fit, 3, "closed"),
                       "fit_flat": _standard(0.5 * self.fit + 0.5 * uniform),
                       "fit_clustered": _standard(self.fit + 0.5 * (centre - self.fit))}
+        noise = float(np.median(sd)) / self.scale if self.scale > 0 else 0.1  # a typical posterior sd, standardized
+        h = min(max(noise, 0.05), 0.5)
+        self.fixed["fit_sharpened"] = _sharpen(self.fit, h, 1)
+        self.fixed["fit_sharpened_more"] = _sharpen(self.fit, h, 3)
 
     def truth(self, name: str, rng) -> np.ndarray:
         """One draw of the true difficulties of world ``name``, on the fit's b scale."""
         n = self.n
         if name == "posterior_draw":
             return np.asarray(self.draws[rng.integers(self.draws.shape[0])], dtype=float)
+        if name in self.raw:
+            return self.raw[name]
         if name in self.fixed:
             z = self.fixed[name]
         elif name == "normal":
@@ -262,6 +297,8 @@ def _consistent(observed: float, plugins: np.ndarray) -> bool:
 def invert(observed: dict, simulated: dict, probability: float, observed_shape=None) -> dict:
     """Step 3 of the module docstring, per metric: the hull of the consistent worlds' pivotal intervals."""
     tail = (1.0 - probability) / 2.0
+    # a world is kept for a metric when it reproduces the observed quantile function and that metric (requiring
+    # every metric at once narrows the intervals but measurably loses coverage: docs/gap_noise.md)
     shape_ok = {w: observed_shape is None or shape_consistent(observed_shape, sim["shape"])
                 for w, sim in simulated.items()}
     out = {}
@@ -274,7 +311,8 @@ def invert(observed: dict, simulated: dict, probability: float, observed_shape=N
                 continue
             q_lo, q_hi = np.quantile(s["error"], [tail, 1.0 - tail])
             rows[w] = {"low": value - q_hi, "high": value - q_lo, "width": q_hi - q_lo,
-                       "consistent": shape_ok[w] and _consistent(value, s["plugin"]), "bias": float(s["error"].mean())}
+                       "consistent": shape_ok[w] and _consistent(value, s["plugin"]),
+                       "bias": float(s["error"].mean())}
         kept = [w for w, r in rows.items() if r["consistent"]]
         used = kept or list(rows)
         low = max(0.0, min(rows[w]["low"] for w in used))
@@ -307,18 +345,22 @@ def calibrate(theta, trials, counts, b_mean, b_sd, *, b_draws=None, top_k: int =
     theta = np.asarray(theta, dtype=float)
     trials = np.asarray(trials, dtype=np.int64)
     b_mean = np.asarray(b_mean, dtype=float)
-    family = Worlds(b_mean, b_sd, b_draws)
-    names = list(worlds or family.names)
-    instances = [(name, r) for name in names for r in range(1 if name in family.fixed else REALIZATIONS)]
     estimator = PosteriorMeans(theta, trials)
-    observed_b = estimator(np.where(trials > 0, np.asarray(counts), 0).sum(axis=0))
+    sums = np.where(trials > 0, np.asarray(counts), 0).sum(axis=0)
+    observed_b = estimator(sums)
+    # the items' means under wider priors: the extremes the N(0, 1) prior pulls in are where the data say least
+    family = Worlds(b_mean, b_sd, b_draws, raw={f"wide_prior{sd}": PosteriorMeans(theta, trials, prior_sd=sd)(sums)
+                                                for sd in (3, 10)})
+    names = list(worlds or family.names)
+    fixed = set(family.fixed) | set(family.raw)
+    instances = [(name, r) for name in names for r in range(1 if name in fixed else REALIZATIONS)]
     observed = {m: float(v[0]) for m, v in _metrics(observed_b, top_k).items()}
     simulated, used_reps = {}, reps
     for index, (name, realization) in enumerate(instances):
         if should_stop is not None:
             should_stop()
         rng = np.random.default_rng([seed, WORLDS.index(name), realization])
-        label = name if name in family.fixed else f"{name}#{realization + 1}"
+        label = name if name in fixed else f"{name}#{realization + 1}"
         tic = time.perf_counter()
         simulated[label] = simulate_world(family.truth(name, rng), estimator, used_reps, rng, top_k)
         if index == 0 and budget_s:

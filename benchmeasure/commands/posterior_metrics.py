@@ -14,6 +14,7 @@ from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
 from benchmeasure.base.options import DRAWS, OPEN_PROBABILITY, SEED, TOP_K, add_alias, integer
 from benchmeasure.base.progress import show_progress
+from benchmeasure.core.calibrated_text import interval_text
 from benchmeasure.core.matrix_holes import absent_cells_beside
 
 EXAMPLES = """\
@@ -73,6 +74,9 @@ def parse_args(argv):
                         help=f"worlds to calibrate on, comma-separated (default: {','.join(CALIBRATION_WORLDS)})")
     parser.add_argument("--calibrate-draws", type=DRAWS, default=250, metavar="D",
                         help="warm-up and kept draws per chain of each calibration fit (default: 250)")
+    parser.add_argument("--no-calibrate", action="store_true",
+                        help="leave out the calibrated intervals the fit stored (diagnostics.json beside POSTERIOR): "
+                             "the report is then labelled uncalibrated")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--output", metavar="JSON", help="also write the JSON record here")
     return parser.parse_args(argv)
@@ -109,6 +113,31 @@ def calibration_inputs(args, items, n_trials):
     return list(read_ability_table(ability).values()), worlds
 
 
+def attach_calibrated(args, metrics: dict) -> str:
+    """Each metric's calibrated interval from the fit's diagnostics.json (``calibrated`` in its entry), when the
+    fit made one at this interval mass; returns what the report says about them."""
+    from benchmeasure.core.calibrated_text import LABEL, UNCALIBRATED, calibrated_beside
+
+    if args.no_calibrate:
+        return "uncalibrated (--no-calibrate)"
+    path = args.posterior.rstrip("/")
+    block = calibrated_beside(path if path.endswith(".zarr") or not os.path.isdir(path)
+                              else os.path.join(path, "posterior.zarr"))
+    if block is None:
+        return UNCALIBRATED
+    if "refused" in block:
+        return f"not calibrated: {block['refused']}"
+    found = False
+    for name, entry in metrics.items():
+        stored = block["metrics"].get(name)
+        if stored is not None and abs(stored["probability"] - args.hdi_prob) < 1e-9:
+            entry["calibrated"] = {k: stored[k] for k in ("plugin", "low", "high", "known_world_width", "spans_most",
+                                                          "consistent_worlds", "no_world_consistent") if k in stored}
+            found = True
+    return LABEL if found else (f"uncalibrated at --hdi-prob {args.hdi_prob:g} / --top-k {args.top_k} (the fit "
+                                "calibrated other ones)")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     plan_outputs(files=[args.output], inputs=[args.posterior])
@@ -139,6 +168,7 @@ def main(argv=None) -> int:
     absent = absent_cells_beside(args.posterior)
     if absent is not None:  # the fit had holes: its b draws already carry each item's own amount of data
         record["absent_cells"] = absent
+    record["calibrated_intervals"] = attach_calibrated(args, record["metrics"])
     if args.calibrate:
         show_progress("benchmeasure.analyses.gap_calibration", stream=sys.stderr)
         record["calibration"] = calibrate(
@@ -157,9 +187,11 @@ def main(argv=None) -> int:
         print(f"absent cells: {absent['total']} in the fit (masked likelihood: an item answered by fewer models "
               f"has a wider posterior), {len(absent.get('per_item', {}))} items and "
               f"{len(absent.get('per_model', {}))} models with some; per model and item in --json / diagnostics.json")
-    print(f"| Metric | Plug-in (paper) | Per draw, own min-max {pct} | Per draw, fixed range {pct} | "
+    calibrated = any("calibrated" in m for m in record["metrics"].values())
+    print("| Metric | Plug-in (paper) | " + (f"Calibrated {pct} | " if calibrated else "") +
+          f"Per draw, own min-max {pct} | Per draw, fixed range {pct} | "
           f"Noise-aware estimate [{pct}] | Widest gap(s) resolved |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|" + ("---|" if calibrated else ""))
     for name, m in record["metrics"].items():
         own, fixed = m["per_draw_min_max"], m["per_draw_fixed_range"]
         resolved = {True: "yes", False: "NO"}.get(m.get("resolved"), "")
@@ -169,8 +201,11 @@ def main(argv=None) -> int:
             aware = "refused (K = 1)" if "K = 1" in m["refused"] else "refused (see note)"
         else:
             aware = f"{m['estimate']:.4f} [{m['low']:.4f}, {m['high']:.4f}]"
-        print(f"| {name} | {m['plugin']:.4f} | [{own['low']:.4f}, {own['high']:.4f}] | "
+        cal = m.get("calibrated")
+        cal = "" if not calibrated else "- | " if cal is None else f"{interval_text(cal, 4)} | "
+        print(f"| {name} | {m['plugin']:.4f} | {cal}[{own['low']:.4f}, {own['high']:.4f}] | "
               f"[{fixed['low']:.4f}, {fixed['high']:.4f}] | {aware} | {resolved} |")
+    print(f"intervals: {record['calibrated_intervals']}")
     for name, m in record["metrics"].items():
         if not m["per_draw_min_max"]["low"] <= m["plugin"] <= m["per_draw_min_max"]["high"]:
             print(f"note: the plug-in {name} lies outside the own-min-max interval: each draw's range is wider "

@@ -1,0 +1,151 @@
+"""Calibrated intervals (issue 29): the inner estimator is exact, the intervals cover a known truth, and the fit,
+diagnose and posterior-metrics carry them (or say why not) through their real command lines."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmeasure.analyses.calibrated import PosteriorMeans, _metrics, calibrate, simulate_sums
+from benchmeasure.irt.quadrature import posterior_moments, sample
+from conftest import run_script
+
+
+def test_posterior_means_from_column_sums_match_the_quadrature_of_every_cell():
+    """E[b | θ, Y] read from the column sum (tabled per trials pattern, holes included) equals the quadrature over
+    every cell of the item's own counts: the sum is sufficient once θ is held fixed."""
+    rng = np.random.default_rng(3)
+    theta = rng.normal(0, 1.5, 9)
+    trials = np.full((9, 40), 4)
+    fewer = rng.random(trials.shape) < 0.3
+    trials[fewer] = rng.integers(0, 4, int(fewer.sum()))  # absent cells and cells with fewer trials
+    counts = rng.binomial(trials, 0.5)
+    estimator = PosteriorMeans(theta, trials)
+    got = estimator(counts.sum(axis=0))
+    for i in range(40):
+        present = trials[:, i] > 0
+        if not present.any():
+            continue
+        # per cell: a model with K_mi trials is K_mi one-trial cells (the binomial coefficient is a constant)
+        cells_theta = np.repeat(theta[present], trials[present, i])
+        cells_y = np.concatenate([[1] * c + [0] * (k - c) for c, k in zip(counts[present, i], trials[present, i])])
+        mean, _ = posterior_moments(cells_y[None, :], 1, cells_theta)
+        assert got[i] == pytest.approx(mean[0], abs=1e-6)
+    assert not estimator.tabled  # 40 distinct trials columns: computed per replication
+    complete = PosteriorMeans(theta, np.full((9, 40), 4))  # one pattern: tabled by column sum
+    full = rng.binomial(4, 0.5, (9, 40))
+    assert complete.tabled
+    assert np.allclose(complete(full.sum(axis=0)), posterior_moments(full.T, 4, theta)[0], atol=1e-9)
+
+
+@pytest.mark.parametrize("world", ["band", "trimodal"])
+def test_intervals_cover_a_known_truth(world):
+    """Against known truths unlike the fit's N(0, 1) prior (an empty band; three narrow clusters, which the family
+    does not contain; skewed and heavy tails are where it under-covers, docs/gap_noise.md): the 94 % intervals of
+    all three metrics cover in at least 10 of 12 benchmarks (a test that
+    would fail for intervals covering at 60 %: P(≥ 10 of 12) = 0.08), and at K = 8 they are narrower than half
+    the metric's range."""
+    rng = np.random.default_rng([29, len(world)])
+    hits, widths = {m: 0 for m in ("ddm", "max_gap", "top5_gap_sum")}, []
+    for _ in range(12):
+        theta = rng.normal(0, 1.5, 12)
+        if world == "band":
+            z = rng.uniform(-2, 1.2, 120)
+            b = np.where(z >= 0.0, z + 0.8, z)
+        else:
+            b = rng.choice([-1.6, 0.0, 1.6], 120) + rng.normal(0, 0.25, 120)
+        trials = np.full((12, 120), 8)
+        counts = rng.binomial(trials, 1 / (1 + np.exp(-(theta[:, None] - b[None, :]))))
+        draws = np.stack([sample(counts[:, i][None, :], 8, theta, size=200, seed=i)[0] for i in range(120)], axis=1)
+        cal = calibrate(theta, trials, counts, draws.mean(0), draws.std(0, ddof=1), b_draws=draws, reps=32,
+                        seed=int(rng.integers(1000)))
+        truth = {m: float(v[0]) for m, v in _metrics(b, 5).items()}
+        for m in hits:
+            entry = cal["metrics"][m]
+            hits[m] += entry["low"] <= truth[m] <= entry["high"]
+            widths.append(entry["width"] / {"ddm": 0.5}.get(m, 1.0))
+    assert all(h >= 10 for h in hits.values()), hits
+    assert np.median(widths) < 0.5
+
+
+def test_simulated_counts_respect_holes():
+    rng = np.random.default_rng(0)
+    trials = np.array([[3, 0, 1], [0, 0, 2]])
+    sums = np.array([simulate_sums(np.zeros(3), np.full(2, 5.0), trials, rng) for _ in range(50)])
+    assert (sums[:, 1] == 0).all() and (sums <= trials.sum(axis=0)).all() and sums[:, 0].max() == 3
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """One small fit with holes (20 % absent cells, K = 4), made once through the real command line."""
+    root = tmp_path_factory.mktemp("calibrated")
+    rng = np.random.default_rng(5)
+    theta, b = rng.normal(0, 1.5, 8), rng.uniform(-2, 2, 30)
+    trials = np.full((8, 30), 4)
+    trials[rng.random(trials.shape) < 0.2] = 0
+    counts = rng.binomial(trials, 1 / (1 + np.exp(-(theta[:, None] - b[None, :]))))
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    write_counts_and_trials([f"m{j}" for j in range(8)], [f"q{i}" for i in range(30)], counts, trials,
+                            root / "m.csv")
+    done = run_script("fit_irt.py", root / "m.csv", "--n-trials", 4, "--allow-missing", "--output-dir",
+                      root / "fit", "--seed", 1, "--chains", 2, "--tune", 300, "--draws", 300, "--save-posterior")
+    assert done.returncode == 0, done.stderr
+    return root, done
+
+
+def test_fit_with_holes_stores_and_prints_calibrated_intervals(fitted):
+    root, done = fitted
+    record = json.loads((root / "fit" / "diagnostics.json").read_text())
+    cal = record["calibrated_intervals"]
+    assert cal["settings"]["holes"] == record["absent_cells"]["total"] > 0
+    for m in ("ddm", "max_gap", "top5_gap_sum"):
+        e = cal["metrics"][m]
+        assert 0 <= e["low"] <= e["high"] <= 1 and e["known_world_width"] > 0
+    assert "calibrated 94 % intervals" in done.stderr and "if the world were known" in done.stderr
+    shown = run_script("diagnose_benchmark.py", root / "fit" / "difficulty.csv", "--json")
+    assert json.loads(shown.stdout)["calibrated_intervals"]["metrics"]["ddm"]["low"] == cal["metrics"]["ddm"]["low"]
+    text = run_script("diagnose_benchmark.py", root / "fit" / "difficulty.csv").stdout
+    assert f"interval [{cal['metrics']['max_gap']['low']:.4f}, {cal['metrics']['max_gap']['high']:.4f}]" in text
+
+
+def test_posterior_metrics_shows_the_fits_calibrated_interval(fitted):
+    root, _ = fitted
+    cal = json.loads((root / "fit" / "diagnostics.json").read_text())["calibrated_intervals"]
+    out = run_script("posterior_metrics.py", root / "fit" / "posterior.zarr", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["metrics"]["ddm"]["calibrated"]["high"] == cal["metrics"]["ddm"]["high"]
+    table = run_script("posterior_metrics.py", root / "fit" / "posterior.zarr").stdout
+    ddm = cal["metrics"]["ddm"]
+    assert "Calibrated" in table and f"[{ddm['low']:.4f}, {ddm['high']:.4f}]" in table
+    bare = run_script("posterior_metrics.py", root / "fit" / "posterior.zarr", "--no-calibrate").stdout
+    assert "uncalibrated" in bare and "Calibrated" not in bare
+
+
+def test_a_hand_damaged_or_stale_record_is_not_shown(fitted, tmp_path):
+    root, _ = fitted
+    import shutil
+
+    shutil.copytree(root / "fit", tmp_path / "fit", ignore=shutil.ignore_patterns("posterior.zarr"))
+    record = json.loads((tmp_path / "fit" / "diagnostics.json").read_text())
+    record["calibrated_intervals"]["metrics"]["ddm"]["low"] = "NaN"
+    (tmp_path / "fit" / "diagnostics.json").write_text(json.dumps(record))
+    text = run_script("diagnose_benchmark.py", tmp_path / "fit" / "difficulty.csv")
+    assert text.returncode == 0 and "uncalibrated" in text.stdout
+
+
+def test_no_calibrate_and_refusals_say_so(tmp_path):
+    rng = np.random.default_rng(2)
+    counts = rng.binomial(1, 0.5, (6, 12))
+    (tmp_path / "m.csv").write_text("model," + ",".join(f"q{i}" for i in range(12)) + "\n" + "".join(
+        f"m{j}," + ",".join(map(str, row)) + "\n" for j, row in enumerate(counts)))
+    common = ("--n-trials", 1, "--seed", 1, "--chains", 2, "--tune", 100, "--draws", 100)
+    done = run_script("fit_irt.py", tmp_path / "m.csv", "--output-dir", tmp_path / "a", "--no-calibrate", *common)
+    assert done.returncode == 0 and "calibrated_intervals" not in (tmp_path / "a" / "diagnostics.json").read_text()
+    assert "uncalibrated" in run_script("diagnose_benchmark.py", tmp_path / "a" / "difficulty.csv").stdout
+    guessed = run_script("fit_irt.py", tmp_path / "m.csv", "--output-dir", tmp_path / "g", "--guessing", 0.25,
+                         *common)
+    assert guessed.returncode == 0, guessed.stderr
+    assert "not calibrated: the fit has a guessing floor" in guessed.stderr
