@@ -149,3 +149,26 @@ def test_no_calibrate_and_refusals_say_so(tmp_path):
                          *common)
     assert guessed.returncode == 0, guessed.stderr
     assert "not calibrated: the fit has a guessing floor" in guessed.stderr
+
+
+def test_summarize_prints_the_honest_table_one(fitted, tmp_path):
+    """summarize over a calibrated fit and an uncalibrated copy: plug-in, calibrated interval and resolution in
+    the Markdown table, the CSV and the JSON record."""
+    import shutil
+
+    root, _ = fitted
+    shutil.copytree(root / "fit", tmp_path / "calibrated", ignore=shutil.ignore_patterns("posterior.zarr"))
+    shutil.copytree(root / "fit", tmp_path / "plain", ignore=shutil.ignore_patterns("posterior.zarr"))
+    record = json.loads((tmp_path / "plain" / "diagnostics.json").read_text())
+    del record["calibrated_intervals"]
+    (tmp_path / "plain" / "diagnostics.json").write_text(json.dumps(record))
+    cal = json.loads((root / "fit" / "diagnostics.json").read_text())["calibrated_intervals"]["metrics"]
+    done = run_script("summarize_benchmarks.py", tmp_path / "calibrated", tmp_path / "plain", "--json",
+                      "--output-dir", tmp_path / "table")
+    assert done.returncode == 0, done.stderr
+    rows = {r["benchmark"]: r for r in json.loads(done.stdout)["benchmarks"]}
+    assert rows["calibrated"]["calibrated"]["max_gap"]["high"] == cal["max_gap"]["high"]
+    assert rows["plain"]["calibrated"] is None and rows["plain"]["max_gap_resolved"] in (True, False)
+    md = (tmp_path / "table" / "table1.md").read_text()
+    assert f"[{cal['ddm']['low']:.3f}, {cal['ddm']['high']:.3f}]" in md and "| plain |" in md
+    assert "uncalibrated" in md.split("| plain |")[1].splitlines()[0]

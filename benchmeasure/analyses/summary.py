@@ -26,9 +26,10 @@ from benchmeasure.core.metrics import diagnose
 THRESHOLDS = {"ddm": 0.10, "max_gap": 0.10, "top5_gap_sum": 0.30}
 LABELS = {"ddm": "DDM", "max_gap": "Max Gap", "top5_gap_sum": "Top-5 Sum"}
 PLUGIN_NOTE = ("Values are plug-in (the paper's definition: the metrics of the posterior-mean difficulties). "
-               "Estimation noise fills gaps and, at one trial per cell, makes a staircase; for intervals, "
-               "a noise-aware estimate and whether each gap is resolved, run benchmeasure posterior-metrics on a fit "
-               "(docs/gap_noise.md).")
+               "Estimation noise fills gaps and, at one trial per cell, makes a staircase. Beside each value, its "
+               "calibrated 94 % interval where the fit made one (a simulation at the fit's own models, items, trials "
+               "and holes; 'uncalibrated' where it did not), and whether the widest gap is resolved (its edges at "
+               "least 2 posterior sds apart; '?' without b_sd) (docs/gap_noise.md).")
 DEFAULT_DOMAINS = package_file("data", "paper_reported", "table3.csv")
 
 
@@ -42,6 +43,9 @@ class SummaryRow:
     max_gap: float
     top5_gap_sum: float
     items: int
+    calibrated: dict | None = None   # metric → {"low", "high", ...} from the fit's diagnostics.json; None: uncalibrated
+    calibration_refused: str | None = None
+    max_gap_resolved: bool | None = None  # None: no b_sd to judge by
 
     def marked(self, metric: str) -> bool:
         return getattr(self, metric) >= THRESHOLDS[metric]
@@ -49,7 +53,17 @@ class SummaryRow:
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "domain": self.domain, "ddm": self.ddm, "max_gap": self.max_gap,
                 "top5_gap_sum": self.top5_gap_sum, "items": self.items,
-                "marked": {m: self.marked(m) for m in THRESHOLDS}}
+                "marked": {m: self.marked(m) for m in THRESHOLDS},
+                "calibrated": None if self.calibrated is None else {
+                    m: {k: e[k] for k in ("low", "high", "known_world_width", "spans_most") if k in e}
+                    for m, e in self.calibrated.items()},
+                "calibration_refused": self.calibration_refused, "max_gap_resolved": self.max_gap_resolved}
+
+    def interval(self, metric: str) -> str:
+        if self.calibrated is None or metric not in self.calibrated:
+            return "not calibrated" if self.calibration_refused else "uncalibrated"
+        e = self.calibrated[metric]
+        return f"[{e['low']:.3f}, {e['high']:.3f}]"
 
 
 def read_domains(path: str | os.PathLike) -> dict:
@@ -71,11 +85,35 @@ def read_domains(path: str | os.PathLike) -> dict:
 
 def summarize(benchmarks: list[Benchmark], domains: dict) -> list[SummaryRow]:
     """Compute the Table 1 row of each benchmark (min–max normalized difficulties)."""
+    from benchmeasure.core.calibrated_text import calibrated_beside
+
     rows = []
     for b in benchmarks:
-        d = diagnose(b.difficulties, top_k=5, where=f"{b.folder}/difficulty.csv")
-        rows.append(SummaryRow(b.name, domains.get(b.name, ""), d.ddm, d.max_gap, d.top_k_gap_sum, d.items))
+        path = Path(b.folder) / "difficulty.csv"
+        d = diagnose(b.difficulties, top_k=5, where=str(path))
+        block, calibrated, refused = calibrated_beside(path), None, None
+        if block is not None and "refused" in block:
+            refused = block["refused"]
+        elif block is not None and all(abs(block["metrics"][m]["plugin"] - v) <= 1e-6 for m, v in
+                                       (("ddm", d.ddm), ("max_gap", d.max_gap), ("top5_gap_sum", d.top_k_gap_sum))
+                                       if m in block["metrics"]):
+            calibrated = block["metrics"]  # stored for exactly these values (not for a file edited since)
+        rows.append(SummaryRow(b.name, domains.get(b.name, ""), d.ddm, d.max_gap, d.top_k_gap_sum, d.items,
+                               calibrated, refused, _widest_gap_resolved(path, b.difficulties)))
     return rows
+
+
+def _widest_gap_resolved(path: Path, means) -> bool | None:
+    """Whether the widest gap's edges are ≥ 2 posterior sds apart (:func:`benchmeasure.core.resolution.gap_table`),
+    or None when the file has no complete b_sd column."""
+    from benchmeasure.core.difficulty_file import read_difficulty_column
+    from benchmeasure.core.resolution import gap_table
+
+    table = read_table(path)
+    if "b_sd" not in table.header or any(not cell.strip() for cell in table.column("b_sd")):
+        return None
+    sds = read_difficulty_column(path, "b_sd").values
+    return bool(gap_table(means, sds, None, 1)[0]["resolved"])
 
 
 def marked_counts(rows: list[SummaryRow]) -> dict:
@@ -85,9 +123,14 @@ def marked_counts(rows: list[SummaryRow]) -> dict:
 
 def markdown_table(rows: list[SummaryRow]) -> str:
     """Table 1 as Markdown, marked entries in bold, followed by the counts."""
-    lines = ["| Benchmark | Domain | DDM | Max Gap | Top-5 Sum | # |", "|---|---|---|---|---|---|"]
+    lines = ["| Benchmark | Domain | DDM (plug-in) | calibrated 94 % | Max Gap (plug-in) | calibrated 94 % | "
+             "widest gap resolved | Top-5 Sum (plug-in) | calibrated 94 % | # |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        cells = [f"**{getattr(r, m):.3f}**" if r.marked(m) else f"{getattr(r, m):.3f}" for m in THRESHOLDS]
+        cells = [(f"**{getattr(r, m):.3f}**" if r.marked(m) else f"{getattr(r, m):.3f}") + f" | {r.interval(m)}"
+                 for m in THRESHOLDS]
+        resolved = {True: "yes", False: "no", None: "?"}[r.max_gap_resolved]
+        cells[1] += f" | {resolved}"
         lines.append(f"| {r.benchmark} | {r.domain} | {' | '.join(cells)} | {r.items} |")
     lines.append("")
     lines.append("Marked (bold): " + ", ".join(
@@ -101,7 +144,11 @@ def write_csv(rows: list[SummaryRow], handle) -> None:
     """Machine-readable Table 1: one row per benchmark, marks as 0/1 columns."""
     writer = csv.writer(handle, lineterminator="\n")
     writer.writerow(["benchmark", "domain", "ddm", "max_gap", "top5_gap_sum", "items",
-                     *(f"{m}_marked" for m in THRESHOLDS)])
+                     *(f"{m}_marked" for m in THRESHOLDS),
+                     *(f"{m}_{end}" for m in THRESHOLDS for end in ("low", "high")), "max_gap_resolved"])
     for r in rows:
+        bounds = [("" if r.calibrated is None or m not in r.calibrated else repr(r.calibrated[m][end]))
+                  for m in THRESHOLDS for end in ("low", "high")]
         writer.writerow([r.benchmark, r.domain, repr(r.ddm), repr(r.max_gap), repr(r.top5_gap_sum), r.items,
-                         *(int(r.marked(m)) for m in THRESHOLDS)])
+                         *(int(r.marked(m)) for m in THRESHOLDS), *bounds,
+                         {True: "1", False: "0", None: ""}[r.max_gap_resolved]])
