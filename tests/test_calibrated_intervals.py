@@ -172,3 +172,17 @@ def test_summarize_prints_the_honest_table_one(fitted, tmp_path):
     md = (tmp_path / "table" / "table1.md").read_text()
     assert f"[{cal['ddm']['low']:.3f}, {cal['ddm']['high']:.3f}]" in md and "| plain |" in md
     assert "uncalibrated" in md.split("| plain |")[1].splitlines()[0]
+
+
+def test_the_explorer_shows_the_calibrated_interval(fitted):
+    from benchmeasure.analyses.posterior_metrics import read_posterior_b
+    from benchmeasure.explorer.collect import posterior_view
+
+    root, _ = fitted
+    cal = json.loads((root / "fit" / "diagnostics.json").read_text())["calibrated_intervals"]["metrics"]
+    _, draws = read_posterior_b(root / "fit" / "posterior.zarr", "b")
+    view = posterior_view(draws, 0.94, str(root / "fit" / "posterior.zarr"))["intervals"]
+    assert view["max_gap"]["calibrated"] and view["max_gap"]["high"] == cal["max_gap"]["high"]
+    assert "calibrated 94%" in view["max_gap"]["title"]
+    other = posterior_view(draws, 0.9, str(root / "fit" / "posterior.zarr"))["intervals"]  # not calibrated at 90 %
+    assert not other["max_gap"]["calibrated"]
