@@ -81,7 +81,8 @@ def test_ctrl_c_while_compiling_stops_the_fit(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("marker", ["drawing difficulties", "summarizing", "fit folder: writing"])
+@pytest.mark.parametrize("marker", ["drawing difficulties", "summarizing", "calibrating the intervals",
+                                    "fit folder: writing"])
 def test_ctrl_c_after_sampling_stops_the_fit(tmp_path, marker):
     """The phases after sampling (a progress line every 0.1 s names each): no output, no created folder."""
     import os
