@@ -15,7 +15,7 @@ warm_kernels() {
   local py=.venv-irt/bin/python dir
   dir=$(mktemp -d)
   trap 'rm -rf "$dir"' RETURN
-  "$py" scripts/make_example.py --output-dir "$dir/ex" --models 8 --items 30 --n-trials 4 >/dev/null
+  "$py" scripts/make_example.py --output-dir "$dir/ex" --models 8 --items 30 --n-trials 4 >/dev/null 2>&1
   "$py" scripts/prepare_response_matrix.py "$dir/ex/responses.csv" --n-trials 4 --output "$dir/m.csv" 2>/dev/null
   local fit=(--n-trials 4 --chains 2 --tune 30 --draws 30 --seed 1 --quiet)
   "$py" scripts/fit_irt.py "$dir/m.csv" "${fit[@]}" --output-dir "$dir/collapsed" 2>"$dir/first.log" || true
