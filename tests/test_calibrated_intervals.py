@@ -40,14 +40,14 @@ def test_posterior_means_from_column_sums_match_the_quadrature_of_every_cell():
     assert np.allclose(complete(full.sum(axis=0)), posterior_moments(full.T, 4, theta)[0], atol=1e-9)
 
 
-@pytest.mark.parametrize("world", ["band", "trimodal"])
-def test_intervals_cover_a_known_truth(world):
+@pytest.mark.parametrize("world, k", [("band", 8), ("trimodal", 8), ("band", 1)])
+def test_intervals_cover_a_known_truth(world, k):
     """Against known truths unlike the fit's N(0, 1) prior (an empty band; three narrow clusters, which the family
     does not contain; skewed and heavy tails are where it under-covers, docs/gap_noise.md): the 94 % intervals of
     all three metrics cover in at least 10 of 12 benchmarks (a test that
     would fail for intervals covering at 60 %: P(≥ 10 of 12) = 0.08), and at K = 8 they are narrower than half
-    the metric's range."""
-    rng = np.random.default_rng([29, len(world)])
+    the metric's range. At K = 1 they exist (the noise-aware estimator is refused there) and cover too."""
+    rng = np.random.default_rng([29, len(world), k])
     hits, widths = {m: 0 for m in ("ddm", "max_gap", "top5_gap_sum")}, []
     for _ in range(12):
         theta = rng.normal(0, 1.5, 12)
@@ -56,9 +56,9 @@ def test_intervals_cover_a_known_truth(world):
             b = np.where(z >= 0.0, z + 0.8, z)
         else:
             b = rng.choice([-1.6, 0.0, 1.6], 120) + rng.normal(0, 0.25, 120)
-        trials = np.full((12, 120), 8)
+        trials = np.full((12, 120), k)
         counts = rng.binomial(trials, 1 / (1 + np.exp(-(theta[:, None] - b[None, :]))))
-        draws = np.stack([sample(counts[:, i][None, :], 8, theta, size=200, seed=i)[0] for i in range(120)], axis=1)
+        draws = np.stack([sample(counts[:, i][None, :], k, theta, size=200, seed=i)[0] for i in range(120)], axis=1)
         cal = calibrate(theta, trials, counts, draws.mean(0), draws.std(0, ddof=1), b_draws=draws, reps=32,
                         seed=int(rng.integers(1000)))
         truth = {m: float(v[0]) for m, v in _metrics(b, 5).items()}
@@ -67,7 +67,7 @@ def test_intervals_cover_a_known_truth(world):
             hits[m] += entry["low"] <= truth[m] <= entry["high"]
             widths.append(entry["width"] / {"ddm": 0.5}.get(m, 1.0))
     assert all(h >= 10 for h in hits.values()), hits
-    assert np.median(widths) < 0.5
+    assert k == 1 or np.median(widths) < 0.5
 
 
 def test_simulated_counts_respect_holes():
