@@ -115,6 +115,9 @@ def parse_args(argv):
     parser.add_argument("--calibrate-budget", type=SECONDS, default=60.0, metavar="S",
                         help="time budget of that simulation in seconds (default 60; fewer simulated data sets per "
                              "world when it would take longer, never fewer than 16)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with status 3 (after writing the outputs) when the fit misses the convergence rule: "
+                             "max R-hat > 1.01, min bulk ESS < 400 or any divergence (the warnings say which)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress and no summary (warnings still shown); without it progress goes to stderr: "
                              "a redrawn line on a terminal, a line every 10 s when stderr is a file")
@@ -244,6 +247,11 @@ def main(argv=None) -> int:
                 "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
                 "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
         write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior, progress=writing)
+    fallback = result.diagnostics.get("route_fallback")
+    if fallback:
+        print(f"note: --route auto chose gibbs, whose chains did not mix here (max R-hat "
+              f"{fallback['gibbs_max_r_hat']:.3f}, min bulk ESS {fallback['gibbs_min_ess_bulk']:.0f}); refitted on the "
+              "collapsed route, which samples the same posterior (diagnostics.json: route_fallback)", file=sys.stderr)
     if matrix.trials is not None:
         say(f"note: {int((matrix.trials == 0).sum())} absent cells (per model and item in diagnostics.json), "
             "fitted with the masked likelihood " + (f"on the {result.settings.get('route')} route"
@@ -283,5 +291,18 @@ def main(argv=None) -> int:
             say(line)
     say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"
         + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else ""))
+    if args.strict and args.method == "nuts" and not converged(d):
+        print("error: --strict: the fit did not converge (see the warnings above); its outputs are written for "
+              "inspection", file=sys.stderr)
+        return 3
     return 0
+
+
+def converged(d: dict) -> bool:
+    """The convergence rule every warning names: max R-hat ≤ 1.01, min bulk ESS ≥ 400, no divergence."""
+    from benchmeasure.core.difficulty_file import ESS_BULK_MIN, R_HAT_MAX
+
+    return ((d.get("max_r_hat") is None or d["max_r_hat"] <= R_HAT_MAX)
+            and (d.get("min_ess_bulk") is None or d["min_ess_bulk"] >= ESS_BULK_MIN)
+            and not d.get("divergences"))
 

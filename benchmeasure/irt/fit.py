@@ -28,6 +28,7 @@ R-hat and ESS are NaN).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -40,7 +41,7 @@ from benchmeasure.base.errors import fail
 from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.diagnostics import per_parameter, summarize_diagnostics
 from benchmeasure.irt.observation import get as get_observation
-from benchmeasure.irt.routes import ROUTES, FitPlan, plan_fit  # noqa: F401
+from benchmeasure.irt.routes import ROUTES, FitPlan, plan_fit
 from benchmeasure.irt.settings import (  # noqa: F401
     FIELDS,
     METHODS,
@@ -215,10 +216,35 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
             Progress("1PL fit", chains=s.chains) if progress else None)
     with (shown if shown is not None else contextlib.nullcontext()):
         result = plan.entry.run(matrix, plan, shown)
+    fallback = _auto_fallback(result, plan)
+    if fallback is not None:   # auto chose gibbs and it did not mix: the collapsed route samples the same posterior
+        plan, why = fallback
+        with (shown if shown is not None else contextlib.nullcontext()):
+            result = plan.entry.run(matrix, plan, shown)
+        result.diagnostics["route_fallback"] = why
     if plan.nuts:
         result = _finish(result, matrix, plan)
     result.diagnostics["wall_time_s"] = time.perf_counter() - wall_start
     return result
+
+
+def _auto_fallback(result: FitResult, plan: FitPlan) -> tuple[FitPlan, dict] | None:
+    """The collapsed route's plan, and why, when ``--route auto`` chose gibbs and its chains did not mix (max R-hat
+    above the rule, or bulk ESS below it): a real growing benchmark's weakest models (θ ≈ −6) left gibbs at R-hat 2.15
+    where the collapsed route converges (issue 31). None otherwise, or when the collapsed route refuses the fit."""
+    from benchmeasure.core.difficulty_file import ESS_BULK_MIN, R_HAT_MAX
+
+    d = result.diagnostics
+    r_hat, ess = d.get("max_r_hat"), d.get("min_ess_bulk")
+    if not (plan.auto and plan.route == "gibbs") or (
+            (r_hat is None or r_hat <= R_HAT_MAX) and (ess is None or ess >= ESS_BULK_MIN)):
+        return None
+    settings = dataclasses.replace(plan.settings, route="collapsed")
+    if ROUTES["collapsed"].refusal(settings, holes=plan.holes, anchors=plan.fixed_b is not None) is not None:
+        return None
+    why = {"from": "gibbs", "to": "collapsed", "gibbs_max_r_hat": r_hat, "gibbs_min_ess_bulk": ess,
+           "gibbs_sampling_time_s": d.get("sampling_time_s")}
+    return dataclasses.replace(plan, route="collapsed", settings=settings), why
 
 
 def _finish(result: FitResult, matrix: ResponseMatrix, plan: FitPlan) -> FitResult:

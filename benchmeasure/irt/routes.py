@@ -152,6 +152,7 @@ class FitPlan:
     fixed_b: object
     holes: bool
     seed_used: int
+    auto: bool = False   # the route was chosen by --route auto (so a fit may fall back: irt/fit.py)
 
     @property
     def entry(self) -> Route:
@@ -231,4 +232,4 @@ def plan_fit(matrix, settings: FitSettings, guessing=0.0, fixed_b=None) -> FitPl
     seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
     return FitPlan(settings=dataclasses.replace(s, route=route), route=route, guessing=g,
                    fixed_b=None if fixed_b is None else np.asarray(fixed_b, dtype=float), holes=holes,
-                   seed_used=seed_used)
+                   seed_used=seed_used, auto=s.route == "auto")
