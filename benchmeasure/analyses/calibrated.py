@@ -109,9 +109,12 @@ class PosteriorMeans:
         return (w @ self.nodes) / w.sum(axis=1)
 
     def __call__(self, sums) -> np.ndarray:
+        """The means for column sums of shape (n,), or (R, n) for R data sets at once."""
         sums = np.asarray(sums, dtype=np.int64)
         if self.tabled:
             return self.table[self.offset[self.pattern_of] + sums]
+        if sums.ndim == 2:
+            return np.stack([self(row) for row in sums])
         out = np.empty(sums.size)
         for start in range(0, sums.size, 2048):
             rows = slice(start, start + 2048)
@@ -122,12 +125,27 @@ class PosteriorMeans:
         return out
 
 
-def simulate_sums(b, theta, trials, rng) -> np.ndarray:
-    """Column sums of Y ~ Binomial(K_mi, σ(θ_m − b_i)), shape (n,)."""
+#: cells drawn at once when simulating many data sets (memory: 8 bytes each)
+CHUNK_CELLS = 4_000_000
+
+
+def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
+    """Column sums of Y ~ Binomial(K_mi, σ(θ_m − b_i)): shape (n,), or (reps, n) for ``reps`` data sets drawn in
+    chunks of about :data:`CHUNK_CELLS` cells (the probabilities computed once)."""
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] - np.asarray(b)[None, :])))
-    if trials.max() == 1:
-        return ((rng.random(p.shape) < p) & (trials > 0)).sum(axis=0)
-    return rng.binomial(trials, p).sum(axis=0)
+    present = trials > 0
+    one = trials.max() == 1
+    if reps is None:
+        return ((rng.random(p.shape) < p) & present).sum(axis=0) if one else rng.binomial(trials, p).sum(axis=0)
+    out = np.empty((reps, p.shape[1]), dtype=np.int64)
+    step = max(1, CHUNK_CELLS // p.size)
+    for start in range(0, reps, step):
+        r = min(step, reps - start)
+        if one:
+            out[start:start + r] = ((rng.random((r, *p.shape)) < p) & present).sum(axis=1)
+        else:
+            out[start:start + r] = rng.binomial(trials, p, size=(r, *p.shape)).sum(axis=1)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -279,7 +297,7 @@ def simulate_world(b, estimator: PosteriorMeans, reps: int, rng, top_k: int) -> 
     """Per metric, the simulated plug-ins and errors (plug-in − truth) of ``reps`` data sets drawn at one fixed
     vector of true difficulties ``b``."""
     truth = {m: float(v[0]) for m, v in _metrics(b, top_k).items()}
-    estimates = np.array([estimator(simulate_sums(b, estimator.theta, estimator.trials, rng)) for _ in range(reps)])
+    estimates = estimator(simulate_sums(b, estimator.theta, estimator.trials, rng, reps))
     est_m = _metrics(estimates, top_k)
     shapes = unit_quantiles(estimates)
     out = {"shape": {"mean": shapes.mean(axis=0), "rows": shapes}}
