@@ -186,3 +186,36 @@ def test_the_explorer_shows_the_calibrated_interval(fitted):
     assert "calibrated 94%" in view["max_gap"]["title"]
     other = posterior_view(draws, 0.9, str(root / "fit" / "posterior.zarr"))["intervals"]  # not calibrated at 90 %
     assert not other["max_gap"]["calibrated"]
+
+
+def test_a_stored_record_of_any_shape_is_checked_or_ignored():
+    """Fuzz the reader of ``calibrated_intervals`` (a file the project writes and a user may edit): whatever JSON
+    stands there, it is either trusted with finite numbers and low ≤ high, or ignored; printing never fails."""
+    from hypothesis import example, given, settings
+    from hypothesis import strategies as st
+
+    from benchmeasure.core.calibrated_text import checked, lines
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),
+                        st.text(max_size=5))
+    entry = st.dictionaries(st.sampled_from(["plugin", "low", "high", "known_world_width", "probability",
+                                             "spans_most", "no_world_consistent"]), scalars)
+    blocks = st.one_of(scalars, st.dictionaries(st.sampled_from(["metrics", "refused", "settings", "note"]),
+                                                st.one_of(scalars, st.dictionaries(
+                                                    st.sampled_from(["ddm", "max_gap", "top5_gap_sum"]), entry))))
+
+    good = {"plugin": 0.1, "low": 0.0, "high": 0.2, "known_world_width": 0.1, "probability": 0.94}
+
+    @settings(max_examples=300, deadline=None)
+    @given(blocks)
+    @example({"metrics": {"ddm": {**good, "spans_most": True}}, "settings": "x", "note": 3})
+    @example({"metrics": {"ddm": {**good, "low": 0.3}}})
+    def check(block):
+        got = checked(block)
+        if got is not None and "refused" not in got:
+            for e in got["metrics"].values():
+                assert all(np.isfinite(e[k]) for k in ("plugin", "low", "high", "known_world_width"))
+                assert e["low"] <= e["high"]
+        assert all(isinstance(line, str) for line in lines(got))
+
+    check()

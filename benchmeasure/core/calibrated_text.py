@@ -43,7 +43,10 @@ def checked(block) -> dict | None:
             return None
         if not entry["low"] <= entry["high"]:
             return None
-    return block
+    out = {"metrics": metrics, "settings": block["settings"] if isinstance(block.get("settings"), dict) else {}}
+    if isinstance(block.get("note"), str):
+        out["note"] = block["note"]
+    return out
 
 
 def calibrated_beside(path) -> dict | None:
