@@ -46,5 +46,9 @@ echo "==> ruff"
 
 echo "==> pytest"
 # test files run in parallel on every core (PYTEST_WORKERS=0 runs them in this one process); a file's tests
-# stay together on one worker, so a file's module fixtures (a served model, a fitted example) are built once
-exec .venv-irt/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist loadfile --durations=25 "$@"
+# stay together on one worker, so a file's module fixtures (a served model, a fitted example) are built once.
+# --no-loadscope-reorder: the files go out in the order tests/conftest.py gives them, the longest first;
+# xdist would otherwise reorder them by their number of tests, and the real-model file (8 tests, minutes
+# of vLLM) started last and held one worker alone at the end
+exec .venv-irt/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder \
+  --durations=25 "$@"

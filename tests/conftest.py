@@ -207,10 +207,13 @@ def wheel_and_venv(root: Path) -> tuple[Path, Path]:
     return wheel, env_dir
 
 
-# the longest test files first: with the test files spread over workers (scripts/run_tests.sh, --dist loadfile)
-# the real-model run (minutes of vLLM on the CPU) then overlaps every other file instead of trailing them
-LONGEST_FIRST = ("test_real_model.py", "test_fresh_install_journeys.py", "test_run_experiment.py",
-                 "test_suite_lkj_collapsed.py", "test_benchfill_loop.py", "test_benchfill_mass_fill.py")
+# the longest test files first: with the test files spread over workers (scripts/run_tests.sh, --dist loadfile
+# --no-loadscope-reorder) the real-model run (minutes of vLLM on the CPU) then overlaps every other file instead
+# of trailing them, and the short files fill the end
+LONGEST_FIRST = ("test_real_model.py", "test_fresh_install_journeys.py", "test_benchfill_loop.py",
+                 "test_suite_lkj_collapsed.py", "test_compiled_density.py", "test_lmms_backend.py",
+                 "test_benchfill_mass_fill.py", "test_run_experiment.py", "test_sim_server.py",
+                 "test_benchfill_inputs.py", "test_harness_inspect.py")
 
 
 def pytest_collection_modifyitems(config, items):
