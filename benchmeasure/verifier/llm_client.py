@@ -20,6 +20,7 @@ they are never written to logs, journals or error messages.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import os
 import random
@@ -29,6 +30,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where used: the SDK takes most of a second to import, which a command that only
     import openai  # reads or refuses its inputs (``benchfill status``, a damaged run folder) should not pay
+
+if importlib.util.find_spec("openai") is None:  # still refused here, as the import at the top was: the command
+    raise ModuleNotFoundError("No module named 'openai'", name="openai")  # line names the extra that brings it
 
 log = logging.getLogger("benchmeasure.llm")
 
