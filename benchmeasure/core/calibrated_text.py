@@ -93,7 +93,13 @@ def lines(block: dict | None, gaps: list | None = None) -> list[str]:
     metrics = block["metrics"]
     first = next(iter(metrics.values()))
     pct = f"{100 * first['probability']:g} %"
-    out = [f"calibrated {pct} intervals ({block.get('settings', {}).get('seconds', '?')} s; {LABEL}):"]
+    s = block.get("settings", {})
+    reps = s.get("reps")
+    sets = f"{reps} simulated data sets per world, " if isinstance(reps, int) and not isinstance(reps, bool) else ""
+    asked = s.get("reps_first_world")
+    if sets and isinstance(asked, int) and reps < asked:
+        sets += f"fewer than the {asked} asked to stay within the time budget, "
+    out = [f"calibrated {pct} intervals ({sets}{s.get('seconds', '?')} s; {LABEL}):"]
     for key, e in metrics.items():
         out.append(f"  {metric_name(key)}: plug-in {e['plugin']:.4f}, interval {interval_text(e, 4)}; "
                    f"width {e['high'] - e['low']:.3f} against {e['known_world_width']:.3f} if the world were known")
