@@ -49,11 +49,15 @@ def _one_update(y, t, theta, start, seed, g=0.0):
     return values, accepted / n
 
 
-@pytest.mark.parametrize("g, rate", [(0.0, 0.6), (0.25, 0.6), (0.25, 0.05)], ids=["g0", "floor", "below-floor"])
-def test_one_update_leaves_the_exact_conditional_invariant(g, rate):
+@pytest.mark.parametrize("g, rate, binary", [(0.0, 0.6, False), (0.25, 0.6, False), (0.25, 0.05, False),
+                                             (0.0, 0.6, True)], ids=["g0", "floor", "below-floor", "binary"])
+def test_one_update_leaves_the_exact_conditional_invariant(g, rate, binary):
     rng = np.random.default_rng(0)
     theta = rng.normal(size=12)
     t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])     # K per cell, two absent cells
+    if binary:     # the product kernels of the binary blocks (every T = 1, no floor)
+        theta, t = rng.normal(size=40), np.ones(40, dtype=int)
+        assert gibbs.block_kind(np.ones(3), np.zeros(3)) == gibbs.BINARY
     y = rng.binomial(t, rate)                            # below the floor: the wide mixture proposal
     grid, cdf = _exact_cdf(y, t, theta, g)
     start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
@@ -62,7 +66,7 @@ def test_one_update_leaves_the_exact_conditional_invariant(g, rate):
     assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
     # the test can fail: the proposal alone (every step accepted) is not the conditional
     block = _item_block(y, t, g, 1)
-    centre, scale, wide = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, 12, block[1],
+    centre, scale, wide = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, t.size, block[1],
                                           block[2], block[3], block[4], theta, np.exp(theta),
                                           float(np.abs(theta).max()), gibbs.NEWTON_STEPS, g > 0)
     assert wide == (rate < g)
@@ -257,3 +261,36 @@ def test_cell_sum_keeps_long_products_finite():
                   float((yy * log_p - (tt - yy) * np.logaddexp(0, eta)).sum()))
         got = gibbs._softplus_sum(0.2, 1.0, 0, 3000, np.arange(3000), yy, tt, gg, np.exp(other), other, True, g > 0)
         assert got == pytest.approx(direct, rel=1e-11)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-45, 45), st.integers(1, 9)), min_size=1, max_size=23), st.floats(-45, 45))
+def test_plain_kernels_equal_the_direct_sums(cells, x):
+    """The four-way kernels of cells without a guessing floor (any length: the remainder loop too) against NumPy:
+    Σ T σ, Σ T σ(1 − σ) (the Newton steps), Σ softplus and Σ o (the binary blocks' log density and start)."""
+    other = np.array([c[0] for c in cells])
+    tt = np.array([float(c[1]) for c in cells])
+    idx = np.arange(len(cells), dtype=np.int32)[::-1].copy()   # read through the index, in another order
+    eta = x + other[idx]
+    sig = 1 / (1 + np.exp(-eta))
+    for binary, t in ((True, np.ones_like(tt)), (False, tt)):
+        s, info = gibbs._sums_plain(np.exp(x), 0, len(cells), idx, t, np.exp(other), binary)
+        assert s == pytest.approx(float((t * sig).sum()), rel=1e-12, abs=1e-300)
+        assert info == pytest.approx(float((t * np.exp(eta - 2 * np.logaddexp(0, eta))).sum()), rel=1e-12,
+                                     abs=1e-300)
+    soft = float(np.logaddexp(0, eta).sum())
+    assert gibbs._softplus_binary(np.exp(x), 0, len(cells), idx, np.exp(other)) == pytest.approx(soft, rel=1e-12,
+                                                                                                  abs=1e-12)
+    sum_o, soft2 = gibbs._sum_and_softplus_binary(np.exp(x), 0, len(cells), idx, other, np.exp(other))
+    assert sum_o == pytest.approx(float(other.sum()), abs=1e-9) and soft2 == pytest.approx(soft, rel=1e-12, abs=1e-12)
+
+
+def test_binary_product_kernel_folds_long_products_into_logarithms():
+    """5,000 cells with e^η up to e^99 (the kernel's bound): the running products pass RESCALE many times and stay
+    finite; the sum equals the direct one."""
+    rng = np.random.default_rng(9)
+    other = rng.uniform(-50, 50, 5000)
+    idx = np.arange(5000, dtype=np.int32)
+    for x in (-49.0, 0.0, 49.0):
+        direct = float(np.logaddexp(0, x + other).sum())
+        assert gibbs._softplus_binary(np.exp(x), 0, 5000, idx, np.exp(other)) == pytest.approx(direct, rel=1e-12)

@@ -50,6 +50,21 @@ WIDE_SCALE = 1.0    # the wide component's scale: the prior's sd
 BLOCK = 25          # sweeps per kernel call (between progress updates and random-number refills)
 
 
+GENERAL, BINARY, GUESSED = 0, 1, 2   # a block's cells: K per cell, all T = 1 (and g = 0), some guessing floor
+
+
+@numba.njit(cache=True, nogil=True)
+def block_kind(tt, gg):
+    """GUESSED if any cell has a guessing floor, else BINARY if every cell has T = 1, else GENERAL."""
+    binary = True
+    for p in range(tt.shape[0]):
+        if gg[p] != 0.0:
+            return GUESSED
+        if tt[p] != 1.0:
+            binary = False
+    return BINARY if binary else GENERAL
+
+
 class SparseData:
     """The present cells of a counts and a trials matrix, by item (CSR) and by model (CSR)."""
 
@@ -62,10 +77,10 @@ class SparseData:
         rows, cols = np.nonzero(t > 0)                              # row-major: sorted by model
         self.n_cells = int(rows.size)
         self.m_ptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=self.n_models))].astype(np.int64)
-        self.m_idx, self.m_y, self.m_t = cols.astype(np.int64), y[rows, cols].astype(float), t[rows, cols].astype(float)
+        self.m_idx, self.m_y, self.m_t = cols.astype(np.int32), y[rows, cols].astype(float), t[rows, cols].astype(float)
         order = np.lexsort((rows, cols))                           # sorted by item
         self.i_ptr = np.r_[0, np.cumsum(np.bincount(cols, minlength=self.n_items))].astype(np.int64)
-        self.i_idx = rows[order].astype(np.int64)
+        self.i_idx = rows[order].astype(np.int32)   # 4 bytes a cell: the passes stream less
         self.i_y, self.i_t = self.m_y[order].copy(), self.m_t[order].copy()
         self.m_ytot, self.m_ttot = y.sum(axis=1).astype(float), t.sum(axis=1).astype(float)
         self.i_ytot, self.i_ttot = y.sum(axis=0).astype(float), t.sum(axis=0).astype(float)
@@ -160,25 +175,139 @@ def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guesse
     return math.log(p_prod) - (linear + logs + math.log(prod))
 
 
+FAST_BOUND = 100.0  # |x| + max|o_k| below this: e^η lies in e^±200, so the plain kernels' products stay finite
+RESCALE = 1e200     # a running product of (1 + e^η) factors (each ≤ e^200) is logged and reset above this
+
+
 @numba.njit(cache=True, nogil=True)
-def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed):
-    """log p(x | rest) of (1) (with the guessing floor where g > 0) without its constant."""
+def _sums_plain(ex, lo, hi, idx, tt, w_other, binary):
+    """(Σ_k T_k σ(η_k), Σ_k T_k σ(η_k)(1 − σ(η_k))) over cells with g = 0, e^η_k = w_other[k]·ex, with
+    σ(1 − σ) = u/(1 + u)² (no cancellation where σ nears 1). Four independent partial sums in a fixed order: the
+    additions of different cells overlap in the processor (no chain of dependent additions), and the result does
+    not depend on the machine or the thread."""
+    s0 = s1 = s2 = s3 = 0.0
+    i0 = i1 = i2 = i3 = 0.0
+    p = lo
+    while p + 4 <= hi:
+        u0 = w_other[idx[p]] * ex
+        u1 = w_other[idx[p + 1]] * ex
+        u2 = w_other[idx[p + 2]] * ex
+        u3 = w_other[idx[p + 3]] * ex
+        r0 = 1.0 / (1.0 + u0)
+        r1 = 1.0 / (1.0 + u1)
+        r2 = 1.0 / (1.0 + u2)
+        r3 = 1.0 / (1.0 + u3)
+        g0, g1, g2, g3 = u0 * r0, u1 * r1, u2 * r2, u3 * r3
+        if not binary:
+            g0, g1, g2, g3 = tt[p] * g0, tt[p + 1] * g1, tt[p + 2] * g2, tt[p + 3] * g3
+        s0 += g0
+        s1 += g1
+        s2 += g2
+        s3 += g3
+        i0 += g0 * r0
+        i1 += g1 * r1
+        i2 += g2 * r2
+        i3 += g3 * r3
+        p += 4
+    while p < hi:
+        u0 = w_other[idx[p]] * ex
+        r0 = 1.0 / (1.0 + u0)
+        g0 = u0 * r0 * (1.0 if binary else tt[p])
+        s0 += g0
+        i0 += g0 * r0
+        p += 1
+    return (s0 + s1) + (s2 + s3), (i0 + i1) + (i2 + i3)
+
+
+@numba.njit(cache=True, nogil=True)
+def _softplus_binary(ex, lo, hi, idx, w_other):
+    """Σ_k softplus(η_k) = log Π_k (1 + e^η_k) over binary cells with g = 0: four running products, each logged
+    only when it passes RESCALE (one logarithm per few hundred cells instead of one per cell)."""
+    p0 = p1 = p2 = p3 = 1.0
+    logs = 0.0
+    p = lo
+    while p + 4 <= hi:
+        p0 *= 1.0 + w_other[idx[p]] * ex
+        p1 *= 1.0 + w_other[idx[p + 1]] * ex
+        p2 *= 1.0 + w_other[idx[p + 2]] * ex
+        p3 *= 1.0 + w_other[idx[p + 3]] * ex
+        if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
+            logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
+            p0 = p1 = p2 = p3 = 1.0
+        p += 4
+    while p < hi:
+        p0 *= 1.0 + w_other[idx[p]] * ex
+        if p0 > RESCALE:
+            logs += math.log(p0)
+            p0 = 1.0
+        p += 1
+    return logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+
+
+@numba.njit(cache=True, nogil=True)
+def _sum_and_softplus_binary(ex, lo, hi, idx, other, w_other):
+    """(Σ_k o_k, Σ_k softplus(η_k)) over binary cells with g = 0 in one pass: the proposal's start and the current
+    value's log density read the same cells."""
+    o0 = o1 = 0.0
+    p0 = p1 = p2 = p3 = 1.0
+    logs = 0.0
+    p = lo
+    while p + 4 <= hi:
+        k0, k1, k2, k3 = idx[p], idx[p + 1], idx[p + 2], idx[p + 3]
+        o0 += other[k0] + other[k2]
+        o1 += other[k1] + other[k3]
+        p0 *= 1.0 + w_other[k0] * ex
+        p1 *= 1.0 + w_other[k1] * ex
+        p2 *= 1.0 + w_other[k2] * ex
+        p3 *= 1.0 + w_other[k3] * ex
+        if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
+            logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
+            p0 = p1 = p2 = p3 = 1.0
+        p += 4
+    while p < hi:
+        o0 += other[idx[p]]
+        p0 *= 1.0 + w_other[idx[p]] * ex
+        if p0 > RESCALE:
+            logs += math.log(p0)
+            p0 = 1.0
+        p += 1
+    return o0 + o1, logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+
+
+@numba.njit(cache=True, nogil=True)
+def _score_info(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary):
+    """``_pass`` at x, by the plain kernel when no cell has a guessing floor and no e^η can overflow."""
+    if not guessed and abs(x) + max_other < FAST_BOUND:
+        s, info = _sums_plain(math.exp(sign * x), lo, hi, idx, tt, w_other, binary)
+        return yplain - s, info
+    return _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, abs(x) + max_other < 600.0, guessed)
+
+
+@numba.njit(cache=True, nogil=True)
+def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary=False):
+    """log p(x | rest) of (1) (with the guessing floor where g > 0) without its constant; ``binary``: every cell
+    has T = 1 and g = 0 (the product kernel)."""
+    if binary and abs(x) + max_other < FAST_BOUND:
+        return -0.5 * x * x + sign * x * yplain - _softplus_binary(math.exp(sign * x), lo, hi, idx, w_other)
     safe = abs(x) + max_other < 600.0
     return -0.5 * x * x + sign * x * yplain + _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe,
                                                           guessed)
 
 
 @numba.njit(cache=True, nogil=True)
-def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other, max_other, n_newton, guessed):
+def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other, max_other, n_newton, guessed,
+              binary=False, sum_o=np.nan):
     """(centre, scale) of the t proposal: Newton (Fisher scoring) steps on the conditional from a start that
-    depends only on the data and ``other``; the scale from the curvature (information) at the last step."""
-    mean_o = 0.0
+    depends only on the data and ``other``; the scale from the curvature (information) at the last step.
+    ``sum_o``: Σ o_k over the coordinate's cells when the caller has it (NaN: summed here)."""
     mean_g = 0.0
-    for p in range(lo, hi):
-        mean_o += other[idx[p]]
-        if guessed:
-            mean_g += gg[p] * tt[p]
-    mean_o = mean_o / (hi - lo) if hi > lo else 0.0
+    if guessed or math.isnan(sum_o):
+        sum_o = 0.0
+        for p in range(lo, hi):
+            sum_o += other[idx[p]]
+            if guessed:
+                mean_g += gg[p] * tt[p]
+    mean_o = sum_o / (hi - lo) if hi > lo else 0.0
     rate = (ytot + 0.5) / (ttot + 1.0)
     floor_bound = False
     if mean_g > 0.0:   # above the floor: (p̂ − ḡ)/(1 − ḡ), kept inside (0.05, 0.95)
@@ -189,8 +318,8 @@ def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other,
     x = sign * (math.log(rate / (1.0 - rate)) - mean_o)
     curv = 1.0
     for _ in range(n_newton):
-        safe = abs(x) + max_other < 600.0
-        score, info = _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed)
+        score, info = _score_info(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed,
+                                  binary)
         grad = -x + sign * score
         curv = 1.0 + info
         step = grad / curv
@@ -204,22 +333,30 @@ def _log_t(z, nu):
 
 
 @numba.njit(cache=True, nogil=True)
-def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton):
+def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, kind=-1):
     """One independence-MH step for every coordinate of ``values`` given ``other``; returns how many accepted.
     ``block``: (ptr, idx, Y, T, g per cell, Y total, Y total over g = 0 cells, T total) per coordinate.
     A coordinate whose success rate lies near or below its guessing floor (a conditional with a long flat side
     the curvature at the mode does not see) proposes from a half-and-half mixture of that t and a t of scale 1
-    (the prior's), chosen by ``cdraw``; its density is the mixture's, so the step stays exact."""
+    (the prior's), chosen by ``cdraw``; its density is the mixture's, so the step stays exact. ``kind``: the
+    block's :func:`block_kind` when the caller knows it (−1: found here, one pass over the cells)."""
     ptr, idx, yy, tt, gg, ytot, yplain, ttot = block
-    guessed = np.any(gg != 0.0)
+    if kind < 0:
+        kind = block_kind(tt, gg)
+    guessed, binary = kind == GUESSED, kind == BINARY
     w_other = np.exp(np.minimum(other, 700.0))
     max_other = np.max(np.abs(other)) if other.size else 0.0
     accepted = 0
     for c in range(values.shape[0]):
         lo, hi = ptr[c], ptr[c + 1]
-        centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
-                                        max_other, n_newton, guessed)
         cur = values[c]
+        sum_o = np.nan
+        f_cur = np.nan
+        if binary and abs(cur) + max_other < FAST_BOUND:   # the start's Σ o_k and f(cur) from one pass
+            sum_o, soft = _sum_and_softplus_binary(math.exp(sign * cur), lo, hi, idx, other, w_other)
+            f_cur = -0.5 * cur * cur + sign * cur * yplain[c] - soft
+        centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
+                                        max_other, n_newton, guessed, binary, sum_o)
         if wide:
             new = centre + (WIDE_SCALE if cdraw[c] < 0.5 else scale) * tdraw[c]
             log_q_new = np.logaddexp(_log_t((new - centre) / scale, nu) - math.log(scale),
@@ -230,8 +367,9 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton):
             new = centre + scale * tdraw[c]
             log_q_new = _log_t((new - centre) / scale, nu)
             log_q_cur = _log_t((cur - centre) / scale, nu)
-        f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
-        f_cur = _logf(cur, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed)
+        f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary)
+        if math.isnan(f_cur):
+            f_cur = _logf(cur, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary)
         if math.log(udraw[c]) < (f_new - log_q_new) - (f_cur - log_q_cur):
             values[c] = new
             accepted += 1
@@ -253,9 +391,11 @@ def sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, nu, n_newton, out_theta, ou
     ``record``. ``d_i``/``d_m``: the item and model CSR tuples; returns (b accepted, θ accepted)."""
     acc_b = 0
     acc_t = 0
+    kind = block_kind(d_i[3], d_i[4])   # the same cells in both blocks
     for s in range(z.shape[0]):
-        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[-1, s], nu, n_newton)
-        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[-1, s], nu, n_newton)
+        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[-1, s], nu, n_newton, kind)
+        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[-1, s], nu, n_newton,
+                              kind)
         shift(theta, b, z[s])
         if record:
             out_theta[s] = theta
