@@ -330,6 +330,10 @@ def _lower_level_name(record: logging.LogRecord) -> bool:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run ``benchmeasure SUBCOMMAND ARGS``; ``prog`` names a wrapper script in usage and error lines."""
+    if argv is None:  # run as a program (the entry point): Ctrl-C from here on exits 130 (base/interrupt.py)
+        from benchmeasure.base.interrupt import exit_on_interrupt
+
+        exit_on_interrupt()
     argv = sys.argv[1:] if argv is None else list(argv)
     setup_logging()
     run_cli(lambda args: _dispatch(args, prog), argv)

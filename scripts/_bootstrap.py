@@ -27,6 +27,9 @@ def run(command: str) -> None:
         # must not run again there
         return
     use_checkout()
+    from benchmeasure.base.interrupt import exit_on_interrupt
+
+    exit_on_interrupt()  # Ctrl-C while the package imports: exit 130 at once, not a traceback
     from benchmeasure.cli import main
 
     sys.exit(main([command, *sys.argv[1:]], prog=Path(sys.argv[0]).name))

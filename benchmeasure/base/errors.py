@@ -83,16 +83,21 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> NoReturn:
-    """Run ``main(argv)`` and exit: 0 on success, 2 with one stderr line on :class:`InputError`."""
+    """Run ``main(argv)`` and exit: 0 on success, 2 with one stderr line on :class:`InputError`, 130 on Ctrl-C."""
+    from benchmeasure.base import interrupt
+
     try:
-        code = main(argv)
+        interrupt.command_started()
+        try:
+            code = main(argv)
+        finally:
+            interrupt.command_ended()  # a Ctrl-C while the outcome is reported ends the process at once
     except InputError as exc:
         message = " ".join(str(exc).split())  # exactly one line
         print(f"error: {message}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        interrupt.exit_interrupted()
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`): the work may be unfinished, so do not report
         # success; exit as a process killed by SIGPIPE would, and keep Python quiet at shutdown.

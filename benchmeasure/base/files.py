@@ -22,6 +22,7 @@ from typing import IO
 
 from benchmeasure.base.compressed import compressing, compression, open_input, read_errors, text_writer
 from benchmeasure.base.errors import InputError, fail
+from benchmeasure.base.interrupt import held
 
 
 def _describe_kind(mode: int) -> str:
@@ -190,8 +191,9 @@ def all_or_nothing() -> Iterator[None]:
         raise
     _staged = None
     try:
-        for tmp, target in staged:
-            os.replace(tmp, target)
+        with held():  # a Ctrl-C among the renames waits for the last one: all of them, or (before) none
+            for tmp, target in staged:
+                os.replace(tmp, target)
     except OSError as exc:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):

@@ -39,7 +39,14 @@ from pathlib import Path
 import numpy as np
 
 from benchmeasure.base.errors import fail
-from benchmeasure.base.files import atomic_write, command_line, package_versions, read_jsonl_objects
+from benchmeasure.base.files import (
+    atomic_write,
+    command_line,
+    make_parents,
+    package_versions,
+    read_jsonl_objects,
+    remove_empty_folders,
+)
 from benchmeasure.browse import dense, lexical
 
 log = logging.getLogger(__name__)
@@ -326,7 +333,7 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
         vectors = dense.encoder().embed([i.text for i in items])
     new_index = not folder.exists()
     made: list[Path] = []  # what this call created, removed again if it fails (nothing partial is left)
-    folder.mkdir(parents=True, exist_ok=True)
+    parents = make_parents(folder)  # the index folder and the ancestors it lacked (a failure removes them too)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
     done = False
     try:
@@ -373,6 +380,7 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
         if not done:
             if new_index:
                 shutil.rmtree(folder, ignore_errors=True)
+                remove_empty_folders(parents)
             for path in reversed(made):
                 shutil.rmtree(path, ignore_errors=True)
     if previous_lexical and previous_lexical != lexical_folder:
