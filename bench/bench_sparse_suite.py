@@ -10,7 +10,9 @@ projects for the whole run. One line per row, printed as each run ends:
 
     matrix, holes, P (distinct trials columns), route → wall, CPU (user + system of the fit process, whatever else
     runs), peak resident memory, min bulk ESS, max R-hat, ESS/s (min bulk ESS / sampling seconds), acceptance
-    (gibbs: the b and θ updates), target (issue 19: ≤ 15 min with R-hat ≤ 1.01, ESS ≥ 400), load average.
+    (gibbs: the b and θ updates), gibbs: core-nanoseconds of sampling per present cell and sweep and its ratio to the
+    cost of one vectorized logistic on this machine (measured first; issue 31 asks for ≤ 5×), target (issue 19:
+    ≤ 15 min with R-hat ≤ 1.01, ESS ≥ 400), load average.
 
     nice -n 10 .venv-irt/bin/python bench/bench_sparse_suite.py                        # the whole table
     nice -n 10 .venv-irt/bin/python bench/bench_sparse_suite.py --sizes 400x5000x0.5 --routes gibbs   # headline
@@ -57,21 +59,45 @@ def fit(matrix: Path, out: Path, route: str, args) -> dict:
     return record
 
 
-def row(name: str, holes: str, patterns: int, route: str, r: dict) -> str:
+def logistic_floor_ns(size: int = 1_000_000, repeats: int = 7) -> float:
+    """The cost of one vectorized logistic on this machine, ns per element: NumPy's σ(x) = 1/(1 + e^−x) over
+    ``size`` float64 values in place (best of ``repeats``). The issue's yardstick for a Gibbs sweep: every present
+    cell needs at least a logistic in each of the two conditional updates."""
+    import numpy as np
+
+    x = np.random.default_rng(0).normal(size=size)
+    out = np.empty_like(x)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.negative(x, out=out)
+        np.exp(out, out=out)
+        out += 1.0
+        np.reciprocal(out, out=out)
+        best = min(best, time.perf_counter() - start)
+    return best / size * 1e9
+
+
+def row(name: str, holes: str, patterns: int, route: str, r: dict, floor_ns: float, args) -> str:
     load = f"{r['load'][0]:.1f}→{r['load'][1]:.1f}"
     head = f"| {name} | {holes} | {patterns:,} | {route} |"
     if r["stopped"]:
         done, total = r["steps"]
         projected = f"~{r['wall'] / done * total / 60:.0f} min projected" if done else "no step done"
         return (f"{head} stopped at {r['wall']:.0f} s ({done}/{total} iterations; {projected}) | {r['cpu']:.0f} | "
-                f"{r['peak_mb']:.0f} | – | – | – | – | missed | {load} |")
+                f"{r['peak_mb']:.0f} | – | – | – | – | – | missed | {load} |")
     d = r["diagnostics"]
     sampling = d["timing"].get("sampling_time_s") or float("nan")
     gibbs = d.get("gibbs") or {}
     accept = (f"{gibbs['acceptance_b']:.3f} / {gibbs['acceptance_theta']:.3f}" if gibbs else "–")
+    per_cell = "–"
+    if gibbs.get("cells"):   # core-seconds of sampling per cell and sweep, and its ratio to the logistic floor
+        ns = sampling * min(args.cores, args.chains) / (args.chains * (args.tune + args.draws) * gibbs["cells"]) * 1e9
+        per_cell = f"{ns:.1f} ({ns / floor_ns:.1f}×)"
     met = r["wall"] <= TARGET_S and d["max_r_hat"] <= 1.01 and d["min_ess_bulk"] >= 400 and d["divergences"] == 0
     return (f"{head} {r['wall']:.1f} | {r['cpu']:.1f} | {r['peak_mb']:.0f} | {d['min_ess_bulk']:.0f} | "
-            f"{d['max_r_hat']:.4f} | {d['min_ess_bulk'] / sampling:.1f} | {accept} | {'met' if met else 'missed'} | "
+            f"{d['max_r_hat']:.4f} | {d['min_ess_bulk'] / sampling:.1f} | {accept} | {per_cell} | "
+            f"{'met' if met else 'missed'} | "
             f"{load} |")
 
 
@@ -95,9 +121,11 @@ def main() -> None:
     print(f"fit --allow-missing{f' --guessing {args.guessing:g}' if args.guessing else ''}, "
           f"{args.chains} chains × ({args.tune} + {args.draws}), seed {args.seed}, "
           f"{args.cores} cores, runs stopped after {args.limit_seconds:.0f} s")
+    floor_ns = logistic_floor_ns()
+    print(f"floor: one vectorized logistic (NumPy, float64, 1e6 values in place) costs {floor_ns:.2f} ns per value")
     print("| matrix | holes | trials columns | route | wall s | CPU s | peak MB | min bulk ESS | max R-hat | ESS/s | "
-          "acceptance b / θ | ≤ 15 min, R-hat ≤ 1.01, ESS ≥ 400 | load avg |")
-    print("|---" * 13 + "|", flush=True)
+          "acceptance b / θ | gibbs ns per cell per sweep (× floor) | ≤ 15 min, R-hat ≤ 1.01, ESS ≥ 400 | load avg |")
+    print("|---" * 14 + "|", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_sparse_suite.") as tmp:
         folder = Path(tmp)
         for size in args.sizes.split(","):
@@ -110,7 +138,7 @@ def main() -> None:
             patterns = trials_columns(matrix)
             for route in args.routes.split(","):
                 out = folder / f"{matrix.stem}_{route}"
-                print(row(name, holes, patterns, route, fit(matrix, out, route, args)), flush=True)
+                print(row(name, holes, patterns, route, fit(matrix, out, route, args), floor_ns, args), flush=True)
     print(f"\nMachine: {_machine['cpu_name']()}, {args.cores} cores used of {os.cpu_count()}; Python "
           f"{sys.version.split()[0]}; {_machine['versions'](['pymc', 'nutpie', 'numba', 'numpy'])}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Load average: 1-minute, before → after each run.")

@@ -33,7 +33,16 @@ def test_posterior_means_from_column_sums_match_the_quadrature_of_every_cell():
         cells_y = np.concatenate([[1] * c + [0] * (k - c) for c, k in zip(counts[present, i], trials[present, i])])
         mean, _ = posterior_moments(cells_y[None, :], 1, cells_theta)
         assert got[i] == pytest.approx(mean[0], abs=1e-6)
-    assert not estimator.tabled  # 40 distinct trials columns: computed per replication
+    assert not estimator.tabled and estimator.lazy  # 40 distinct trials columns: entries computed when needed
+    # a second call reads the entries the first filled, and computes the ones it has not seen, the same way
+    again = rng.binomial(trials, 0.6).sum(axis=0)
+    filled = np.count_nonzero(~np.isnan(estimator.table))
+    assert np.array_equal(estimator(counts.sum(axis=0)), got)
+    unfilled = PosteriorMeans(theta, trials)
+    unfilled.lazy = False   # every mean computed afresh: the reference of the lazy table
+    assert np.allclose(estimator(np.stack([again, counts.sum(axis=0)])),
+                       unfilled(np.stack([again, counts.sum(axis=0)])), rtol=0, atol=1e-12)
+    assert np.count_nonzero(~np.isnan(estimator.table)) > filled
     complete = PosteriorMeans(theta, np.full((9, 40), 4))  # one pattern: tabled by column sum
     full = rng.binomial(4, 0.5, (9, 40))
     assert complete.tabled

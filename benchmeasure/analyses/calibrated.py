@@ -60,8 +60,11 @@ MIN_REPS = 16
 ACCEPT_PAD_SD = 0.5
 #: a calibrated interval at least this share of the metric's range "spans most of it"
 SPANS_MOST = 0.5
-#: table the inner estimator when its entries number at most this many times the items (else per replication)
+#: table the inner estimator in full when its entries number at most this many times the items; above that (many
+#: distinct trials columns: random holes) its entries are computed when a data set first needs them
 TABLE_FACTOR = 8
+#: the most entries a lazily filled table may hold (8 bytes each); beyond it every call computes its means afresh
+LAZY_TABLE_MAX = 50_000_000
 
 
 def unsupported(observation: str = "binomial", guessing=0.0) -> str | None:
@@ -96,11 +99,16 @@ class PosteriorMeans:
         self.pattern_of = self.pattern_of.reshape(-1)
         self.base = log_weights[None, :] - patterns.T.astype(float) @ softplus  # (P, G)
         sizes = patterns.sum(axis=0) + 1
+        self.offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         self.tabled = int(sizes.sum()) <= TABLE_FACTOR * n
+        # random holes make about one trials column per item: then only the (column, sum) entries the simulated
+        # data sets reach (a few sds around each item's expected sum) are computed, each once, when first needed
+        self.lazy = not self.tabled and int(sizes.sum()) <= LAZY_TABLE_MAX
         if self.tabled:
-            self.offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             self.table = np.concatenate([self._means(self.base[p], np.arange(sizes[p]))
                                          for p in range(len(sizes))])
+        elif self.lazy:
+            self.table = np.full(int(sizes.sum()), np.nan)
 
     def _means(self, base, sums):
         log_post = base - np.outer(sums, self.nodes)
@@ -113,6 +121,17 @@ class PosteriorMeans:
         sums = np.asarray(sums, dtype=np.int64)
         if self.tabled:
             return self.table[self.offset[self.pattern_of] + sums]
+        if self.lazy:
+            where = self.offset[self.pattern_of] + sums
+            missing = np.unique(where[np.isnan(self.table[where])])
+            for start in range(0, missing.size, 2048):
+                entries = missing[start:start + 2048]
+                pattern = np.searchsorted(self.offset, entries, side="right") - 1
+                log_post = self.base[pattern] - (entries - self.offset[pattern])[:, None] * self.nodes[None, :]
+                log_post -= log_post.max(axis=1, keepdims=True)
+                w = np.exp(log_post)
+                self.table[entries] = (w @ self.nodes) / w.sum(axis=1)
+            return self.table[where]
         if sums.ndim == 2:
             return np.stack([self(row) for row in sums])
         out = np.empty(sums.size)
