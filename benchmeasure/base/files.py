@@ -339,7 +339,7 @@ def read_json(path: str | os.PathLike, what: str = "JSON file"):
     and ``what`` it should be."""
     name = os.fspath(path)
     try:
-        with read_errors(name), open_input(name, encoding="utf-8") as handle:
+        with read_errors(name), open_input(name) as handle:  # utf-8-sig: a leading BOM is dropped
             return json.load(handle, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         fail(f"{name}: not a {what} (not valid JSON: {exc.msg}, line {exc.lineno})")
@@ -362,7 +362,8 @@ def read_jsonl_objects(path: str | os.PathLike, required: tuple = ()) -> list[tu
     try:
         # lines end at '\n' only: a text may hold U+2028, U+2029, U+0085 or a form feed raw (JSON allows them),
         # which str.splitlines() would break a record at; a .gz/.bz2/.xz name is decompressed
-        with read_errors(path), open_input(path, encoding="utf-8", newline="\n") as handle:
+        # a UTF-8 byte-order mark at the start is dropped, as the CSV reader does (it made line 1 "not valid JSON")
+        with read_errors(path), open_input(path, encoding="utf-8-sig", newline="\n") as handle:
             for number, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue

@@ -178,19 +178,24 @@ def read_space(path) -> Space:
 
         fail(missing_package("reading a space file", "yaml", "scope"))
 
+    from benchmeasure.base.compressed import open_input, read_errors
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         fail(f"{path}: space file not found")
-    except IsADirectoryError:
+    if path.is_dir():
         fail(f"{path}: is a folder, not a space file")
-    except UnicodeDecodeError:
-        fail(f"{path}: not UTF-8 text")
+    try:  # the one input reader: .gz/.bz2/.xz as named (a compressed space was "not UTF-8 text"), a BOM dropped
+        with read_errors(path), open_input(path) as handle:
+            text = handle.read()
     except OSError as exc:
         fail(f"{path}: cannot be read ({exc.strerror})")
     try:
         data = yaml.safe_load(text)
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow (was "syntax error")
+        line = text.count("\n", 0, exc.position) + 1
+        fail(f"{path}: not valid YAML at line {line} (character U+{exc.character:04X} is not allowed in YAML; "
+             "remove it)" if isinstance(exc.character, int) else f"{path}: not valid YAML at line {line} ({exc})")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
