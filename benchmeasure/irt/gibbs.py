@@ -55,11 +55,13 @@ GENERAL, BINARY, GUESSED = 0, 1, 2   # a block's cells: K per cell, all T = 1 (a
 
 @numba.njit(cache=True, nogil=True)
 def block_kind(tt, gg):
-    """GUESSED if any cell has a guessing floor, else BINARY if every cell has T = 1, else GENERAL."""
-    binary = True
-    for p in range(tt.shape[0]):
+    """GUESSED if any cell has a guessing floor, else BINARY if every cell has T = 1, else GENERAL (``gg`` may be
+    empty: no floor anywhere)."""
+    for p in range(gg.shape[0]):
         if gg[p] != 0.0:
             return GUESSED
+    binary = True
+    for p in range(tt.shape[0]):
         if tt[p] != 1.0:
             binary = False
     return BINARY if binary else GENERAL
@@ -77,7 +79,9 @@ class SparseData:
         rows, cols = np.nonzero(t > 0)                              # row-major: sorted by model
         self.n_cells = int(rows.size)
         self.m_ptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=self.n_models))].astype(np.int64)
-        self.m_idx, self.m_y, self.m_t = cols.astype(np.int32), y[rows, cols].astype(float), t[rows, cols].astype(float)
+        # counts and trials as float32 (exact below 2^24), indices as int32: 16 bytes a cell in both layouts
+        self.m_idx, self.m_y, self.m_t = (cols.astype(np.int32), y[rows, cols].astype(np.float32),
+                                          t[rows, cols].astype(np.float32))
         order = np.lexsort((rows, cols))                           # sorted by item
         self.i_ptr = np.r_[0, np.cumsum(np.bincount(cols, minlength=self.n_items))].astype(np.int64)
         self.i_idx = rows[order].astype(np.int32)   # 4 bytes a cell: the passes stream less
@@ -85,8 +89,9 @@ class SparseData:
         self.m_ytot, self.m_ttot = y.sum(axis=1).astype(float), t.sum(axis=1).astype(float)
         self.i_ytot, self.i_ttot = y.sum(axis=0).astype(float), t.sum(axis=0).astype(float)
         g = np.broadcast_to(np.asarray(guessing, dtype=float), (self.n_items,))
-        self.m_g = g[self.m_idx].copy()                            # each cell's item's guessing floor
-        self.i_g = self.m_g[order].copy()
+        # each cell's item's guessing floor; none stored without one (the kernels read it only when some g > 0)
+        self.m_g = g[self.m_idx].copy() if np.any(g != 0.0) else np.zeros(0)
+        self.i_g = self.m_g[order].copy() if self.m_g.size else np.zeros(0)
         plain = (g == 0.0)[None, :]
         self.m_yplain = np.where(plain, y, 0).sum(axis=1).astype(float)   # Σ Y over the g = 0 cells
         self.i_yplain = np.where(plain, y, 0).sum(axis=0).astype(float)
