@@ -22,7 +22,11 @@ The ability cache defaults to ``<results root>/cache/abilities`` (so a run write
 each gap's final item. ``[search] unresolved`` (default ``"skip"``) decides what a target gap whose two edge
 items are not resolved gets (:mod:`.gap_choice`): no call (``"skip"``, with a line naming the extra trials that would
 resolve it) or the paper's treatment after the resolved gaps (``"fill"``); a run initialized before this setting
-existed resumes with ``"fill"``, as it began.
+existed resumes with ``"fill"``, as it began. ``[search] keep`` (default ``"certified"``) is BenchFill's keep rule
+(:mod:`.certify`): a child is kept only when the ``certify_level`` posterior interval of its difficulty lies inside
+the target gap and within ``certify_tolerance`` of z*, racing extra rollout batches (at most ``race_batches`` per
+gap) on the children that might be; ``"closest"`` is the paper's rule (the valid child closest to z*), with which a
+run initialized before the setting existed resumes.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ except ModuleNotFoundError:  # pragma: no cover
     tomllib = None
 
 BASELINE_BUDGETS = ("matched", "full")
+KEEP_RULES = ("certified", "closest")   # [search] keep: "closest" is the paper's rule (certify.py)
 UNRESOLVED = ("skip", "fill")   # [search] unresolved: what a target gap that may be noise gets
 _WITH_DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -97,6 +102,13 @@ class SearchSettings:
     # A target gap whose edge items are not resolved (core.resolution: they may be in the wrong order, the gap
     # estimation noise): "skip" spends no call on it and says so; "fill" aims at it after the resolved ones.
     unresolved: str = "skip"
+    # BenchFill's keep rule (certify.py): "certified" keeps a child only when its posterior interval (mass
+    # certify_level, from screening and race rollouts pooled) lies in the gap and within certify_tolerance of z*,
+    # racing at most race_batches extra batches (one call per panel model each) per gap; "closest" is the paper's.
+    keep: str = "certified"
+    certify_tolerance: float = 0.03
+    certify_level: float = 0.9
+    race_batches: int = 48
 
 
 @dataclass(frozen=True)
@@ -191,6 +203,14 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
         fail(f"{where} [search]: tolerance must be in [0, 1), got {search.tolerance}")
     if search.unresolved not in UNRESOLVED:
         fail(f"{where} [search]: unresolved must be one of {', '.join(UNRESOLVED)}, got {search.unresolved!r}")
+    if search.keep not in KEEP_RULES:
+        fail(f"{where} [search]: keep must be one of {', '.join(KEEP_RULES)}, got {search.keep!r}")
+    if not 0.0 < search.certify_tolerance < 1.0:
+        fail(f"{where} [search]: certify_tolerance must be in (0, 1), got {search.certify_tolerance}")
+    if not 0.5 <= search.certify_level < 1.0:
+        fail(f"{where} [search]: certify_level must be in [0.5, 1), got {search.certify_level}")
+    if not 0 <= search.race_batches <= 100_000:
+        fail(f"{where} [search]: race_batches must be from 0 to 100000, got {search.race_batches}")
     if search.baseline_budget not in BASELINE_BUDGETS:
         fail(f"{where} [search]: baseline_budget must be one of {', '.join(BASELINE_BUDGETS)}")
     if (client.max_concurrency < 1 or client.max_retries < 0 or not 0 < client.timeout < float("inf")
@@ -232,6 +252,8 @@ def load_config(path: str | os.PathLike) -> RunConfig:
             if isinstance(data, dict) and isinstance(data.get("search"), dict):
                 # a run initialized before [search] unresolved existed aimed at every target: it resumes so
                 data["search"].setdefault("unresolved", "fill")
+                # ... and kept the valid child closest to z* (the certified keep rule came later)
+                data["search"].setdefault("keep", "closest")
         else:
             if tomllib is None:
                 fail("reading TOML configs needs Python >= 3.11")

@@ -26,6 +26,14 @@ With ``[search] reannotate = K`` (> 0) each gap's final item is annotated a seco
 fresh rollouts per panel model (:class:`~.records.Reannotation`): an independent calibration of
 the kept child, whose deviation from z* is not biased low by selecting the best of several noisy
 calibrations (the paper's number, kept as ``target_deviation``, is).
+
+With ``[search] keep = "certified"`` (the default; :mod:`.certify`) BenchFill's gaps keep only a *certified*
+child — one whose pooled posterior interval lies inside the target gap and within ``certify_tolerance`` of z*.
+After each round the gap races: the plausible child most likely to be certified gets one more batch of
+rollouts (:class:`~.records.RaceBatch`, journaled like every call), until one is certified (the gap stops and
+keeps it), none is plausible (the next round) or ``race_batches`` are spent. The outcome, kept or not, is a
+:class:`~.records.Keep` with the interval and the calls the gap cost. The race of round r runs before the gap
+finishes round r at the barrier and reads only its own gap's children, so the same seed gives the same keeps.
 """
 
 from __future__ import annotations
@@ -35,9 +43,10 @@ import logging
 import re
 
 from benchmeasure.benchfill.calibration import annotate
+from benchmeasure.benchfill.certify import band, certified_best, pick, standing
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import parse_child
-from benchmeasure.benchfill.records import Annotation, GapDone, Plan, Reannotation
+from benchmeasure.benchfill.records import Annotation, Call, GapDone, Keep, Plan, RaceBatch, Reannotation
 from benchmeasure.benchfill.strategies import STRATEGIES
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.llm_client import KEY_HEADER, Endpoint
@@ -113,6 +122,7 @@ class Loop:
         self.n_trials = n_trials
         self.originals = {item.item_id: item for item in benchmark.items}
         self.barrier = RoundBarrier(())
+        self._standings = {}   # (item_id, batches, band) -> certify.Standing (a pure function of the journal)
 
     # -- state recovered from the journal ---------------------------------------------------
     def children(self, mode: str | None = None, gap: int | None = None) -> list:
@@ -200,9 +210,15 @@ class Loop:
             bool(verdict.valid), verdict.reason, counts, b_mean, b_sd, z, target.midpoint))
 
     # -- one gap --------------------------------------------------------------------------------
-    async def fill(self, mode: str, target, budget: int | None = None) -> GapDone:
-        """Run rounds for one gap until the strategy's stop rule holds or the budget is spent."""
+    async def fill(self, mode: str, target, budget: int | None = None, certify: bool | None = None) -> GapDone:
+        """Run rounds for one gap until the strategy's stop rule holds or the budget is spent.
+
+        ``certify`` (default: the strategy certifies and ``[search] keep = "certified"``) replaces the stop rule
+        and the final selection by the certified keep rule (:meth:`race`); mass fill passes False.
+        """
         strategy = STRATEGIES[mode]
+        if certify is None:
+            certify = strategy.certifies and self.search.keep == "certified"
         barrier = self.barrier if strategy.in_step and target.rank in self.barrier else None
         done = self.journal.find(GapDone, mode=mode, gap=target.rank)
         if done is not None:
@@ -211,7 +227,7 @@ class Loop:
             return done
         per_round = self.search.parents * self.search.children
         budget = self.search.rounds * per_round if budget is None else budget
-        spent, round_no, stopped_early = 0, 0, False
+        spent, round_no, stopped_early, kept = 0, 0, False, None
         while spent < budget:
             round_no += 1
             n_parents = min(self.search.parents, -(-(budget - spent) // self.search.children))
@@ -223,17 +239,118 @@ class Loop:
             news = f"best deviation {abs(best.z - target.midpoint):.4f}" if best else "no valid child"
             log.info("[%s] gap %d round %d: %d/%d valid, %s", mode, target.rank, round_no,
                      sum(c.valid for c in children), len(children), news)
-            if strategy.stop(self, target, best):
-                stopped_early = True
+            if certify:
+                kept = await self.race(mode, target)
+                # stop at a certificate, or once the race batches are spent (a new child could not be raced)
+                stop = kept is not None or 0 < self.search.race_batches <= self.race_spent(mode, target)
+            else:
+                stop = strategy.stop(self, target, best)
+            if stop:
+                stopped_early = kept is not None or not certify
                 break
             if barrier:
                 await barrier.done(target.rank, round_no)
         if barrier:
             await barrier.done(target.rank, float("inf"))
-        final = closest_valid(self.children(mode, target.rank), target.midpoint)
-        return self.journal.append(GapDone(
-            mode, target.rank, round_no, spent, stopped_early, None if final is None else final.item_id,
-            None if final is None else abs(final.z - target.midpoint)))
+        if certify:
+            keep = self.record_keep(mode, target, kept)
+            final = keep.item_id if keep.certified else None
+            deviation = abs(keep.z - target.midpoint) if keep.certified else None
+        else:
+            chosen = closest_valid(self.children(mode, target.rank), target.midpoint)
+            final = None if chosen is None else chosen.item_id
+            deviation = None if chosen is None else abs(chosen.z - target.midpoint)
+        return self.journal.append(GapDone(mode, target.rank, round_no, spent, stopped_early, final, deviation))
+
+    # -- the certified keep rule (certify.py) -----------------------------------------------------
+    def band(self, target) -> tuple:
+        return band(target.left, target.right, target.midpoint, self.search.certify_tolerance)
+
+    def standings(self, mode: str, target) -> list:
+        """Every valid child of the gap with its pooled posterior (screening rollouts and race batches)."""
+        target_band = self.band(target)
+        batches: dict = {}
+        for event in self.journal.of_type(RaceBatch, mode=mode, gap=target.rank):
+            batches.setdefault(event.item_id, []).append(event)
+        out = []
+        for child in self.children(mode, target.rank):
+            if not child.valid or child.z is None:
+                continue
+            mine = sorted(batches.get(child.item_id, []), key=lambda e: e.batch)
+            key = (child.item_id, len(mine), target_band)
+            if key not in self._standings:
+                self._standings[key] = standing(
+                    child.item_id, child.counts, [e.counts for e in mine], self.abilities, self.n_trials,
+                    self.benchmark.b_min, self.benchmark.b_max, self.config.benchmark.guessing,
+                    self.search.certify_level, target_band)
+            out.append(self._standings[key])
+        return out
+
+    async def race(self, mode: str, target):
+        """Race the gap's children for a certificate (:mod:`.certify`); the certified Standing, or None."""
+        while True:
+            standings = self.standings(mode, target)
+            best = certified_best(standings, target.midpoint)
+            if best is not None:
+                return best
+            left = self.search.race_batches - self.race_spent(mode, target)
+            chosen = pick(standings, target.midpoint, self.band(target), self.search.certify_level, left)
+            if chosen is None:
+                return None
+            await self.race_batch(mode, target, chosen.item_id, chosen.batches + 1)
+
+    async def race_batch(self, mode: str, target, item_id: str, batch: int) -> RaceBatch:
+        """One more batch of the panel's rollouts on a child (journal keys ``race<batch>/<item_id>/<model>``)."""
+        recorded = self.journal.find(RaceBatch, item_id=item_id, batch=batch)
+        if recorded is not None:
+            return recorded
+        child = self.journal.find(Annotation, item_id=item_id)
+        candidate = Candidate(child.item_id, child.question, child.answer, self.benchmark.name, child.parent_id)
+        rollouts = await self.verifier.rollouts.for_candidate(candidate, key_prefix=f"race{batch}",
+                                                             key_header=KEY_HEADER)
+        counts = {m: 0 for m in self.abilities}
+        for rollout in rollouts:
+            if rollout.model in counts:
+                counts[rollout.model] += rollout.correct
+        return self.journal.append(RaceBatch(mode, target.rank, item_id, batch, self.n_trials, counts))
+
+    def race_spent(self, mode: str, target) -> int:
+        return len(self.journal.of_type(RaceBatch, mode=mode, gap=target.rank))
+
+    def gap_calls(self, mode: str, gap: int) -> int:
+        """Model calls recorded for one gap and mode: rewrites, solves, rollouts and race batches of its children."""
+        mark = f"{mode}-g{gap}-"
+        return sum(1 for call in self.journal.of_type(Call) if mark in call.key)
+
+    def record_keep(self, mode: str, target, kept) -> Keep:
+        """The gap's :class:`~.records.Keep`: the certified child, or (budget spent) the closest uncertified one."""
+        recorded = self.journal.find(Keep, mode=mode, gap=target.rank)
+        if recorded is not None:
+            return recorded
+        low, high = self.band(target)
+        shown = kept
+        if shown is None:
+            standings = self.standings(mode, target)
+            shown = min(standings, key=lambda s: (s.distance(target.midpoint), s.item_id)) if standings else None
+        spent = self.race_spent(mode, target)
+        calls = self.gap_calls(mode, target.rank)
+        values = ((shown.b_mean, shown.b_sd, shown.z, shown.z_sd, shown.z_low, shown.z_high) if shown
+                  else (None,) * 6)
+        keep = self.journal.append(Keep(mode, target.rank, shown.item_id if shown else None, kept is not None,
+                                        *values, low, high, self.search.certify_level,
+                                        shown.trials if shown else 0, shown.batches if shown else 0, spent, calls,
+                                        target.midpoint))
+        if keep.certified:
+            log.info("[%s] gap %d: kept %s, z=%.4f, %g%% interval [%.4f, %.4f] inside [%.4f, %.4f] from %d trials "
+                     "per model (%d race batch(es)); the gap cost %d calls", mode, target.rank, keep.item_id, keep.z,
+                     100 * keep.level, keep.z_low, keep.z_high, low, high, keep.trials, keep.batches, calls)
+        else:
+            log.warning("[%s] gap %d: no child certified within the gap's budget (its rewrites and %d of %d race "
+                        "batches): nothing kept (closest: %s); the gap cost %d calls", mode, target.rank, spent,
+                        self.search.race_batches,
+                        "none" if shown is None else f"{shown.item_id} [{shown.z_low:.4f}, {shown.z_high:.4f}]",
+                        calls)
+        return keep
 
     async def reannotate(self, done: GapDone, target) -> Reannotation | None:
         """The independent calibration of a gap's final item from fresh rollouts (``[search] reannotate``)."""

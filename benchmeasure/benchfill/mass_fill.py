@@ -253,7 +253,7 @@ async def fill_many(loop, benchmark, limits: Limits) -> str:
                      gap.right, gap.width, gap.midpoint, budget)
         if journal.find(MassResult, step=step_no) is not None:
             continue
-        done = await loop.fill(BENCHFILL, Gap(step.left, step.right, step_no), step.budget)
+        done = await loop.fill(BENCHFILL, Gap(step.left, step.right, step_no), step.budget, certify=False)
         result = journal.append(step_outcome(step, done, {c.item_id: c for c in loop.children(BENCHFILL, step_no)}))
         if result.accepted:
             log.info("step %d: inserted %s at z=%.4f (deviation %.4f)", step_no, result.item_id, result.z,

@@ -15,6 +15,8 @@ Events (paper, Section 4, Figure 4: plan a round, rewrite, verify, annotate, sel
 * :class:`Annotation` — one child: its text, validity and online calibration (the run's memory);
 * :class:`GapDone` — a gap's final item, rounds and rewrites spent;
 * :class:`Reannotation` — the independent calibration of a gap's final item from fresh rollouts;
+* :class:`RaceBatch` — one more batch of rollouts on a child racing for a certified keep (:mod:`.certify`);
+* :class:`Keep` — a gap's certified keep (or that its budget ran out without one), with interval and calls;
 * :class:`MassStep` / :class:`MassResult` — mass fill's choice of a gap and its outcome.
 """
 
@@ -172,6 +174,50 @@ class Reannotation(Record):
 
 
 @dataclass(frozen=True)
+class RaceBatch(Record):
+    """One race batch on a child (``[search] keep = "certified"``, :mod:`.certify`): ``trials`` fresh rollouts per
+    panel model under the journal keys ``race<batch>/<item_id>/<model>``, and the correct counts they gave."""
+
+    TYPE: ClassVar[str] = "race_batch"
+    mode: str
+    gap: int
+    item_id: str
+    batch: int
+    trials: int
+    counts: dict
+    time: float | None = None
+
+
+@dataclass(frozen=True)
+class Keep(Record):
+    """A gap's outcome under the certified keep rule: the kept child and its pooled posterior (``certified``), or
+    the best uncertified candidate when the budget ran out (``certified`` false, ``item_id`` may be null); the
+    interval ``[z_low, z_high]`` at credible mass ``level`` against the band ``[band_low, band_high]``, the trials
+    per model behind it, and the model calls the gap cost (rewrites, solves, rollouts, race batches)."""
+
+    TYPE: ClassVar[str] = "keep"
+    mode: str
+    gap: int
+    item_id: str | None
+    certified: bool
+    b_mean: float | None
+    b_sd: float | None
+    z: float | None
+    z_sd: float | None
+    z_low: float | None
+    z_high: float | None
+    band_low: float
+    band_high: float
+    level: float
+    trials: int
+    batches: int
+    race_batches: int
+    calls: int
+    target: float
+    time: float | None = None
+
+
+@dataclass(frozen=True)
 class MassStep(Record):
     """Mass fill's choice for one step: the gap [left, right], its target and rewrite budget."""
 
@@ -205,7 +251,8 @@ class MassResult(Record):
     time: float | None = None
 
 
-EVENT_TYPES = {cls.TYPE: cls for cls in (Plan, Call, Annotation, GapDone, Reannotation, MassStep, MassResult)}
+EVENT_TYPES = {cls.TYPE: cls for cls in (Plan, Call, Annotation, GapDone, Reannotation, RaceBatch, Keep, MassStep,
+                                         MassResult)}
 
 
 def event_from_dict(data, where: str):

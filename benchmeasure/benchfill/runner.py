@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
+import dataclasses
 import datetime
 import json
 import logging
@@ -34,10 +35,19 @@ from benchmeasure.benchfill.gap_choice import skip_unresolved, warn_unresolved
 from benchmeasure.benchfill.gaps import load_seed_set
 from benchmeasure.benchfill.loop import Loop
 from benchmeasure.benchfill.prompts import Prompts, prompt_folder
-from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, Plan, Reannotation
+from benchmeasure.benchfill.records import (
+    RECORD_COLUMNS,
+    Annotation,
+    Call,
+    GapDone,
+    ItemRecord,
+    Keep,
+    Plan,
+    Reannotation,
+)
 from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
 from benchmeasure.benchfill.strategies import STRATEGIES
-from benchmeasure.benchfill.summary import format_table, independent_deviation, table2
+from benchmeasure.benchfill.summary import format_keeps, format_table, independent_deviation, keep_rows, table2
 from benchmeasure.benchfill.validity_check import ValidityCheck
 from benchmeasure.verifier.llm_client import LLMClient
 from benchmeasure.verifier.panel import load_panel
@@ -188,6 +198,11 @@ def _target_record(target, row) -> dict:
 def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choice=None, skipped=()) -> dict:
     config = run.config
     children = {c.item_id: c for c in loop.children()}
+    keeps = {(k.mode, k.gap): k for k in loop.journal.of_type(Keep)}
+    for keep in keeps.values():   # a certified keep is reported with its pooled calibration (screening + race)
+        if keep.certified and keep.item_id in children:
+            children[keep.item_id] = dataclasses.replace(children[keep.item_id], b_mean=keep.b_mean, b_sd=keep.b_sd,
+                                                         z=keep.z)
     selected = {name: [] for name in STRATEGIES}  # per strategy (benchmeasure.benchfill.strategies)
     records = {name: [] for name in STRATEGIES}
     for target, pair in zip(targets, results):
@@ -206,12 +221,18 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choi
         rows[mode]["rewrites"] = sum(b["rewrites"] for b in budget.values())
         rows[mode].update(independent_deviation([r for r in reannotations if r.mode == mode],
                                                 config.search.reannotate))
+        mine = [keeps[mode, t.rank] for t in targets if (mode, t.rank) in keeps]
+        if mine:
+            rows[mode].update(keep_rows(mine))
     summary = {**rows, "benchmark": benchmark.name,
                "targets": [_target_record(t, c) for t, c in zip(targets, choice or [None] * len(targets))],
                "skipped_targets": [_target_record(row["gap"], row) for row in skipped],
                "settings": config.as_dict(), **run.provenance(), "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
     text = format_table(benchmark.name, rows)
+    keep_text = format_keeps(rows)
+    if keep_text:
+        text += "\n" + keep_text
     if skipped:
         text += (f"\nskipped {len(skipped)} unresolved target gap(s), no call spent: "
                  + ", ".join(f"[{row['gap'].left:.3f}, {row['gap'].right:.3f}]" for row in skipped)

@@ -12,6 +12,10 @@
   (:class:`~.records.Reannotation`), which the selection never saw. Its uncertainty: each gap's
   |z − z*| under the calibration posterior z ~ N(ẑ, sd²) is folded normal; the sd of the mean is
   √(Σ Var_g)/n.
+* Certified keeps (ours; ``[search] keep = "certified"``, :mod:`.certify`): per gap, the kept child's pooled
+  posterior interval against the target band, the trials per panel model behind it and the model calls the gap
+  cost; a gap whose budget ran out without a certified child is listed as such. ``calls_per_kept`` = the
+  method's calls on its gaps over the children kept.
 * Oracle: sequentially insert one item at the midpoint of the current widest gap, as many
   items as gaps filled (an idealized upper bound, not a method).
 """
@@ -78,6 +82,42 @@ def independent_deviation(reannotations: list, trials: int) -> dict:
     sd = math.sqrt(sum(g["deviation_sd"] ** 2 for g in per_gap.values())) / n if n else None
     return {"target_deviation_independent": mean, "target_deviation_independent_sd": sd,
             "reannotate_trials": trials, "reannotation": per_gap}
+
+
+def keep_rows(keeps: list) -> dict:
+    """Summary fields of one method's certified keeps (:class:`~.records.Keep`, one per target gap)."""
+    per_gap = {str(k.gap): {"item_id": k.item_id, "certified": k.certified, "z": k.z, "z_sd": k.z_sd,
+                            "interval": [k.z_low, k.z_high], "band": [k.band_low, k.band_high], "level": k.level,
+                            "trials_per_model": k.trials, "race_batches_item": k.batches,
+                            "race_batches_gap": k.race_batches, "calls": k.calls}
+               for k in sorted(keeps, key=lambda k: k.gap)}
+    kept = sum(k.certified for k in keeps)
+    calls = sum(k.calls for k in keeps)
+    return {"keep_rule": "certified", "keeps": per_gap, "calls": calls,
+            "calls_per_kept": calls / kept if kept else None}
+
+
+def format_keeps(rows: dict) -> str:
+    """Lines under Table 2, one per gap of each certifying method: the interval of its kept item and its cost."""
+    lines = []
+    for name in table_order(rows):
+        keeps = rows[name].get("keeps")
+        if not keeps:
+            continue
+        level = next(iter(keeps.values()))["level"]
+        lines.append(f"{name} certified keeps ({100 * level:g}% posterior interval inside the band: the gap and "
+                     f"within the tolerance of z*); calls per kept item "
+                     + ("-" if rows[name]["calls_per_kept"] is None else f"{rows[name]['calls_per_kept']:.0f}"))
+        for gap, k in keeps.items():
+            band = f"[{k['band'][0]:.4f}, {k['band'][1]:.4f}]"
+            if k["certified"]:
+                lines.append(f"  gap {gap}: {k['item_id']} z={k['z']:.4f} [{k['interval'][0]:.4f}, "
+                             f"{k['interval'][1]:.4f}] in {band}, {k['trials_per_model']} trials/model, "
+                             f"{k['calls']} calls")
+            else:
+                lines.append(f"  gap {gap}: no child certified in {band} within the gap's budget "
+                             f"({k['race_batches_gap']} race batches, {k['calls']} calls): nothing kept")
+    return "\n".join(lines)
 
 
 def format_table(benchmark: str, rows: dict) -> str:

@@ -48,6 +48,9 @@ class Strategy:
         The CSV of its selected items in the run folder.
     table_rank : int
         Its row's place in ``table2.txt`` (ascending; the paper prints the baseline above BenchFill).
+    certifies : bool
+        Under ``[search] keep = "certified"`` its gaps keep only a certified child, racing extra rollouts
+        (:mod:`benchmeasure.benchfill.certify`); otherwise (and for the others) the valid child closest to z*.
     """
 
     name: str
@@ -59,6 +62,7 @@ class Strategy:
     in_step: bool = False
     records_file: str = ""
     table_rank: int = 100
+    certifies: bool = False
 
     def __post_init__(self):
         for field in ("plan", "prompt", "visible", "stop", "budget"):   # each may be "module:function"

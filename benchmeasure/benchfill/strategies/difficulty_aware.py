@@ -4,7 +4,9 @@ Parents are the valid known items (originals and the run's memory of valid Bench
 z*, skipping those used before on the gap; references are the nearest known items sorted by difficulty
 (:mod:`benchmeasure.benchfill.retrieval`). A gap stops once a valid child lands within ``[search]
 tolerance`` of z*. Rounds run in step across gaps, and a decision sees every valid child of earlier rounds
-of the gaps in step (and of finished gaps), never one of its own round.
+of the gaps in step (and of finished gaps), never one of its own round. Under ``[search] keep = "certified"`` (the
+default) a gap instead stops at its first certified child and keeps only such a child
+(:mod:`benchmeasure.benchfill.certify`).
 """
 
 from __future__ import annotations
@@ -44,4 +46,4 @@ def budget(search, done: dict):
 
 
 STRATEGY = Strategy(NAME, plan, prompt, visible, stop, budget, in_step=True, records_file="new_item_records.csv",
-                    table_rank=1)
+                    table_rank=1, certifies=True)
