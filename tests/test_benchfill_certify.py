@@ -159,6 +159,8 @@ def test_kill_9_mid_race_then_resume_gives_the_same_keeps_with_no_call_lost_or_r
                 assert keep["trials_per_model"] == 32 * (1 + keep["race_batches_item"])
         table = (folder / "table2.txt").read_text()
         assert "benchfill certified keeps" in table and "calls per kept item" in table
+        status = subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True, env=env)
+        assert status.returncode == 0 and status.stdout.count("(certified)") == 2 and "race batches" in status.stdout
         batches = sorted((r["item_id"], r["batch"], sorted(r["counts"].items())) for r in races)  # gaps race at once
         outputs.append(((folder / "new_item_records.csv").read_text(),
                         (folder / "baseline_item_records.csv").read_text(), sorted(keys), batches))

@@ -43,6 +43,7 @@ from benchmeasure.benchfill.records import (
     ItemRecord,
     Keep,
     Plan,
+    RaceBatch,
     Reannotation,
 )
 from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
@@ -276,6 +277,11 @@ def status(folder) -> str:
     calls = [e for e in events if isinstance(e, Call)]
     done = {(e.mode, e.gap) for e in events if isinstance(e, GapDone)}
     again = {(e.mode, e.gap): e for e in events if isinstance(e, Reannotation)}
+    keeps = {(e.mode, e.gap): e for e in events if isinstance(e, Keep)}
+    races: dict = {}
+    for e in events:
+        if isinstance(e, RaceBatch):
+            races[e.mode, e.gap] = races.get((e.mode, e.gap), 0) + 1
     targets = {p.gap: p.target for p in plans}
     order = {name: i for i, name in enumerate(STRATEGIES)}
     gaps = sorted({(e.mode, e.gap) for e in plans}, key=lambda k: (k[1], order.get(k[0], len(order))))
@@ -293,6 +299,12 @@ def status(folder) -> str:
                 f"rounds {rounds}, children {len(mine)} ({len(valid)} valid), best "
                 + (f"{best.item_id} z={best.z:.4f} deviation {abs(best.z - best.target):.4f}" if best else "none")
                 + f", calls {n_calls}, {state}")
+        if (mode, gap) in races:
+            line += f", race batches {races[mode, gap]}"
+        keep = keeps.get((mode, gap))
+        if keep is not None:
+            line += (f"; kept {keep.item_id} z={keep.z:.4f} [{keep.z_low:.4f}, {keep.z_high:.4f}] (certified)"
+                     if keep.certified else "; no child certified, nothing kept")
         if (mode, gap) in again:
             line += f"; re-annotated deviation {again[mode, gap].deviation:.4f}"
         lines.append(line)
