@@ -260,7 +260,7 @@ def run(folder) -> dict:
         run_folder.events()  # a damaged journal is one error line before any model call
         started = time.monotonic()
         summary = asyncio.run(_run(run_folder))
-        log.info("%s", format_table(run_folder.config.benchmark.name, summary))
+        log.info("%s", (run_folder.path / "table2.txt").read_text(encoding="utf-8").rstrip())
         log.info("done in %.1f s; outputs in %s", time.monotonic() - started, run_folder.path)
     return summary
 
@@ -313,7 +313,11 @@ def status(folder) -> str:
     summary = run_folder.path / "summary.json"
     if summary.is_file():
         try:
-            lines.append(format_table(run_folder.config.benchmark.name, json.loads(summary.read_text("utf-8"))))
+            rows = json.loads(summary.read_text("utf-8"))
+            lines.append(format_table(run_folder.config.benchmark.name, rows))
+            keeps = format_keeps(rows)
+            if keeps:
+                lines.append(keeps)
         except (ValueError, KeyError, TypeError):
             fail(f"{summary}: damaged (rerun 'run' to write it again)")
     return "\n".join(lines)
