@@ -219,3 +219,75 @@ def test_a_byte_order_mark_starts_a_json_lines_file_as_it_starts_a_csv(tmp_path)
     code, _, stderr = run(["browse", "index", items, "--benchmark", "law", "--id-field", "id", "--text-field", "text",
                            "--lexical-only", "--output-dir", tmp_path / "index", "--quiet"], [items])
     assert code == 0, stderr
+
+
+# -- names holding line breaks, written as well-formed CSV: the command succeeds and its outputs read back --------
+
+AFFIX = st.lists(st.sampled_from([*LINE_BREAKS, "\x00", "a", "é", " ", '"', ","]), max_size=4).map("".join)
+
+
+def names(stem: str, size: int):
+    """``size`` names ``<affix><stem><k><affix>``: distinct however their ends are stripped."""
+    return st.lists(st.tuples(AFFIX, AFFIX), min_size=size, max_size=size).map(
+        lambda affixes: [f"{a}{stem}{k}{b}" for k, (a, b) in enumerate(affixes)])
+
+
+def _csv(rows) -> str:
+    import csv
+
+    handle = io.StringIO()
+    csv.writer(handle, lineterminator="\n").writerows(rows)
+    return handle.getvalue()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(models=names("m", 6), items=names("q", 8), benchmarks=names("B", 2))
+def test_names_with_line_breaks_round_trip_through_fit_suite(tmp_path_factory, models, items, benchmarks):
+    from benchmeasure.core.difficulty_file import read_item_difficulties
+
+    folder = tmp_path_factory.mktemp("names")
+    rows = [["model", "item_id", "correct", "benchmark"]]
+    rows += [[m, i, (j * 3 + k * 5) % 4 > 1, benchmarks[k % 2]] for j, m in enumerate(models)
+             for k, i in enumerate(items)]
+    path = folder / "r.csv"
+    path.write_text(_csv([[int(v) if isinstance(v, bool) else v for v in row] for row in rows]), encoding="utf-8")
+    out = folder / "out"
+    code, _, stderr = run(["fit-suite", path, "--output-dir", out], [path], [out])
+    # names are read stripped (str.strip: Unicode line breaks too), by the suite reader as by every other
+    stripped = [sorted({n.strip() for n in names}) for names in (models, items, benchmarks)]
+    assert code == 0, stderr  # quoted as CSV quotes them, every name is read as one field
+    written = sorted(p for p in out.glob("*/difficulty.csv"))
+    assert len(written) == 2
+    found = sorted(i for p in written for i in read_item_difficulties(p)[0])
+    assert found == stripped[1]  # what fit-suite wrote, its own readers read back
+    for p in written:
+        assert run(["diagnose", p], [p])[0] == 0
+    import csv
+
+    with open(out / "ability.csv", encoding="utf-8", newline="") as handle:
+        assert sorted(r["model"] for r in csv.DictReader(handle)) == stripped[0]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ids=names("q", 6), texts=st.lists(st.tuples(AFFIX, AFFIX), min_size=6, max_size=6))
+def test_ids_and_texts_with_line_breaks_round_trip_through_browse(tmp_path_factory, ids, texts):
+    folder = tmp_path_factory.mktemp("browse_names")
+    path = folder / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": f"{a} law{k} contract {b}"}, ensure_ascii=False) + "\n"
+                            for k, (i, (a, b)) in enumerate(zip(ids, texts))), encoding="utf-8")
+    difficulty = folder / "d.csv"  # the same IDs as a table writes them (a table's IDs are read stripped)
+    difficulty.write_text(_csv([["item", "b_mean"], *([i, k / 2] for k, i in enumerate(ids))]), encoding="utf-8")
+    index = folder / "index"
+    code, _, stderr = run(["browse", "index", path, "--benchmark", "law", "--id-field", "id", "--text-field", "text",
+                           "--difficulty", difficulty, "--lexical-only", "--output-dir", index, "--quiet"],
+                          [path, difficulty], [index])
+    assert code == 0, stderr
+    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["benchmarks"]["law"]["with_difficulty"] == len(ids)  # every item met its difficulty row
+    code, stdout, stderr = run(["browse", "query", index, "contract", "--k", "10", "--json", "--mode", "lexical"], [])
+    assert code == 0, stderr
+    from benchmeasure.browse.index import read_stored_items
+
+    stored = [r["item_id"] for r in read_stored_items(index, "law")]
+    assert sorted(r["item_id"] for r in json.loads(stdout)) == sorted(stored)
+    assert sorted(stored) == sorted(i.strip() for i in ids)  # read as every ID is, stripped

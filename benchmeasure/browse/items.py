@@ -41,8 +41,10 @@ def _text_of(value, where: str) -> str:
 def _id_of(value, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         fail(f"{where}: an item ID must be a string or an integer, found {type(value).__name__} {value!r}")
-    text = _check_unicode(str(value), where)
-    if not text.strip():
+    # stripped, as every table reader reads an ID (str.strip: Unicode line breaks too): an ID " q1" here did not
+    # meet its row "q1" of the --difficulty file
+    text = _check_unicode(str(value), where).strip()
+    if not text:
         fail(f"{where}: blank item ID")
     return text
 

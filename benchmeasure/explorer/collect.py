@@ -99,7 +99,7 @@ def read_questions(path: Path, question_field: str | None, chars: int) -> dict:
     for line, record in read_jsonl_objects(path, ("item_id",)):
         text = " ".join(_question_text(record, question_field, f"{path} line {line}").split())
         key = record["item_id"]
-        questions[str(key)] = _snippet(text, chars)
+        questions[str(key).strip()] = _snippet(text, chars)  # IDs stripped, as the difficulty file's are
     return questions
 
 

@@ -100,6 +100,12 @@ def read_suite(paths: list, item_benchmarks: dict | None = None) -> Suite:
     parts = []
     for path in map(os.fspath, paths):
         frame = _read_frame(path)
+        # names are read as every other table reader reads them, surrounding whitespace stripped (str.strip: the
+        # Unicode line breaks too): a suite item "q1\u2028" was kept as written here, so fit-suite wrote two
+        # items that its own difficulty.csv then read back as one ("appears more than once")
+        for column in ("model", "item_id", "trial", "benchmark"):
+            if column in frame.columns:
+                frame[column] = frame[column].str.strip()
         part = pd.DataFrame({"model": frame["model"], "item_id": frame["item_id"], "correct": frame["correct"]})
         part["trial"] = frame["trial"] if "trial" in frame.columns else "0"
         if "benchmark" in frame.columns:
@@ -184,8 +190,8 @@ def read_item_benchmarks(path: str) -> dict:
     at, bt = header.index(item_column), header.index("benchmark")
     mapping: dict = {}
     for line, row in zip(table.lines, table.rows):
-        item, bench = row[at], row[bt]
-        if not item.strip() or not bench.strip():
+        item, bench = row[at].strip(), row[bt].strip()  # stripped, as the suite's own names are
+        if not item or not bench:
             fail(f"{path}: line {line}: blank {item_column if not item.strip() else 'benchmark'}")
         if mapping.get(item, bench) != bench:
             fail(f"{path}: line {line}: item {item!r} is in benchmark {bench!r} and {mapping[item]!r}: an item "
