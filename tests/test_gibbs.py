@@ -278,19 +278,28 @@ def test_plain_kernels_equal_the_direct_sums(cells, x):
         assert s == pytest.approx(float((t * sig).sum()), rel=1e-12, abs=1e-300)
         assert info == pytest.approx(float((t * np.exp(eta - 2 * np.logaddexp(0, eta))).sum()), rel=1e-12,
                                      abs=1e-300)
-    soft = float(np.logaddexp(0, eta).sum())
-    assert gibbs._softplus_binary(np.exp(x), 0, len(cells), idx, np.exp(other)) == pytest.approx(soft, rel=1e-12,
-                                                                                                  abs=1e-12)
-    sum_o, soft2 = gibbs._sum_and_softplus_binary(np.exp(x), 0, len(cells), idx, other, np.exp(other))
-    assert sum_o == pytest.approx(float(other.sum()), abs=1e-9) and soft2 == pytest.approx(soft, rel=1e-12, abs=1e-12)
+    for binary, t in ((True, np.ones_like(tt)), (False, tt)):   # Σ T softplus: the product kernels
+        if not gibbs._plain_ok(x, float(np.abs(other).max()), float(t.max())):
+            continue   # outside their bound the route uses the general kernel (checked above)
+        soft = float((t * np.logaddexp(0, eta)).sum())
+        assert gibbs._softplus_plain(np.exp(x), 0, len(cells), idx, t, np.exp(other), binary) == pytest.approx(
+            soft, rel=1e-12, abs=1e-12)
+        sum_o, soft2 = gibbs._sum_and_softplus_plain(np.exp(x), 0, len(cells), idx, t, other, np.exp(other), binary)
+        assert sum_o == pytest.approx(float(other.sum()), abs=1e-9)
+        assert soft2 == pytest.approx(soft, rel=1e-12, abs=1e-12)
 
 
-def test_binary_product_kernel_folds_long_products_into_logarithms():
-    """5,000 cells with e^η up to e^99 (the kernel's bound): the running products pass RESCALE many times and stay
-    finite; the sum equals the direct one."""
+def test_product_kernels_fold_long_products_into_logarithms():
+    """5,000 cells with factors (1 + e^η)^T up to the kernels' bound (T_max·|η| < 230): the running products pass
+    RESCALE many times and stay finite; the sums equal the direct ones, for T = 1 and for T up to 9."""
     rng = np.random.default_rng(9)
-    other = rng.uniform(-50, 50, 5000)
     idx = np.arange(5000, dtype=np.int32)
-    for x in (-49.0, 0.0, 49.0):
-        direct = float(np.logaddexp(0, x + other).sum())
-        assert gibbs._softplus_binary(np.exp(x), 0, 5000, idx, np.exp(other)) == pytest.approx(direct, rel=1e-12)
+    for t_max in (1, 9):
+        bound = gibbs.PLAIN_BOUND / t_max
+        other = rng.uniform(-bound / 2, bound / 2, 5000)
+        tt = rng.integers(1, t_max + 1, 5000).astype(np.float32)
+        for x in (-0.49 * bound, 0.0, 0.49 * bound):
+            assert gibbs._plain_ok(x, np.abs(other).max(), float(t_max))
+            direct = float((tt * np.logaddexp(0, x + other)).sum())
+            got = gibbs._softplus_plain(np.exp(x), 0, 5000, idx, tt, np.exp(other), t_max == 1)
+            assert got == pytest.approx(direct, rel=1e-12)

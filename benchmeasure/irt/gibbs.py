@@ -180,8 +180,9 @@ def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guesse
     return math.log(p_prod) - (linear + logs + math.log(prod))
 
 
-FAST_BOUND = 100.0  # |x| + max|o_k| below this: e^η lies in e^±200, so the plain kernels' products stay finite
-RESCALE = 1e200     # a running product of (1 + e^η) factors (each ≤ e^200) is logged and reset above this
+FAST_BOUND = 100.0   # |x| + max|o_k| below this: the Newton sums' e^η lie within e^±200
+PLAIN_BOUND = 230.0  # T_max·(|x| + max|o_k|) below this: each product factor (1 + e^η)^T is below e^230 ≈ 1e100
+RESCALE = 1e200      # a running product of such factors is logged and reset above this (so it stays below 1e300)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -224,24 +225,46 @@ def _sums_plain(ex, lo, hi, idx, tt, w_other, binary):
     return (s0 + s1) + (s2 + s3), (i0 + i1) + (i2 + i3)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ipow(v, n):
+    """v**n for a whole n ≥ 0 by repeated squaring (a few multiplications where ``pow`` costs a log and an exp)."""
+    r = 1.0
+    while n > 0:
+        if n & 1:
+            r *= v
+        n >>= 1
+        if n:
+            v *= v
+    return r
+
+
 @numba.njit(cache=True, nogil=True)
-def _softplus_binary(ex, lo, hi, idx, w_other):
-    """Σ_k softplus(η_k) = log Π_k (1 + e^η_k) over binary cells with g = 0: four running products, each logged
-    only when it passes RESCALE (one logarithm per few hundred cells instead of one per cell)."""
+def _softplus_plain(ex, lo, hi, idx, tt, w_other, binary):
+    """Σ_k T_k softplus(η_k) = log Π_k (1 + e^η_k)^T_k over cells with g = 0 (``binary``: every T = 1, not read):
+    four running products, each logged only when it passes RESCALE (one logarithm per few hundred cells instead of
+    one per cell). The caller keeps T_max·|η| < PLAIN_BOUND, so no factor or product overflows."""
     p0 = p1 = p2 = p3 = 1.0
     logs = 0.0
     p = lo
     while p + 4 <= hi:
-        p0 *= 1.0 + w_other[idx[p]] * ex
-        p1 *= 1.0 + w_other[idx[p + 1]] * ex
-        p2 *= 1.0 + w_other[idx[p + 2]] * ex
-        p3 *= 1.0 + w_other[idx[p + 3]] * ex
+        f0 = 1.0 + w_other[idx[p]] * ex
+        f1 = 1.0 + w_other[idx[p + 1]] * ex
+        f2 = 1.0 + w_other[idx[p + 2]] * ex
+        f3 = 1.0 + w_other[idx[p + 3]] * ex
+        if not binary:
+            f0, f1 = _ipow(f0, int(tt[p])), _ipow(f1, int(tt[p + 1]))
+            f2, f3 = _ipow(f2, int(tt[p + 2])), _ipow(f3, int(tt[p + 3]))
+        p0 *= f0
+        p1 *= f1
+        p2 *= f2
+        p3 *= f3
         if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
             logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
             p0 = p1 = p2 = p3 = 1.0
         p += 4
     while p < hi:
-        p0 *= 1.0 + w_other[idx[p]] * ex
+        f0 = 1.0 + w_other[idx[p]] * ex
+        p0 *= f0 if binary else _ipow(f0, int(tt[p]))
         if p0 > RESCALE:
             logs += math.log(p0)
             p0 = 1.0
@@ -250,9 +273,9 @@ def _softplus_binary(ex, lo, hi, idx, w_other):
 
 
 @numba.njit(cache=True, nogil=True)
-def _sum_and_softplus_binary(ex, lo, hi, idx, other, w_other):
-    """(Σ_k o_k, Σ_k softplus(η_k)) over binary cells with g = 0 in one pass: the proposal's start and the current
-    value's log density read the same cells."""
+def _sum_and_softplus_plain(ex, lo, hi, idx, tt, other, w_other, binary):
+    """(Σ_k o_k, Σ_k T_k softplus(η_k)) over cells with g = 0 in one pass (as :func:`_softplus_plain`): the
+    proposal's start and the current value's log density read the same cells."""
     o0 = o1 = 0.0
     p0 = p1 = p2 = p3 = 1.0
     logs = 0.0
@@ -261,22 +284,36 @@ def _sum_and_softplus_binary(ex, lo, hi, idx, other, w_other):
         k0, k1, k2, k3 = idx[p], idx[p + 1], idx[p + 2], idx[p + 3]
         o0 += other[k0] + other[k2]
         o1 += other[k1] + other[k3]
-        p0 *= 1.0 + w_other[k0] * ex
-        p1 *= 1.0 + w_other[k1] * ex
-        p2 *= 1.0 + w_other[k2] * ex
-        p3 *= 1.0 + w_other[k3] * ex
+        f0 = 1.0 + w_other[k0] * ex
+        f1 = 1.0 + w_other[k1] * ex
+        f2 = 1.0 + w_other[k2] * ex
+        f3 = 1.0 + w_other[k3] * ex
+        if not binary:
+            f0, f1 = _ipow(f0, int(tt[p])), _ipow(f1, int(tt[p + 1]))
+            f2, f3 = _ipow(f2, int(tt[p + 2])), _ipow(f3, int(tt[p + 3]))
+        p0 *= f0
+        p1 *= f1
+        p2 *= f2
+        p3 *= f3
         if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
             logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
             p0 = p1 = p2 = p3 = 1.0
         p += 4
     while p < hi:
         o0 += other[idx[p]]
-        p0 *= 1.0 + w_other[idx[p]] * ex
+        f0 = 1.0 + w_other[idx[p]] * ex
+        p0 *= f0 if binary else _ipow(f0, int(tt[p]))
         if p0 > RESCALE:
             logs += math.log(p0)
             p0 = 1.0
         p += 1
     return o0 + o1, logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _plain_ok(x, max_other, t_max):
+    """Whether the product kernels may run at x: every factor (1 + e^η)^T stays below e^PLAIN_BOUND."""
+    return t_max * (abs(x) + max_other) < PLAIN_BOUND
 
 
 @numba.njit(cache=True, nogil=True)
@@ -289,11 +326,13 @@ def _score_info(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_ot
 
 
 @numba.njit(cache=True, nogil=True)
-def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary=False):
-    """log p(x | rest) of (1) (with the guessing floor where g > 0) without its constant; ``binary``: every cell
-    has T = 1 and g = 0 (the product kernel)."""
-    if binary and abs(x) + max_other < FAST_BOUND:
-        return -0.5 * x * x + sign * x * yplain - _softplus_binary(math.exp(sign * x), lo, hi, idx, w_other)
+def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary=False,
+          t_max=np.inf):
+    """log p(x | rest) of (1) (with the guessing floor where g > 0) without its constant; without a floor, by the
+    product kernel where :func:`_plain_ok` (``binary``: every cell has T = 1; ``t_max``: the largest T)."""
+    if not guessed and _plain_ok(x, max_other, t_max):
+        return -0.5 * x * x + sign * x * yplain - _softplus_plain(math.exp(sign * x), lo, hi, idx, tt, w_other,
+                                                                  binary)
     safe = abs(x) + max_other < 600.0
     return -0.5 * x * x + sign * x * yplain + _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe,
                                                           guessed)
@@ -349,6 +388,7 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
     if kind < 0:
         kind = block_kind(tt, gg)
     guessed, binary = kind == GUESSED, kind == BINARY
+    t_max = 1.0 if binary else (float(tt.max()) if tt.size else 1.0)
     w_other = np.exp(np.minimum(other, 700.0))
     max_other = np.max(np.abs(other)) if other.size else 0.0
     accepted = 0
@@ -357,8 +397,8 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
         cur = values[c]
         sum_o = np.nan
         f_cur = np.nan
-        if binary and abs(cur) + max_other < FAST_BOUND:   # the start's Σ o_k and f(cur) from one pass
-            sum_o, soft = _sum_and_softplus_binary(math.exp(sign * cur), lo, hi, idx, other, w_other)
+        if not guessed and _plain_ok(cur, max_other, t_max):   # the start's Σ o_k and f(cur) from one pass
+            sum_o, soft = _sum_and_softplus_plain(math.exp(sign * cur), lo, hi, idx, tt, other, w_other, binary)
             f_cur = -0.5 * cur * cur + sign * cur * yplain[c] - soft
         centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
                                         max_other, n_newton, guessed, binary, sum_o)
@@ -372,9 +412,11 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
             new = centre + scale * tdraw[c]
             log_q_new = _log_t((new - centre) / scale, nu)
             log_q_cur = _log_t((cur - centre) / scale, nu)
-        f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary)
+        f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary,
+                      t_max)
         if math.isnan(f_cur):
-            f_cur = _logf(cur, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary)
+            f_cur = _logf(cur, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed,
+                          binary, t_max)
         if math.log(udraw[c]) < (f_new - log_q_new) - (f_cur - log_q_cur):
             values[c] = new
             accepted += 1
