@@ -291,3 +291,20 @@ def test_ids_and_texts_with_line_breaks_round_trip_through_browse(tmp_path_facto
     stored = [r["item_id"] for r in read_stored_items(index, "law")]
     assert sorted(r["item_id"] for r in json.loads(stdout)) == sorted(stored)
     assert sorted(stored) == sorted(i.strip() for i in ids)  # read as every ID is, stripped
+
+
+def test_a_trials_file_under_another_compression_than_its_matrix_is_not_ignored(tmp_path):
+    """m.trials.csv.gz beside m.csv was not looked for: the counts were read as out of --n-trials without a word."""
+    matrix = tmp_path / "m.csv"
+    matrix.write_text(MATRIX, encoding="utf-8")
+    companion = tmp_path / "m.trials.csv.gz"
+    companion.write_bytes(gzip.compress(TRIALS.encode(), mtime=0))
+    for argv in (["fit", matrix, "--n-trials", "2", "--allow-missing", "--method", "map", "--output-dir",
+                  tmp_path / "fit"], ["check", matrix, "--n-trials", "2", "--allow-missing"],
+                 ["fit-suite", "--matrix", matrix, "--n-trials", "2", "--output-dir", tmp_path / "suite"]):
+        code, _, stderr = run(argv, [matrix, companion], [tmp_path / "fit", tmp_path / "suite"])
+        assert code == 2 and "rename it to" in stderr and "m.trials.csv" in stderr, stderr
+    packed = tmp_path / "m.csv.gz"  # its own matrix beside it: the .gz trials file is that one's, m.csv has none
+    packed.write_bytes(gzip.compress(MATRIX.encode(), mtime=0))
+    assert run(["check", matrix, "--n-trials", "2", "--allow-missing"], [matrix, companion])[0] == 0
+    assert run(["check", packed, "--n-trials", "2", "--allow-missing"], [packed, companion])[0] == 0

@@ -102,11 +102,12 @@ def _folder_name(benchmark: str) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
-    from benchmeasure.core.matrix_holes import trials_path
+    from benchmeasure.core.matrix_holes import companion_trials
 
     inputs = [*args.responses, args.matrix, args.item_benchmarks]
-    if args.matrix and os.path.isfile(trials_path(args.matrix)):
-        inputs.append(trials_path(args.matrix))
+    companion = companion_trials(args.matrix) if args.matrix and os.path.isfile(args.matrix) else None
+    if companion:
+        inputs.append(companion)
     fixed = (["metrics.csv", "ability.csv", "suite.json"] + (["correlation.csv"] if args.abilities != "one" else [])
              + (["correlation_pairs.csv"] if args.abilities == "correlated" else []))
     plan_outputs(folders=[(args.output_dir, fixed)], inputs=inputs)

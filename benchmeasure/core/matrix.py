@@ -184,10 +184,10 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
 def _refuse_unread_trials_file(path: str, n_trials: int) -> None:
     """A companion trials file that gives some cell fewer than ``n_trials`` trials changes what the counts mean:
     read as complete, each count would be taken out of K. Refused, naming ``--allow-missing`` (which reads it)."""
-    from benchmeasure.core.matrix_holes import _read_cells, trials_path
+    from benchmeasure.core.matrix_holes import _read_cells, companion_trials
 
-    companion = trials_path(path)
-    if not os.path.isfile(companion):
+    companion = companion_trials(path)
+    if companion is None:
         return
     _, _, trials, _ = _read_cells(companion, n_trials, "a number of trials")
     fewer = sum(1 for row in trials for t in row if t != n_trials)

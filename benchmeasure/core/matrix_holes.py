@@ -33,6 +33,27 @@ def trials_path(matrix_path: str | os.PathLike) -> str:
     return f"{stem}.trials.csv{suffix}"
 
 
+def companion_trials(matrix_path: str | os.PathLike) -> str | None:
+    """The trials file beside a matrix (:func:`trials_path`), or None when there is none.
+
+    A trials file there under another compression than the matrix's (``m.trials.csv.gz`` beside ``m.csv``, and no
+    ``m.csv.gz`` it would belong to) is refused, naming both: it was not looked for, so the counts were read as out
+    of K without a word.
+    """
+    from benchmeasure.base.compressed import strip_compression
+
+    companion = trials_path(matrix_path)
+    if os.path.isfile(companion):
+        return companion
+    plain, matrix = strip_compression(companion)[0], strip_compression(matrix_path)[0]
+    for suffix in ("", ".gz", ".bz2", ".xz"):
+        other = plain + suffix
+        if other != companion and os.path.isfile(other) and not os.path.isfile(matrix + suffix):  # not its matrix's
+            fail(f"{os.fspath(matrix_path)}: the trials file beside it is {other}, but a trials file takes the "
+                 f"matrix's compression: rename it to {companion} (or move it away if it belongs to another matrix)")
+    return None
+
+
 def has_holes(trials, n_trials: int) -> bool:
     """Whether a trials table (rows of ints; 0 = absent) differs from K everywhere."""
     return trials is not None and any(t != n_trials for row in trials for t in row)
@@ -94,7 +115,7 @@ def read_counts_and_trials(path: str | os.PathLike, n_trials: int) -> tuple[list
     """
     path = os.fspath(path)
     models, items, counts, lines = _read_cells(path, n_trials, "an integer count")
-    companion = trials_path(path)
+    companion = companion_trials(path) or trials_path(path)
     if os.path.isfile(companion):
         t_models, t_items, trials, _ = _read_cells(companion, n_trials, "a number of trials")
         if t_models != models or t_items != items:
