@@ -115,15 +115,18 @@ def test_kill_9_mid_race_then_resume_gives_the_same_keeps_with_no_call_lost_or_r
     from benchmeasure.serving.sim.server import serve
     from benchmeasure.serving.sim.world import World
 
-    search = {"gaps": 2, "rounds": 1, "parents": 2, "children": 2}   # seed 4: 16 race batches, both gaps kept
+    # seed 3, one gap: round 1's race ends after 2 batches without a certificate, round 2's race certifies a child
+    # after 7 more, so the second kill lands in round 2's race: the resume must not race round 1 again with what
+    # came after it (it would keep the child in round 1, and the matched baseline would get fewer rewrites)
+    search = {"gaps": 1, "rounds": 3, "parents": 2, "children": 2}
     outputs = []
-    for name, kills in (("straight", ()), ("killed", (2, 9))):
-        folder, env, server = sim_run(tmp_path / name, 4, search=search)
+    for name, kills in (("straight", ()), ("killed", (1, 4))):
+        folder, env, server = sim_run(tmp_path / name, 3, search=search)
         server.shutdown()
         for count in (*kills, None):
             # a fresh server per process: the simulation seeds a repeated request differently, so the calls in
             # flight at the kill, asked again by the resumed run, get the replies the straight run got
-            server, url = serve(World.load(tmp_path / name / "data4" / "world.json"), seed=4)
+            server, url = serve(World.load(tmp_path / name / "data3" / "world.json"), seed=3)
             env = {**env, "BENCHFILL_SIM_URL": url}
             try:
                 if count is None:
@@ -150,7 +153,9 @@ def test_kill_9_mid_race_then_resume_gives_the_same_keeps_with_no_call_lost_or_r
         assert all(b == list(range(1, len(b) + 1)) for b in by_item.values())   # batches numbered without gaps
         summary = json.loads((folder / "summary.json").read_text())
         keeps = summary["benchfill"]["keeps"]
-        assert set(keeps) == {"1", "2"} and all(k["certified"] for k in keeps.values())
+        assert set(keeps) == {"1"} and keeps["1"]["certified"]
+        done_gap = [e for e in events if e["type"] == "gap_done" and e["mode"] == "benchfill"]
+        assert [(e["rounds"], e["rewrites"]) for e in done_gap] == [(2, 8)]
         for gap, keep in keeps.items():
             assert keep["calls"] == sum(1 for k in keys if f"benchfill-g{gap}-" in k)
             if keep["certified"]:
@@ -160,7 +165,10 @@ def test_kill_9_mid_race_then_resume_gives_the_same_keeps_with_no_call_lost_or_r
         table = (folder / "table2.txt").read_text()
         assert "benchfill certified keeps" in table and "calls per kept item" in table
         status = subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True, env=env)
-        assert status.returncode == 0 and status.stdout.count("(certified)") == 2 and "race batches" in status.stdout
+        assert status.returncode == 0 and "race batches" in status.stdout
+        assert ("(certified)" if keeps["1"]["certified"] else "no child certified, nothing kept") in status.stdout
+        plans = [e for e in events if e["type"] == "plan" and e["mode"] == "benchfill"]
+        assert len(plans) >= 2 and len({e["round"] for e in plans}) == len(plans)   # several rounds, each once
         batches = sorted((r["item_id"], r["batch"], sorted(r["counts"].items())) for r in races)  # gaps race at once
         outputs.append(((folder / "new_item_records.csv").read_text(),
                         (folder / "baseline_item_records.csv").read_text(), sorted(keys), batches))

@@ -239,7 +239,11 @@ class Loop:
             news = f"best deviation {abs(best.z - target.midpoint):.4f}" if best else "no valid child"
             log.info("[%s] gap %d round %d: %d/%d valid, %s", mode, target.rank, round_no,
                      sum(c.valid for c in children), len(children), news)
-            if certify:
+            if certify and self.journal.find(Plan, mode=mode, gap=target.rank, round=round_no + 1) is not None:
+                # a resumed run: this round's race ended without a keep and with batches left (the next round was
+                # planned after it), and the journal already holds the next rounds' children and batches
+                stop = False
+            elif certify:
                 kept = await self.race(mode, target)
                 # stop at a certificate, or once the race batches are spent (a new child could not be raced)
                 stop = kept is not None or 0 < self.search.race_batches <= self.race_spent(mode, target)
