@@ -20,7 +20,6 @@ installs a handler then. Standard library only.
 
 from __future__ import annotations
 
-import _thread
 import atexit
 import contextlib
 import os
@@ -68,7 +67,12 @@ def exit_interrupted() -> NoReturn:
 
 def _unraisable(unraisable, previous=sys.unraisablehook) -> None:
     if isinstance(unraisable.exc_value, KeyboardInterrupt) or unraisable.exc_type is KeyboardInterrupt:
-        _thread.interrupt_main()  # swallowed where it was raised: raise it again where it stops the command
+        # swallowed where it was raised: raise it again where it stops the command. A real SIGINT to the main
+        # thread, from another thread a moment later: interrupt_main() called here raised it inside this hook,
+        # which swallowed it again, and from elsewhere it does not wake a sleeping system call
+        timer = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+        timer.daemon = True
+        timer.start()
         return
     previous(unraisable)
 
