@@ -17,6 +17,7 @@ projects for the whole run. One line per row, printed as each run ends:
     nice -n 10 .venv-irt/bin/python bench/bench_sparse_suite.py                        # the whole table
     nice -n 10 .venv-irt/bin/python bench/bench_sparse_suite.py --sizes 400x5000x0.5 --routes gibbs   # headline
     .venv-irt/bin/python bench/bench_sparse_suite.py --sizes 50x500x0.5 --tune 200 --draws 200      # quick look
+    nice -n 10 .venv-irt/bin/python bench/bench_sparse_suite.py --sizes growing --routes auto,collapsed  # releases
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 HERE = Path(__file__).parent
@@ -40,11 +43,16 @@ TARGET_S = 15 * 60
 PROGRESS = re.compile(r"(NUTS|Gibbs) (warm-up|draws|sweeps[^,]*), (\d+)/(\d+)")
 
 
+def max_trials(matrix: Path) -> int:
+    """The largest trials per cell of a bench matrix (10 for :func:`growing_matrix`, else 1)."""
+    return 10 if matrix.stem == "matrix_growing" else 1
+
+
 def trials_columns(matrix: Path) -> int:
     from benchmeasure.core.matrix import read_matrix_allowing_holes
     from benchmeasure.irt.gibbs import distinct_columns
 
-    m = read_matrix_allowing_holes(matrix, 1)
+    m = read_matrix_allowing_holes(matrix, max_trials(matrix))
     return distinct_columns(m.trials, m.trials.shape[1]) if m.trials is not None else 1
 
 
@@ -52,11 +60,37 @@ def fit(matrix: Path, out: Path, route: str, args) -> dict:
     extra = ["--route", route, "--chains", str(args.chains), "--tune", str(args.tune), "--draws", str(args.draws)]
     if args.guessing:
         extra += ["--guessing", str(args.guessing)]
-    record = _holes["run_fit"](matrix, 1, out, args.seed, args.limit_seconds, *extra)
+    record = _holes["run_fit"](matrix, max_trials(matrix), out, args.seed, args.limit_seconds, *extra)
     text = (out.parent / f"{out.name}.stderr").read_text(encoding="utf-8")
     steps = PROGRESS.findall(text)
     record["steps"] = (int(steps[-1][2]), int(steps[-1][3])) if steps else (0, 0)
     return record
+
+
+def growing_matrix(folder: Path, seed: int) -> Path:
+    """A real-shaped growing benchmark (issue 31): three nested releases of one benchmark fitted as one matrix.
+
+    71 models × 1,055 items: release 1 (items 1–300) answered by 30 models with K = 10, release 2 (items 1–700) by
+    25 models with K = 1, release 3 (every item) by 16 models with K = 10; 10 % of the remaining cells absent at
+    random. θ ~ N(0, 1.5²) with four very weak models (θ = −6.5 … −5) in release 1 and three very strong ones
+    (3.5 … 4.5) in release 3; b of the releases ~ N(−1, 1), N(0.5, 1.2²), N(1.5, 1.5²): unlike the prior."""
+    from benchmeasure.core.matrix_holes import write_counts_and_trials
+
+    rng = np.random.default_rng(seed)
+    m, n = 71, 1055
+    theta = rng.normal(0, 1.5, m)
+    theta[:4] = [-6.0, -5.5, -5.0, -6.5]
+    theta[-3:] = [3.5, 4.0, 4.5]
+    b = np.concatenate([rng.normal(-1, 1, 300), rng.normal(0.5, 1.2, 400), rng.normal(1.5, 1.5, 355)])
+    trials = np.zeros((m, n), dtype=np.int64)
+    trials[:30, :300] = 10
+    trials[30:55, :700] = 1
+    trials[55:, :] = 10
+    trials[rng.random((m, n)) < 0.1] = 0
+    counts = rng.binomial(trials, 1 / (1 + np.exp(-(theta[:, None] - b[None, :]))))
+    path = folder / "matrix_growing.csv"
+    write_counts_and_trials([f"m{j}" for j in range(m)], [f"i{i}" for i in range(n)], counts, trials, path)
+    return path
 
 
 def logistic_floor_ns(size: int = 1_000_000, repeats: int = 7) -> float:
@@ -104,8 +138,11 @@ def row(name: str, holes: str, patterns: int, route: str, r: dict, floor_ns: flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100x1000x0.5,200x2000x0.5,400x5000x0.5,mmlu",
-                        help="comma-separated MODELSxITEMSxHOLES or mmlu (default: three simulated sizes and MMLU-Pro)")
-    parser.add_argument("--routes", default="gibbs,collapsed", help="routes to run on each size, in order")
+                        help="comma-separated MODELSxITEMSxHOLES, mmlu or growing (growing_matrix: nested releases, "
+                             "K = 10 or 1 per cell, very weak and strong models; default: three simulated sizes and "
+                             "MMLU-Pro)")
+    parser.add_argument("--routes", default="gibbs,collapsed",
+                        help="routes to run on each size, in order (auto: the route the fit command chooses)")
     parser.add_argument("--limit-seconds", type=float, default=900.0, help="stop a run after this long (projected)")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--tune", type=int, default=1000)
@@ -131,6 +168,8 @@ def main() -> None:
         for size in args.sizes.split(","):
             if size == "mmlu":
                 matrix, name, holes = _holes["mmlu_matrix"](folder), "MMLU-Pro 29 × 12,032", "0.49 %"
+            elif size == "growing":
+                matrix, name, holes = growing_matrix(folder, args.seed), "growing, 71 × 1,055, K = 10 / 1", "48 %"
             else:
                 m, n, fraction = size.split("x")
                 matrix = _memory["simulate"](int(m), int(n), args.seed, folder, float(fraction))
