@@ -308,3 +308,27 @@ def test_a_trials_file_under_another_compression_than_its_matrix_is_not_ignored(
     packed.write_bytes(gzip.compress(MATRIX.encode(), mtime=0))
     assert run(["check", matrix, "--n-trials", "2", "--allow-missing"], [matrix, companion])[0] == 0
     assert run(["check", packed, "--n-trials", "2", "--allow-missing"], [packed, companion])[0] == 0
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(models=names("m", 4), items=names("q", 5))
+def test_names_with_line_breaks_round_trip_through_fit_with_holes(tmp_path_factory, models, items):
+    """A matrix with holes and its trials file, names quoted as CSV quotes them: fit writes what it reads back."""
+    import csv
+
+    from benchmeasure.core.difficulty_file import read_item_difficulties
+
+    folder = tmp_path_factory.mktemp("fit_names")
+    counts = [[m, *("" if (j + k) % 4 == 3 else (j * 2 + k) % 3 for k in range(5))] for j, m in enumerate(models)]
+    trials = [[m, *("" if (j + k) % 4 == 3 else 2 for k in range(5))] for j, m in enumerate(models)]
+    matrix, companion = folder / "m.csv", folder / "m.trials.csv"
+    matrix.write_text(_csv([["model", *items], *counts]), encoding="utf-8")
+    companion.write_text(_csv([["model", *items], *trials]), encoding="utf-8")
+    out = folder / "fit"
+    code, _, stderr = run(["fit", matrix, "--n-trials", "2", "--allow-missing", "--method", "map", "--output-dir", out],
+                          [matrix, companion], [out])
+    assert code == 0, stderr
+    assert sorted(read_item_difficulties(out / "difficulty.csv")[0]) == sorted(i.strip() for i in items)
+    with open(out / "ability.csv", encoding="utf-8", newline="") as handle:
+        assert sorted(r["model"] for r in csv.DictReader(handle)) == sorted(m.strip() for m in models)
+    assert run(["diagnose", out / "difficulty.csv"], [out / "difficulty.csv"])[0] == 0

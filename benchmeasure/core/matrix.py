@@ -150,8 +150,8 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
     models, data = [], []
     for r, row in enumerate(table.rows):
         line = table.lines[r]
-        model = row[0]
-        if not model.strip():
+        model = row[0].strip()  # stripped, as the item IDs of the header and every other reader's IDs are
+        if not model:
             fail(f"{path}: line {line}, column 'model': blank model ID")
         values = []
         for item, cell in zip(items, row[1:]):

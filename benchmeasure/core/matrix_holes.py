@@ -80,8 +80,8 @@ def _read_cells(path: str, n_trials: int, what: str) -> tuple[list, list, list, 
     items = table.header[1:]
     models, values, lines = [], [], []
     for line, row in zip(table.lines, table.rows):
-        model = row[0]
-        if not model.strip():
+        model = row[0].strip()  # stripped, as the item IDs of the header and every other reader's IDs are
+        if not model:
             fail(f"{path}: line {line}, column 'model': blank model ID")
         cells = []
         for item, cell in zip(items, row[1:]):
