@@ -269,6 +269,13 @@ def test_ctrl_c_stops_scope(tmp_path, solver, phase):
         assert not (out / name).exists(), name
     _complete_journal(out / "journal.jsonl")
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    if phase == "searching":  # the journal is the run's: the same command resumes from it and finishes
+        again = [str(a) for a in args]
+        again[again.index("--budget") + 1] = "300"  # a smaller budget (not a setting a resume must keep): quicker
+        done = subprocess.run([sys.executable, *again], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "replayed from the journal" in done.stdout and (out / "summary.json").is_file()
+        assert " replayed from the journal 0 " not in done.stdout, done.stdout
 
 
 
