@@ -50,14 +50,15 @@ def _one_update(y, t, theta, start, seed, g=0.0):
 
 
 @pytest.mark.parametrize("g, rate, binary", [(0.0, 0.6, False), (0.25, 0.6, False), (0.25, 0.05, False),
-                                             (0.0, 0.6, True)], ids=["g0", "floor", "below-floor", "binary"])
+                                             (0.0, 0.6, True), (0.25, 0.6, True), (0.25, 0.05, True)],
+                         ids=["g0", "floor", "below-floor", "binary", "binary-floor", "binary-below-floor"])
 def test_one_update_leaves_the_exact_conditional_invariant(g, rate, binary):
     rng = np.random.default_rng(0)
     theta = rng.normal(size=12)
     t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])     # K per cell, two absent cells
     if binary:     # the product kernels of the binary blocks (every T = 1, no floor)
         theta, t = rng.normal(size=40), np.ones(40, dtype=int)
-        assert gibbs.block_kind(np.ones(3), np.zeros(3)) == gibbs.BINARY
+        assert gibbs.block_kind(np.ones(3), np.zeros(3)) == gibbs.BINARY   # (with g > 0: the floor kernels)
     y = rng.binomial(t, rate)                            # below the floor: the wide mixture proposal
     grid, cdf = _exact_cdf(y, t, theta, g)
     start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
@@ -303,3 +304,35 @@ def test_product_kernels_fold_long_products_into_logarithms():
             direct = float((tt * np.logaddexp(0, x + other)).sum())
             got = gibbs._softplus_plain(np.exp(x), 0, 5000, idx, tt, np.exp(other), t_max == 1)
             assert got == pytest.approx(direct, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-40, 40), st.integers(0, 1), st.sampled_from([0.0, 0.2, 0.25, 0.5])),
+                min_size=1, max_size=30), st.floats(-30, 30))
+def test_floor_kernels_equal_the_general_ones(cells, x):
+    """Binary cells with guessing floors (some 0): the Newton sums and the log density of the floor kernels equal
+    the general kernels' (the reference checked against NumPy above)."""
+    other = np.array([c[0] for c in cells])
+    yy = np.array([float(c[1]) for c in cells])
+    gg = np.array([c[2] for c in cells])
+    tt = np.ones(len(cells))
+    idx = np.arange(len(cells), dtype=np.int32)
+    yplain = float(yy[gg == 0].sum())
+    w = np.exp(other)
+    eta = x + other
+    log_sig, log_1m = -np.logaddexp(0, -eta), -np.logaddexp(0, eta)
+    with np.errstate(divide="ignore"):
+        log_p = np.logaddexp(np.log(gg), np.log1p(-gg) + log_sig)
+        floored = np.exp(np.log1p(-gg) + log_sig + log_1m - log_p)       # (1 − g)σ(1 − σ)/p, no cancellation
+    sig = np.exp(log_sig)
+    score = yplain + float(np.where(gg == 0, -sig, yy * floored - (1 - yy) * sig).sum())
+    info = float(np.where(gg == 0, np.exp(log_sig + log_1m), floored * sig).sum())
+    s, i = gibbs._floor_sums_binary(np.exp(x), 0, len(cells), idx, yy, gg, w)
+    assert yplain + s == pytest.approx(score, rel=1e-9, abs=1e-9)
+    assert i == pytest.approx(info, rel=1e-9, abs=1e-300)
+    # the general kernel (σ(1 − σ) cancels near σ = 1) agrees where it is accurate
+    general_score, _ = gibbs._pass(x, 1.0, yplain, 0, len(cells), idx, yy, tt, gg, w, other, True, True)
+    assert yplain + s == pytest.approx(general_score, rel=1e-6, abs=1e-6)
+    general = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, w, other, True, True)
+    assert gibbs._floor_logf_binary(np.exp(x), 0, len(cells), idx, yy, gg, w) == pytest.approx(general, rel=1e-11,
+                                                                                                abs=1e-9)

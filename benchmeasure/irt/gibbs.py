@@ -183,6 +183,7 @@ def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guesse
 FAST_BOUND = 100.0   # |x| + max|o_k| below this: the Newton sums' e^η lie within e^±200
 PLAIN_BOUND = 230.0  # T_max·(|x| + max|o_k|) below this: each product factor (1 + e^η)^T is below e^230 ≈ 1e100
 RESCALE = 1e200      # a running product of such factors is logged and reset above this (so it stays below 1e300)
+FLOOR_MIN = 1e-6     # a guessing floor this small or smaller (but not 0) keeps the general kernels
 
 
 @numba.njit(cache=True, nogil=True)
@@ -310,6 +311,57 @@ def _sum_and_softplus_plain(ex, lo, hi, idx, tt, other, w_other, binary):
     return o0 + o1, logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
 
 
+@numba.njit(cache=True, nogil=True)
+def _floor_sums_binary(ex, lo, hi, idx, yy, gg, w_other):
+    """``_pass``'s (score − Σ Y over g = 0 cells, Fisher information) over binary cells with guessing floors g_k
+    (some may be 0), from u = e^η alone: σ = u/(1 + u), p = (g + u)/(1 + u), so a floored cell's score
+    Y(1 − g)σ(1 − σ)/p − (1 − Y)σ and information (1 − g)σ²(1 − σ)/p need one division by (g + u)."""
+    s0 = s1 = 0.0
+    i0 = i1 = 0.0
+    for p in range(lo, hi):
+        u = w_other[idx[p]] * ex
+        r = 1.0 / (1.0 + u)
+        sig = u * r
+        g = gg[p]
+        if g == 0.0:
+            s = -sig
+            info = sig * r
+        else:
+            q = (1.0 - g) * u * r / (g + u)
+            s = yy[p] * q - (1.0 - yy[p]) * sig
+            info = q * sig
+        if p & 1:
+            s1 += s
+            i1 += info
+        else:
+            s0 += s
+            i0 += info
+    return s0 + s1, i0 + i1
+
+
+@numba.njit(cache=True, nogil=True)
+def _floor_logf_binary(ex, lo, hi, idx, yy, gg, w_other):
+    """``_softplus_sum`` over binary cells with guessing floors (g ≥ FLOOR_MIN where not 0): Σ over the floored
+    cells with Y = 1 of log(g + u) − Σ over every cell of log(1 + u), as two running products logged only when
+    they leave [1e−200, 1e200] (each factor lies in [FLOOR_MIN, e^230])."""
+    up = 1.0      # Π (1 + u)
+    hit = 1.0     # Π (g + u) over floored cells answered correctly
+    logs = 0.0
+    for p in range(lo, hi):
+        u = w_other[idx[p]] * ex
+        up *= 1.0 + u
+        if up > RESCALE:
+            logs -= math.log(up)
+            up = 1.0
+        g = gg[p]
+        if g != 0.0 and yy[p] != 0.0:
+            hit *= g + u
+            if hit > RESCALE or hit < 1.0 / RESCALE:
+                logs += math.log(hit)
+                hit = 1.0
+    return logs + math.log(hit) - math.log(up)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _plain_ok(x, max_other, t_max):
     """Whether the product kernels may run at x: every factor (1 + e^η)^T stays below e^PLAIN_BOUND."""
@@ -322,6 +374,9 @@ def _score_info(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_ot
     if not guessed and abs(x) + max_other < FAST_BOUND:
         s, info = _sums_plain(math.exp(sign * x), lo, hi, idx, tt, w_other, binary)
         return yplain - s, info
+    if guessed and binary and abs(x) + max_other < FAST_BOUND:   # binary cells with floors
+        s, info = _floor_sums_binary(math.exp(sign * x), lo, hi, idx, yy, gg, w_other)
+        return yplain + s, info
     return _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, abs(x) + max_other < 600.0, guessed)
 
 
@@ -333,6 +388,9 @@ def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, g
     if not guessed and _plain_ok(x, max_other, t_max):
         return -0.5 * x * x + sign * x * yplain - _softplus_plain(math.exp(sign * x), lo, hi, idx, tt, w_other,
                                                                   binary)
+    if guessed and binary and _plain_ok(x, max_other, 1.0):   # binary cells with floors
+        return -0.5 * x * x + sign * x * yplain + _floor_logf_binary(math.exp(sign * x), lo, hi, idx, yy, gg,
+                                                                     w_other)
     safe = abs(x) + max_other < 600.0
     return -0.5 * x * x + sign * x * yplain + _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe,
                                                           guessed)
@@ -389,6 +447,8 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
         kind = block_kind(tt, gg)
     guessed, binary = kind == GUESSED, kind == BINARY
     t_max = 1.0 if binary else (float(tt.max()) if tt.size else 1.0)
+    if guessed and t_max == 1.0:   # binary cells with floors: their kernels, when no floor is nearly 0
+        binary = not np.any((gg != 0.0) & (gg < FLOOR_MIN))
     w_other = np.exp(np.minimum(other, 700.0))
     max_other = np.max(np.abs(other)) if other.size else 0.0
     accepted = 0
