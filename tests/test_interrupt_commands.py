@@ -319,11 +319,9 @@ def test_ctrl_c_stops_benchfill_run_and_the_run_resumes(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "benchfill.runner writes its outputs inside the event loop, one atomic_write after another: asyncio's SIGINT "
-    "handler cancels the run only at its next await, so Ctrl-C while writing waits for every output (4 s here), "
-    "and they are not all_or_nothing (issue 32; benchmeasure/benchfill/ is another session's)"))
 def test_ctrl_c_while_benchfill_writes_leaves_no_output(tmp_path):
+    """The outputs are written after the event loop has ended, all or nothing (they were written inside it, one
+    after another, so a Ctrl-C there waited for every one of them)."""
     from conftest import sim_run
 
     folder, env, server = sim_run(tmp_path, 1, search=SMALL_SEARCH)

@@ -49,7 +49,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
-from benchmeasure.base.files import atomic_write, command_line, package_versions, read_jsonl_objects, write_json
+from benchmeasure.base.files import (
+    all_or_nothing,
+    atomic_write,
+    command_line,
+    package_versions,
+    read_jsonl_objects,
+    write_json,
+)
 from benchmeasure.base.resources import example_path, missing_input_hint
 from benchmeasure.benchfill.config import load_config
 from benchmeasure.benchfill.eventlog import lock_holder, run_lock, select
@@ -343,14 +350,14 @@ def init_mass(config_path, results_root, name: str | None, limits: Limits) -> Pa
     return init_run(config_path, results_root, name, extra={MASS_MARKER: limits_record(limits)})
 
 
-async def _mass(run: RunFolder, limits: Limits) -> dict:
+async def _mass(run: RunFolder, limits: Limits) -> tuple:
     async with open_loop(run) as (benchmark, loop, client):
         origin_order(benchmark)
         before = diagnostics(benchmark.z_values())
         log.info("%s: %d items, Max Gap %.4f; limits %s", run.config.benchmark.name, before["items"],
                  before["max_gap"], ", ".join(f"{k}={v}" for k, v in asdict(limits).items() if v is not None))
         reason = await fill_many(loop, benchmark, limits)
-        return write_outputs(run, benchmark, loop, limits, reason, client.usage)
+        return benchmark, loop, limits, reason, client.usage   # written after the event loop, all or nothing
 
 
 def run_mass(folder, overrides: dict | None = None) -> dict:
@@ -364,7 +371,9 @@ def run_mass(folder, overrides: dict | None = None) -> dict:
         if changed != limits:
             write_limits(run.path, changed)
         started = time.monotonic()
-        summary = asyncio.run(_mass(run, changed))
+        pieces = asyncio.run(_mass(run, changed))
+        with all_or_nothing():
+            summary = write_outputs(run, *pieces)
         log.info("%s", format_summary(summary))
         log.info("done in %.1f s; outputs in %s", time.monotonic() - started, run.path)
     return summary

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
-from benchmeasure.base.files import atomic_write, package_versions, sha256_file, write_json
+from benchmeasure.base.files import all_or_nothing, atomic_write, package_versions, sha256_file, write_json
 from benchmeasure.base.resources import example_path, missing_input_hint
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
 from benchmeasure.benchfill.config import check_name, load_config, results_root
@@ -175,7 +175,9 @@ async def _cancel_other_tasks() -> None:
     await asyncio.gather(*others, return_exceptions=True)
 
 
-async def _run(run: RunFolder) -> dict:
+async def _run(run: RunFolder) -> tuple:
+    """The run's search; returns what :func:`write_outputs` needs (written after the event loop has ended, all
+    or nothing, so a Ctrl-C there stops at once and leaves none of them)."""
     async with open_loop(run) as (benchmark, loop, client):
         choice = benchmark.target_choice(run.config.search.gaps, run.config.benchmark.matrix_n_trials)
         skipped = []
@@ -188,7 +190,7 @@ async def _run(run: RunFolder) -> dict:
         log.info("%s: %d items; targets %s", run.config.benchmark.name, len(benchmark.items),
                  ", ".join(f"gap {t.rank} [{t.left:.3f}, {t.right:.3f}] z*={t.midpoint:.3f}" for t in targets))
         results = await loop.run(targets)
-    return write_outputs(run, benchmark, loop, targets, results, client.usage, choice, skipped)
+    return benchmark, loop, targets, results, client.usage, choice, skipped
 
 
 def _target_record(target, row) -> dict:
@@ -259,7 +261,9 @@ def run(folder) -> dict:
         run_folder.check_unchanged()
         run_folder.events()  # a damaged journal is one error line before any model call
         started = time.monotonic()
-        summary = asyncio.run(_run(run_folder))
+        pieces = asyncio.run(_run(run_folder))
+        with all_or_nothing():
+            summary = write_outputs(run_folder, *pieces)
         log.info("%s", (run_folder.path / "table2.txt").read_text(encoding="utf-8").rstrip())
         log.info("done in %.1f s; outputs in %s", time.monotonic() - started, run_folder.path)
     return summary
