@@ -62,6 +62,30 @@ def test_ids_kept_exactly_in_first_seen_order_and_extra_columns_ignored(write_cs
     assert out.read_text() == "model,007,10\nzeta,1,2\nalpha,2,0\n"
 
 
+@pytest.mark.parametrize("route", ["arrow", "stdlib"])
+def test_ids_are_read_stripped_as_the_matrix_readers_strip_them(tmp_path, route):
+    """` q1` and `q1\u2028` are the item q1, as every reader of the written matrix reads them (the two were counted
+    as two items, which `fit` then read back as one repeated item); on both reading routes."""
+    from benchmeasure.core.matrix import read_matrix
+
+    rows = ("model,item_id,trial,correct\nm1, q1,0,1\nm1,q1\u2028,1,1\nm2,q1,0,0\nm2,q1,1,1\n"
+            "m1,q2,0,0\nm1,q2,1,0\nm2,q2,0,1\nm2,q2,1,1\n")
+    if route == "stdlib":   # a line of empty fields: the fast route refuses it, the line-by-line reader skips it
+        rows += ",,,\n"
+    source = tmp_path / "r.csv"
+    source.write_text(rows, encoding="utf-8")
+    out = tmp_path / "m.csv"
+    result = prepare(source, out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "model,q1,q2\nm1,2,0\nm2,1,2\n"
+    matrix = read_matrix(out, 2)
+    assert matrix.items == ["q1", "q2"] and matrix.counts.tolist() == [[2, 0], [1, 2]]
+    clash = tmp_path / "clash.csv"   # the same response twice once stripped: one error line naming it
+    clash.write_text("model,item_id,trial,correct\nm1,q1,0,1\nm1, q1 ,0,1\n", encoding="utf-8")
+    assert_rejected(prepare(clash, tmp_path / "c.csv"), "duplicate")
+    assert not (tmp_path / "c.csv").exists()
+
+
 def test_trial_ids_are_labels_not_positions(write_csv, tmp_path):
     rows = "model,item_id,trial,correct\nm1,a,x,1\nm1,a,y,1\nm1,a,z,0\nm2,a,7,0\nm2,a,8,0\nm2,a,9,1"
     out = tmp_path / "m.csv"

@@ -58,7 +58,9 @@ def count_responses(path: str | os.PathLike, n_trials: int, allow_missing: bool 
     with open_table(path, required=required, nonblank=(), expected=",".join(COLUMNS)) as (header, rows):
         at = [header.index(name) if name in header else None for name in COLUMNS]
         for line, fields in rows:
+            # IDs stripped, as every reader of the matrix this becomes strips them (`docs/errors.md`)
             model, item, trial, correct = ("0" if k is None else fields[k] for k in at)
+            model, item, trial = model.strip(), item.strip(), trial.strip()
             if correct not in ("0", "1"):
                 fail(f"{path} line {line}: model {model!r}, item {item!r}, trial {trial!r}: correct is "
                      f"{correct!r}, expected 0 or 1")

@@ -165,7 +165,8 @@ def read_responses_csv(path: str | os.PathLike, n_trials: int, allow_missing: bo
 
     PyArrow's streaming CSV reader parses blocks of the file in parallel (it refuses a row whose field count
     differs from the header's), each ID column is encoded to integers as it goes, so memory stays a few bytes
-    per row (``bench/bench_prepare_matrix.py``). IDs are kept as exact strings (``007`` stays ``007``).
+    per row (``bench/bench_prepare_matrix.py``). IDs are kept as strings (``007`` stays ``007``), with their
+    surrounding whitespace stripped as every reader of the matrix strips it.
 
     Whenever this route finds anything wrong, the file is read again by the standard-library reader
     (:func:`benchmeasure.core.response_counts.count_responses`, the same rules), which names the exact line and
@@ -211,8 +212,8 @@ def _read_arrow(path: str, n_trials: int, allow_missing: bool = False) -> Respon
                 if (chunk[name].str.strip() == "").any():
                     fail(f"{path}: a blank {name}")
             parts["correct"].append((correct.to_numpy() == "1").astype(np.int8))
-            for name, coder in coders.items():
-                parts[name].append(coder.encode(chunk[name]))
+            for name, coder in coders.items():   # IDs stripped, as the matrix readers strip them
+                parts[name].append(coder.encode(chunk[name].str.strip()))
     except (pa.ArrowInvalid, pa.ArrowException) as exc:
         fail(f"{path}: malformed CSV ({' '.join(str(exc).split())[:200]})")
     except InputError:
