@@ -5,8 +5,8 @@ does: the panel's responses fitted with the 1PL, so b_mean and b_sd carry estima
 ``--trials`` change its size), then BenchFill runs against the local simulated server, one per ``[search] keep``
 rule (``--keep``: ``certified``, the default, keeps only a child whose posterior interval lies in the target band;
 ``closest``, the paper's rule and the run before issue 30) and ``[search] unresolved`` choice (``--unresolved``:
-``skip``, the default, or ``fill``). Each run also runs the budget-matched baseline. Every item's true difficulty
-is known (the hidden tag of its text; ``true_difficulty.csv`` for the originals), so per run and method this
+``skip``, the default, ``resolve`` or ``fill``). Each run also runs the budget-matched baseline. Every item's true
+difficulty is known (the hidden tag of its text; ``true_difficulty.csv`` for the originals), so per run and method this
 prints:
 
 * ``fit red.`` / ``fit dev.`` — the paper's Table 2 numbers (Top-3 Gap Sum reduction %, target deviation), on the
@@ -20,7 +20,8 @@ prints:
   whose calibrated z is exactly z* (the fitted b at z*, less the panel's mean fitted-minus-true ability), i.e. the
   part of ``true dev.`` no keep rule can remove;
 * ``targets`` (kept targets / skipped), ``calls`` — the method's model calls on its gaps (rewrites, solves,
-  rollouts, race batches; from the journal) and ``calls/kept`` — those over the items kept.
+  rollouts, race batches, and for BenchFill the extra trials of ``resolve``; from the journal) and
+  ``calls/kept`` — those over the items kept.
 
 The mean rows average over seeds; ``of or.`` and ``calls/kept`` there are ratios of the means.
 
@@ -73,9 +74,11 @@ def ability_shift(data: Path, fit: Path) -> float:
 
 
 def method_calls(folder: Path, mode: str) -> int:
-    """Model calls the journal recorded for one method's children (every key names its child's ID)."""
+    """Model calls the journal recorded for one method's children (every key names its child's ID); BenchFill's
+    also count the extra trials of ``unresolved = "resolve"`` (keys ``resolve/…``), which serve both methods."""
     mark = f"{mode}-g"
-    return sum(1 for e in read_events(folder / "events.jsonl") if isinstance(e, Call) and mark in e.key)
+    return sum(1 for e in read_events(folder / "events.jsonl")
+               if isinstance(e, Call) and (mark in e.key or (mode == "benchfill" and e.key.startswith("resolve/"))))
 
 
 def one_run(data: Path, results: Path, seed: int, keep: str, unresolved: str, shift: float, extra=()) -> dict:
@@ -142,7 +145,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=32, help="trials per model and item (default 32, as sim-data)")
     parser.add_argument("--keep", nargs="+", choices=("certified", "closest"), default=["certified", "closest"],
                         help="[search] keep rules to run (default both)")
-    parser.add_argument("--unresolved", nargs="+", choices=("skip", "fill"), default=["skip"],
+    parser.add_argument("--unresolved", nargs="+", choices=("skip", "resolve", "fill"), default=["skip"],
                         help="[search] unresolved choices to run (default skip)")
     parser.add_argument("--search", nargs="*", default=[], metavar="KEY=VALUE",
                         help="extra [search] settings for every run (TOML values, e.g. certify_tolerance=0.03)")

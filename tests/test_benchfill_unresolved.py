@@ -43,7 +43,7 @@ def test_the_setting_defaults_to_skip_is_checked_and_old_run_folders_resume_with
     config.write_text(bench + '[search]\nunresolved = "fil"\n')
     done = subprocess.run([*BENCHFILL_CLI, "init", "--config", str(config), "--results", str(tmp_path / "r")],
                           capture_output=True, text=True)
-    assert_rejected(done, "unresolved must be one of skip, fill", "'fil'")
+    assert_rejected(done, "unresolved must be one of skip, resolve, fill", "'fil'")
     assert not (tmp_path / "r").exists()
     old = {"benchmark": {"name": "x", "calibration": "c.csv", "pool": "p.jsonl", "matrix": "m.csv",
                          "matrix_n_trials": 1}, "search": {"gaps": 3}}   # a config.json written before the setting

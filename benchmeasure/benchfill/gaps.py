@@ -72,15 +72,21 @@ class SeedSet:
                         [row["extra_trials_per_model"] for row in rows])
         return [row["gap"] for row in rows]
 
-    def target_choice(self, k: int, n_trials: int | None = None) -> list[dict]:
+    def target_choice(self, k: int, n_trials: int | None = None, widest: bool = False) -> list[dict]:
         """:meth:`targets` with why: per target ``gap``, ``separation`` (None: no sds), ``resolved``, the edge
         items ``lower_item``/``upper_item`` and, given the calibration's trials per cell ``n_trials``,
         ``extra_trials_per_model`` on those two items that would resolve it (None: not known or not practical).
-        Logs nothing: the caller says what happens to an unresolved target (:mod:`.gap_choice`)."""
-        from benchmeasure.core.resolution import SEPARATION, resolved_first, trials_to_resolve
+        ``widest`` gives the paper's choice instead, the ``k`` widest gaps whether resolved or not (what
+        :mod:`.resolve` asks about). Logs nothing: the caller says what happens to an unresolved target
+        (:mod:`.gap_choice`)."""
+        from benchmeasure.core.resolution import SEPARATION, resolved_first, separations, trials_to_resolve
 
         z = self.z_values()
-        chosen = resolved_first(largest_gaps(z), z, self.sd_values())[:k]
+        if widest:
+            top = [g for g in largest_gaps(z, k) if g.width > 0]
+            chosen = list(zip(top, separations(z, self.sd_values(), top)))
+        else:
+            chosen = resolved_first(largest_gaps(z), z, self.sd_values())[:k]
         order = sorted(range(len(z)), key=lambda i: (z[i], i))
         rows = []
         for gap, sep in chosen:

@@ -46,7 +46,7 @@ from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.certify import band, certified_best, pick, standing
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import parse_child
-from benchmeasure.benchfill.records import Annotation, Call, GapDone, Keep, Plan, RaceBatch, Reannotation
+from benchmeasure.benchfill.records import Annotation, Call, GapDone, Keep, Plan, RaceBatch, Reannotation, Resolution
 from benchmeasure.benchfill.strategies import STRATEGIES
 from benchmeasure.verifier.base import Candidate
 from benchmeasure.verifier.llm_client import KEY_HEADER, Endpoint
@@ -123,6 +123,11 @@ class Loop:
         self.originals = {item.item_id: item for item in benchmark.items}
         self.barrier = RoundBarrier(())
         self._standings = {}   # (item_id, batches, band) -> certify.Standing (a pure function of the journal)
+
+    def reseed(self, benchmark) -> None:
+        """Fill ``benchmark`` from now on: the same items, some recalibrated (:mod:`.resolve`), the same scale."""
+        self.benchmark = benchmark
+        self.originals = {item.item_id: item for item in benchmark.items}
 
     # -- state recovered from the journal ---------------------------------------------------
     def children(self, mode: str | None = None, gap: int | None = None) -> list:
@@ -312,11 +317,29 @@ class Loop:
         candidate = Candidate(child.item_id, child.question, child.answer, self.benchmark.name, child.parent_id)
         rollouts = await self.verifier.rollouts.for_candidate(candidate, key_prefix=f"race{batch}",
                                                              key_header=KEY_HEADER)
+        counts = self.correct_counts(rollouts)
+        return self.journal.append(RaceBatch(mode, target.rank, item_id, batch, self.n_trials, counts))
+
+    def correct_counts(self, rollouts) -> dict:
+        """``{model: correct rollouts}`` for every panel model (0 for a model with none)."""
         counts = {m: 0 for m in self.abilities}
         for rollout in rollouts:
             if rollout.model in counts:
                 counts[rollout.model] += rollout.correct
-        return self.journal.append(RaceBatch(mode, target.rank, item_id, batch, self.n_trials, counts))
+        return counts
+
+    async def extra_trials(self, item_id: str, trials: int) -> Resolution:
+        """``trials`` more rollouts per panel model on an original item (journal keys ``resolve/<item_id>/<model>``;
+        :mod:`.resolve`)."""
+        recorded = self.journal.find(Resolution, item_id=item_id)
+        if recorded is not None:
+            return recorded
+        item = self.originals[item_id]
+        candidate = Candidate(item.item_id, item.question, item.answer, self.benchmark.name, None)
+        rollouts = await self.verifier.rollouts.for_candidate(candidate, n_trials=trials, key_prefix="resolve",
+                                                             key_header=KEY_HEADER)
+        counts = self.correct_counts(rollouts)
+        return self.journal.append(Resolution(item_id, trials, counts))
 
     def race_spent(self, mode: str, target) -> int:
         return len(self.journal.of_type(RaceBatch, mode=mode, gap=target.rank))
@@ -368,10 +391,7 @@ class Loop:
         candidate = Candidate(child.item_id, child.question, child.answer, self.benchmark.name, child.parent_id)
         rollouts = await self.verifier.rollouts.for_candidate(candidate, n_trials=trials, key_prefix="reannotate",
                                                              key_header=KEY_HEADER)
-        counts = {m: 0 for m in self.abilities}
-        for rollout in rollouts:
-            if rollout.model in counts:
-                counts[rollout.model] += rollout.correct
+        counts = self.correct_counts(rollouts)
         note = annotate(counts, self.abilities, trials, self.benchmark.b_min, self.benchmark.b_max,
                         self.config.benchmark.guessing)
         event = self.journal.append(Reannotation(done.mode, done.gap, child.item_id, trials, counts, note.b_mean,

@@ -16,6 +16,7 @@ Events (paper, Section 4, Figure 4: plan a round, rewrite, verify, annotate, sel
 * :class:`GapDone` — a gap's final item, rounds and rewrites spent;
 * :class:`Reannotation` — the independent calibration of a gap's final item from fresh rollouts;
 * :class:`RaceBatch` — one more batch of rollouts on a child racing for a certified keep (:mod:`.certify`);
+* :class:`Resolution` — extra rollouts on an original item at the edge of an unresolved target gap (:mod:`.resolve`);
 * :class:`Keep` — a gap's certified keep (or that its budget ran out without one), with interval and calls;
 * :class:`MassStep` / :class:`MassResult` — mass fill's choice of a gap and its outcome.
 """
@@ -218,6 +219,19 @@ class Keep(Record):
 
 
 @dataclass(frozen=True)
+class Resolution(Record):
+    """Extra rollouts on an original item at the edge of an unresolved target gap (``[search] unresolved =
+    "resolve"``, :mod:`.resolve`): ``trials`` per panel model under the journal keys
+    ``resolve/<item_id>/<model>``, and the correct counts they gave."""
+
+    TYPE: ClassVar[str] = "resolution"
+    item_id: str
+    trials: int
+    counts: dict
+    time: float | None = None
+
+
+@dataclass(frozen=True)
 class MassStep(Record):
     """Mass fill's choice for one step: the gap [left, right], its target and rewrite budget."""
 
@@ -251,8 +265,8 @@ class MassResult(Record):
     time: float | None = None
 
 
-EVENT_TYPES = {cls.TYPE: cls for cls in (Plan, Call, Annotation, GapDone, Reannotation, RaceBatch, Keep, MassStep,
-                                         MassResult)}
+EVENT_TYPES = {cls.TYPE: cls for cls in (Plan, Call, Annotation, GapDone, Reannotation, RaceBatch, Keep, Resolution,
+                                         MassStep, MassResult)}
 
 
 def event_from_dict(data, where: str):

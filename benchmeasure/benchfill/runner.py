@@ -45,6 +45,7 @@ from benchmeasure.benchfill.records import (
     Plan,
     RaceBatch,
     Reannotation,
+    Resolution,
 )
 from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
 from benchmeasure.benchfill.strategies import STRATEGIES
@@ -178,10 +179,19 @@ async def _cancel_other_tasks() -> None:
 async def _run(run: RunFolder) -> tuple:
     """The run's search; returns what :func:`write_outputs` needs (written after the event loop has ended, all
     or nothing, so a Ctrl-C there stops at once and leaves none of them)."""
+    search, bench_cfg = run.config.search, run.config.benchmark
     async with open_loop(run) as (benchmark, loop, client):
-        choice = benchmark.target_choice(run.config.search.gaps, run.config.benchmark.matrix_n_trials)
-        skipped = []
-        if run.config.search.unresolved == "skip":
+        choice = benchmark.target_choice(search.gaps, bench_cfg.matrix_n_trials)
+        skipped, resolution = [], None
+        if search.unresolved == "resolve":
+            from benchmeasure.benchfill.resolve import resolve_first
+            from benchmeasure.core.matrix import read_matrix_allowing_holes
+
+            benchmark, choice, resolution = await resolve_first(
+                loop, search.gaps, bench_cfg.matrix_n_trials, search.resolve_max_trials,
+                lambda: read_matrix_allowing_holes(run.config.path(bench_cfg.matrix), bench_cfg.matrix_n_trials))
+            loop.reseed(benchmark)
+        if search.unresolved in ("skip", "resolve"):
             choice, skipped = skip_unresolved(choice)
         else:
             warn_unresolved([(row["gap"], row["separation"]) for row in choice],
@@ -190,7 +200,7 @@ async def _run(run: RunFolder) -> tuple:
         log.info("%s: %d items; targets %s", run.config.benchmark.name, len(benchmark.items),
                  ", ".join(f"gap {t.rank} [{t.left:.3f}, {t.right:.3f}] z*={t.midpoint:.3f}" for t in targets))
         results = await loop.run(targets)
-    return benchmark, loop, targets, results, client.usage, choice, skipped
+    return benchmark, loop, targets, results, client.usage, choice, skipped, resolution
 
 
 def _target_record(target, row) -> dict:
@@ -198,7 +208,8 @@ def _target_record(target, row) -> dict:
             **({k: v for k, v in row.items() if k != "gap"} if row else {})}
 
 
-def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choice=None, skipped=()) -> dict:
+def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choice=None, skipped=(),
+                  resolution=None) -> dict:
     config = run.config
     children = {c.item_id: c for c in loop.children()}
     keeps = {(k.mode, k.gap): k for k in loop.journal.of_type(Keep)}
@@ -230,14 +241,19 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choi
     summary = {**rows, "benchmark": benchmark.name,
                "targets": [_target_record(t, c) for t, c in zip(targets, choice or [None] * len(targets))],
                "skipped_targets": [_target_record(row["gap"], row) for row in skipped],
+               **({"resolution": resolution} if resolution is not None else {}),
                "settings": config.as_dict(), **run.provenance(), "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
     text = format_table(benchmark.name, rows)
     keep_text = format_keeps(rows)
     if keep_text:
         text += "\n" + keep_text
+    if resolution and resolution["items"]:
+        text += ("\nresolved first (summary.json resolution): "
+                 + ", ".join(f"item {r['item_id']} +{r['extra_trials_per_model']} trials per model, "
+                             f"z {r['z_before']:.3f} -> {r['z_after']:.3f}" for r in resolution["items"]))
     if skipped:
-        text += (f"\nskipped {len(skipped)} unresolved target gap(s), no call spent: "
+        text += (f"\nskipped {len(skipped)} unresolved target gap(s), no call spent on rewrites: "
                  + ", ".join(f"[{row['gap'].left:.3f}, {row['gap'].right:.3f}]" for row in skipped)
                  + ' (summary.json skipped_targets; [search] unresolved = "fill" aims at them)')
     outputs = [(run.path / STRATEGIES[name].records_file, records[name]) for name in STRATEGIES]
@@ -312,6 +328,10 @@ def status(folder) -> str:
         if (mode, gap) in again:
             line += f"; re-annotated deviation {again[mode, gap].deviation:.4f}"
         lines.append(line)
+    extra = [e for e in events if isinstance(e, Resolution)]
+    if extra:
+        lines.append("resolved first: " + ", ".join(f"item {e.item_id} +{e.trials} trials per model" for e in extra)
+                     + f" ({sum(1 for c in calls if c.key.startswith('resolve/'))} calls)")
     tokens = sum(c.result.get("prompt_tokens", 0) + c.result.get("completion_tokens", 0) for c in calls)
     lines.append(f"calls recorded {len(calls)}, tokens {tokens}")
     summary = run_folder.path / "summary.json"
