@@ -75,10 +75,10 @@ def ability_shift(data: Path, fit: Path) -> float:
 
 def method_calls(folder: Path, mode: str) -> int:
     """Model calls the journal recorded for one method's children (every key names its child's ID); BenchFill's
-    also count the extra trials of ``unresolved = "resolve"`` (keys ``resolve/…``), which serve both methods."""
+    also count the extra trials of ``unresolved = "resolve"`` (keys ``resolve<round>/…``), which serve both methods."""
     mark = f"{mode}-g"
     return sum(1 for e in read_events(folder / "events.jsonl")
-               if isinstance(e, Call) and (mark in e.key or (mode == "benchfill" and e.key.startswith("resolve/"))))
+               if isinstance(e, Call) and (mark in e.key or (mode == "benchfill" and e.key.startswith("resolve"))))
 
 
 def one_run(data: Path, results: Path, seed: int, keep: str, unresolved: str, shift: float, extra=()) -> dict:
@@ -104,7 +104,7 @@ def one_run(data: Path, results: Path, seed: int, keep: str, unresolved: str, sh
     edges = {t["gap"]: (norm(truth[t["lower_item"]]), norm(truth[t["upper_item"]])) for t in summary["targets"]}
     centre = {g: (min(e) + max(e)) / 2 for g, e in edges.items()}
     fitted = [float(r["b_mean"]) for r in csv.DictReader(open(data / "calibration.csv"))]
-    b_min, b_max = min(fitted), max(fitted)
+    b_min, b_max = summary.get("b_range") or (min(fitted), max(fitted))   # the run's scale (resolve may move it)
     target_err = [abs(norm(b_min + t["target"] * (b_max - b_min) - shift) - centre[t["gap"]])
                   for t in summary["targets"]]
     out = {}

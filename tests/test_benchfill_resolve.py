@@ -93,7 +93,9 @@ def test_noise_item_goes_home_real_gap_is_resolved_and_filled(world, finished):
     asked = {r["item_id"]: r for r in resolution["items"]}
     # the unresolved widest gaps' edges, and only those, were asked about
     unresolved = [t for t in resolution["targets"] if not t["resolved_before"]]
-    assert set(asked) == {i for t in unresolved for i in (t["lower_item"], t["upper_item"])}
+    rounds = resolution["rounds"]
+    assert set(rounds[0]["asked"]) == {i for t in unresolved for i in (t["lower_item"], t["upper_item"])}
+    assert set(asked) == {i for r in rounds for i in r["asked"]}
     assert moved in asked and set(real) <= set(asked)
     # the misplaced item returns to where it truly is (it was 0.7+ away); the real gap's edges stay near theirs
     assert abs(asked[moved]["z_before"] - truth[moved]) > 0.5
@@ -108,13 +110,16 @@ def test_noise_item_goes_home_real_gap_is_resolved_and_filled(world, finished):
     assert any(t["upper_item"] in real or t["lower_item"] in real for t in summary["targets"])
     # the journal: one Resolution per asked item, with the trials asked, and one call per panel model
     events = [json.loads(line) for line in read(folder, "events.jsonl").splitlines()]
-    extra = {e["item_id"]: e for e in events if e["type"] == "resolution"}
-    assert {k: e["trials"] for k, e in extra.items()} == {k: r["extra_trials_per_model"] for k, r in asked.items()}
-    calls = [e for e in events if e["type"] == "call" and e["key"].startswith("resolve/")]
-    assert len(calls) == 12 * len(asked)
+    extra = [e for e in events if e["type"] == "resolution"]
+    assert sorted((e["round"], e["item_id"], e["trials"]) for e in extra) == sorted(
+        (r["round"], item, trials) for r in rounds for item, trials in r["asked"].items())
+    for item, row in asked.items():
+        assert sum(e["trials"] for e in extra if e["item_id"] == item) == row["extra_trials_per_model"]
+    calls = [e for e in events if e["type"] == "call" and e["key"].startswith("resolve")]
+    assert len(calls) == 12 * len(extra)
     assert "resolved first" in read(folder, "table2.txt") and "resolved first" in done.stderr + done.stdout
     status = command(data, "status", folder)
-    assert status.returncode == 0 and "resolved first: item " in status.stdout
+    assert status.returncode == 0 and f"resolved first ({len(rounds)} round(s)): item " in status.stdout
 
 
 def test_kill_while_asking_then_resume_gives_the_same_run(world, finished, tmp_path):
@@ -123,7 +128,7 @@ def test_kill_while_asking_then_resume_gives_the_same_run(world, finished, tmp_p
     folder = init(config, data, tmp_path, "killed")
     command(data, "run", folder, kill_after=8)              # 8 of the extra-trial calls journaled, the rest not
     events = [json.loads(line) for line in read(folder, "events.jsonl").splitlines()]
-    assert events and all(e["type"] == "call" and e["key"].startswith("resolve/") for e in events)
+    assert events and all(e["type"] == "call" and e["key"].startswith("resolve1/") for e in events)
     done = command(data, "run", folder)
     assert done.returncode == 0, done.stderr
     for name in ("new_item_records.csv", "baseline_item_records.csv", "table2.txt"):
@@ -157,7 +162,8 @@ def test_bad_resolve_settings_are_one_error_line(tmp_path, world):
     config, data, *_ = world
     text = open(config, encoding="utf-8").read().replace('unresolved = "resolve"\n', "")
     for bad, fragment in (('unresolved = "ask"', "unresolved must be one of skip, resolve, fill"),
-                          ("resolve_max_trials = 0", "resolve_max_trials must be from 1 to 100000")):
+                          ("resolve_max_trials = 0", "resolve_max_trials must be from 1 to 100000"),
+                          ("resolve_rounds = 0", "resolve_rounds must be from 1 to 100")):
         path = tmp_path / "bad.toml"
         path.write_text(text.replace("[search]\n", f"[search]\n{bad}\n"), encoding="utf-8")
         assert_rejected(command(data, "init", "--config", path, "--results", tmp_path / "r"), fragment)

@@ -21,9 +21,9 @@ The ability cache defaults to ``<results root>/cache/abilities`` (so a run write
 (default 0, the paper) sets the fresh rollouts per panel model of the independent re-annotation of
 each gap's final item. ``[search] unresolved`` (default ``"skip"``) decides what a target gap whose two edge
 items are not resolved gets (:mod:`.gap_choice`): no call (``"skip"``, with a line naming the extra trials that would
-resolve it), the extra trials asked of the panel first and the gap filled only if it is then resolved (``"resolve"``,
-at most ``resolve_max_trials`` per model and edge item; :mod:`.resolve`), or the paper's treatment after the resolved
-gaps (``"fill"``); a run initialized before this setting
+resolve it), the extra trials asked of the panel first and the gap filled only if it is then resolved
+(``"resolve"``, at most ``resolve_max_trials`` per model and edge item, for up to ``resolve_rounds`` rounds;
+:mod:`.resolve`), or the paper's treatment after the resolved gaps (``"fill"``); a run initialized before this setting
 existed resumes with ``"fill"``, as it began. ``[search] keep`` (default ``"certified"``) is BenchFill's keep rule
 (:mod:`.certify`): a child is kept only when the ``certify_level`` posterior interval of its difficulty lies inside
 the target gap and within ``certify_tolerance`` of z*, racing extra rollout batches (at most ``race_batches`` per
@@ -107,6 +107,7 @@ class SearchSettings:
     # and fills it only if it then is; "fill" aims at it after the resolved ones.
     unresolved: str = "skip"
     resolve_max_trials: int = 256
+    resolve_rounds: int = 3
     # BenchFill's keep rule (certify.py): "certified" keeps a child only when its posterior interval (mass
     # certify_level, from screening and race rollouts pooled) lies in the gap and within certify_tolerance of z*,
     # racing at most race_batches extra batches (one call per panel model each) per gap; "closest" is the paper's.
@@ -208,6 +209,8 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
         fail(f"{where} [search]: tolerance must be in [0, 1), got {search.tolerance}")
     if search.unresolved not in UNRESOLVED:
         fail(f"{where} [search]: unresolved must be one of {', '.join(UNRESOLVED)}, got {search.unresolved!r}")
+    if not 1 <= search.resolve_rounds <= 100:
+        fail(f"{where} [search]: resolve_rounds must be from 1 to 100, got {search.resolve_rounds}")
     if not 1 <= search.resolve_max_trials <= 100_000:
         fail(f"{where} [search]: resolve_max_trials must be from 1 to 100000, got {search.resolve_max_trials}")
     if search.keep not in KEEP_RULES:

@@ -328,18 +328,17 @@ class Loop:
                 counts[rollout.model] += rollout.correct
         return counts
 
-    async def extra_trials(self, item_id: str, trials: int) -> Resolution:
-        """``trials`` more rollouts per panel model on an original item (journal keys ``resolve/<item_id>/<model>``;
-        :mod:`.resolve`)."""
-        recorded = self.journal.find(Resolution, item_id=item_id)
+    async def extra_trials(self, item_id: str, trials: int, round_no: int) -> Resolution:
+        """``trials`` more rollouts per panel model on an original item in resolve round ``round_no`` (journal keys
+        ``resolve<round>/<item_id>/<model>``; :mod:`.resolve`)."""
+        recorded = self.journal.find(Resolution, item_id=item_id, round=round_no)
         if recorded is not None:
             return recorded
         item = self.originals[item_id]
         candidate = Candidate(item.item_id, item.question, item.answer, self.benchmark.name, None)
-        rollouts = await self.verifier.rollouts.for_candidate(candidate, n_trials=trials, key_prefix="resolve",
-                                                             key_header=KEY_HEADER)
-        counts = self.correct_counts(rollouts)
-        return self.journal.append(Resolution(item_id, trials, counts))
+        rollouts = await self.verifier.rollouts.for_candidate(candidate, n_trials=trials,
+                                                             key_prefix=f"resolve{round_no}", key_header=KEY_HEADER)
+        return self.journal.append(Resolution(item_id, round_no, trials, self.correct_counts(rollouts)))
 
     def race_spent(self, mode: str, target) -> int:
         return len(self.journal.of_type(RaceBatch, mode=mode, gap=target.rank))

@@ -221,11 +221,12 @@ class Keep(Record):
 @dataclass(frozen=True)
 class Resolution(Record):
     """Extra rollouts on an original item at the edge of an unresolved target gap (``[search] unresolved =
-    "resolve"``, :mod:`.resolve`): ``trials`` per panel model under the journal keys
-    ``resolve/<item_id>/<model>``, and the correct counts they gave."""
+    "resolve"``, :mod:`.resolve`) in resolve round ``round``: ``trials`` per panel model under the journal keys
+    ``resolve<round>/<item_id>/<model>``, and the correct counts they gave."""
 
     TYPE: ClassVar[str] = "resolution"
     item_id: str
+    round: int
     trials: int
     counts: dict
     time: float | None = None

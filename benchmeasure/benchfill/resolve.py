@@ -6,20 +6,24 @@ simulated world with known truth, the third widest fitted gap was such a gap, an
 calls there). With ``[search] unresolved = "resolve"`` a run does not guess: before any rewrite it asks each panel
 model for the extra trials on the two edge items that :func:`~benchmeasure.core.resolution.trials_to_resolve`
 says would resolve the gap if it is as wide as it looks (at most ``[search] resolve_max_trials`` per model and
-item; a gap needing more is skipped without a call), recalibrates the two items and chooses the targets again.
-A gap that is real stays and is now resolved; a gap that was noise narrows or closes, and a target that is still
-unresolved after its one round of extra trials is skipped, with a line that says so.
+item; a gap needing more is skipped without a call), recalibrates the two items and looks at the widest gaps
+again, for up to ``[search] resolve_rounds`` rounds or until they are all resolved. A gap that is real stays and is
+now resolved; a gap that was noise narrows or closes and the next widest gets its turn; a target that is still
+unresolved after the last round is skipped, with a line that says so. The trials asked of an item that was asked
+before are estimated from the matrix's K (its information per trial is then overestimated, so it may be asked
+again in the next round).
 
 **The recalibration** is BenchFill's own online calibration (:func:`benchmeasure.irt.anchored.calibrate_item`,
 the estimator of every child and every certified keep): the panel's abilities held fixed, the N(0, 1) prior, and
 each model's trials pooled — its cells of the response matrix (K per cell, holes allowed) plus the extra trials,
 a sum of binomials with one p_j. The item's new difficulty replaces the fitted one in the seed set for the whole
-run, on the original min–max scale (b_min and b_max of the benchmark's fit are kept, so every z stays comparable),
-and Table 2 is computed on that seed set: the benchmark the run fills is the one its data now describe. With the
+run, and Table 2 is computed on that seed set: the benchmark the run fills is the one its data now describe. The
+min–max scale is that seed set's (it moves only when a recalibrated item is the lowest or the highest); every
+child is calibrated after this step, so all of a run's z share one scale (``summary.json → b_range``). With the
 abilities held at their means the new sd leaves out their uncertainty, so the new separation is slightly
 optimistic; the extra trials shrink the item's own noise far more than that.
 
-Every extra batch is journaled (:class:`~.records.Resolution`, model calls under ``resolve/<item_id>/<model>``),
+Every extra batch is journaled (:class:`~.records.Resolution`, model calls under ``resolve<round>/<item>/<model>``),
 so a killed run resumes without asking again and reaches the same targets.
 """
 
@@ -77,49 +81,71 @@ def recalibrated(benchmark: SeedSet, item_id: str, extra_counts: dict, extra_tri
 
 
 def with_items(benchmark: SeedSet, updates: dict) -> SeedSet:
-    """``benchmark`` with the difficulties of ``{item_id: (b_mean, b_sd)}`` replaced, on its original scale."""
-    items = tuple(dataclasses.replace(item, b_mean=updates[item.item_id][0], b_sd=updates[item.item_id][1],
-                                      z=benchmark.normalize(updates[item.item_id][0]))
-                  if item.item_id in updates else item for item in benchmark.items)
-    return dataclasses.replace(benchmark, items=items)
+    """``benchmark`` with the difficulties of ``{item_id: (b_mean, b_sd)}`` replaced and every z on the min–max
+    scale of the difficulties it now has (the scale moves only when a recalibrated item is the lowest or highest)."""
+    b = {item.item_id: updates.get(item.item_id, (item.b_mean, item.b_sd)) for item in benchmark.items}
+    low, high = min(v[0] for v in b.values()), max(v[0] for v in b.values())
+    items = tuple(dataclasses.replace(item, b_mean=b[item.item_id][0], b_sd=b[item.item_id][1],
+                                      z=(b[item.item_id][0] - low) / (high - low)) for item in benchmark.items)
+    return dataclasses.replace(benchmark, items=items, b_min=low, b_max=high)
 
 
-async def resolve_first(loop, k: int, n_trials: int, max_trials: int, read_matrix) -> tuple:
-    """Ask for the extra trials of every unresolved gap among the ``k`` widest (the paper's targets), recalibrate
-    their edge items and choose the ``k`` targets again (resolved first). Returns ``(seed set, new choice,
-    record)``; ``record`` is summary.json's ``resolution``: per item the trials asked and its difficulty before and
-    after, per widest gap its separation before and after and what became of it. ``read_matrix()`` gives the
-    response matrix (read only when something is asked)."""
-    benchmark = loop.benchmark
-    choice = benchmark.target_choice(k, n_trials, widest=True)
-    wanted, beyond = requests(choice, max_trials)
-    for row in beyond:
-        extra = row["extra_trials_per_model"]
-        log.warning("target gap [%.4f, %.4f] is not resolved and %s: it is not resolved first", row["gap"].left,
-                    row["gap"].right, "no practical number of trials would resolve it" if extra is None else
-                    f"resolving it needs {extra} more trials per model, above resolve_max_trials = {max_trials}")
-    if not wanted:
-        return benchmark, benchmark.target_choice(k, n_trials), {"items": [], "targets": _targets(choice, choice)}
-    log.info("resolving %d of the %d widest gaps first: %s", len(choice) - len(beyond) - sum(
-        r["resolved"] for r in choice), len(choice), ", ".join(f"{trials} more trials per model on item {item!r}"
-                                                  for item, trials in sorted(wanted.items())))
-    events = await asyncio.gather(*(loop.extra_trials(item, trials) for item, trials in sorted(wanted.items())))
-    matrix = read_matrix()
+async def resolve_first(loop, k: int, n_trials: int, max_trials: int, rounds: int, read_matrix) -> tuple:
+    """Up to ``rounds`` rounds: ask for the extra trials of every unresolved gap among the ``k`` widest (the paper's
+    targets), recalibrate their edge items (each from all of its trials so far) and look again, until the ``k``
+    widest are resolved or nothing more can be asked. Returns ``(seed set, choice, record)``: the recalibrated seed
+    set, its targets (resolved first) and summary.json's ``resolution`` — per round the trials asked per item, per
+    item its trials and difficulty before and after, per first-round widest gap what became of it.
+    ``read_matrix()`` gives the response matrix (read only when something is asked)."""
+    benchmark = current = loop.benchmark
+    first = benchmark.target_choice(k, n_trials, widest=True)
+    asked: dict = {}        # item -> its Resolution events, in round order
+    record_rounds, matrix = [], None
+    for round_no in range(1, rounds + 1):
+        choice = current.target_choice(k, n_trials, widest=True)
+        wanted, beyond = requests(choice, max_trials)
+        for row in beyond:
+            extra = row["extra_trials_per_model"]
+            log.warning("target gap [%.4f, %.4f] is not resolved and %s: it is not resolved first", row["gap"].left,
+                        row["gap"].right, "no practical number of trials would resolve it" if extra is None else
+                        f"resolving it needs {extra} more trials per model, above resolve_max_trials = {max_trials}")
+        if not wanted:
+            break
+        log.info("resolve round %d: %d of the %d widest gaps are not resolved; asking %s", round_no,
+                 sum(not r["resolved"] for r in choice), len(choice),
+                 ", ".join(f"{trials} more trials per model on item {item!r}"
+                           for item, trials in sorted(wanted.items())))
+        events = await asyncio.gather(*(loop.extra_trials(item, trials, round_no)
+                                        for item, trials in sorted(wanted.items())))
+        matrix = matrix or read_matrix()
+        for event in events:
+            asked.setdefault(event.item_id, []).append(event)
+        current = with_items(benchmark, {item: _pooled(benchmark, item, mine, matrix, loop) for item, mine in
+                                         asked.items()})
+        record_rounds.append({"round": round_no, "asked": dict(sorted(wanted.items()))})
     before = {item.item_id: item for item in benchmark.items}
-    updates, items = {}, []
+    now = {item.item_id: item for item in current.items}
+    items = []
+    for item, mine in sorted(asked.items()):
+        old, new = before[item], now[item]
+        items.append({"item_id": item, "extra_trials_per_model": sum(e.trials for e in mine), "b_before": old.b_mean,
+                      "b_sd_before": old.b_sd, "b_after": new.b_mean, "b_sd_after": new.b_sd, "z_before": old.z,
+                      "z_after": new.z})
+        log.info("item %r from %d more trials per model: b %.3f ± %.3f -> %.3f ± %.3f", item,
+                 items[-1]["extra_trials_per_model"], old.b_mean, old.b_sd, new.b_mean, new.b_sd)
+    record = {"rounds": record_rounds, "items": items,
+              "targets": _targets(first, current.target_choice(k, n_trials, widest=True))}
+    return current, current.target_choice(k, n_trials), record
+
+
+def _pooled(benchmark: SeedSet, item: str, events: list, matrix, loop) -> tuple:
+    """(b_mean, b_sd) of one item from its matrix cells and every extra batch asked of it."""
+    counts: dict = {}
     for event in events:
-        b_mean, b_sd = recalibrated(benchmark, event.item_id, event.counts, event.trials, matrix, loop.abilities,
-                                    loop.config.benchmark.guessing)
-        updates[event.item_id] = (b_mean, b_sd)
-        old = before[event.item_id]
-        items.append({"item_id": event.item_id, "extra_trials_per_model": event.trials, "b_before": old.b_mean,
-                      "b_sd_before": old.b_sd, "b_after": b_mean, "b_sd_after": b_sd, "z_before": old.z,
-                      "z_after": benchmark.normalize(b_mean)})
-        log.info("item %r from %d more trials per model: b %.3f ± %.3f -> %.3f ± %.3f", event.item_id, event.trials,
-                 old.b_mean, old.b_sd, b_mean, b_sd)
-    resolved_set = with_items(benchmark, updates)
-    return resolved_set, resolved_set.target_choice(k, n_trials), {
-        "items": items, "targets": _targets(choice, resolved_set.target_choice(k, n_trials, widest=True))}
+        for model, y in event.counts.items():
+            counts[model] = counts.get(model, 0) + y
+    return recalibrated(benchmark, item, counts, sum(e.trials for e in events), matrix, loop.abilities,
+                        loop.config.benchmark.guessing)
 
 
 def _targets(first: list[dict], again: list[dict]) -> list[dict]:

@@ -188,7 +188,7 @@ async def _run(run: RunFolder) -> tuple:
             from benchmeasure.core.matrix import read_matrix_allowing_holes
 
             benchmark, choice, resolution = await resolve_first(
-                loop, search.gaps, bench_cfg.matrix_n_trials, search.resolve_max_trials,
+                loop, search.gaps, bench_cfg.matrix_n_trials, search.resolve_max_trials, search.resolve_rounds,
                 lambda: read_matrix_allowing_holes(run.config.path(bench_cfg.matrix), bench_cfg.matrix_n_trials))
             loop.reseed(benchmark)
         if search.unresolved in ("skip", "resolve"):
@@ -238,7 +238,7 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choi
         mine = [keeps[mode, t.rank] for t in targets if (mode, t.rank) in keeps]
         if mine:
             rows[mode].update(keep_rows(mine))
-    summary = {**rows, "benchmark": benchmark.name,
+    summary = {**rows, "benchmark": benchmark.name, "b_range": [benchmark.b_min, benchmark.b_max],
                "targets": [_target_record(t, c) for t, c in zip(targets, choice or [None] * len(targets))],
                "skipped_targets": [_target_record(row["gap"], row) for row in skipped],
                **({"resolution": resolution} if resolution is not None else {}),
@@ -330,8 +330,9 @@ def status(folder) -> str:
         lines.append(line)
     extra = [e for e in events if isinstance(e, Resolution)]
     if extra:
-        lines.append("resolved first: " + ", ".join(f"item {e.item_id} +{e.trials} trials per model" for e in extra)
-                     + f" ({sum(1 for c in calls if c.key.startswith('resolve/'))} calls)")
+        lines.append(f"resolved first ({max(e.round for e in extra)} round(s)): "
+                     + ", ".join(f"item {e.item_id} +{e.trials} trials per model" for e in extra)
+                     + f" ({sum(1 for c in calls if c.key.startswith('resolve'))} calls)")
     tokens = sum(c.result.get("prompt_tokens", 0) + c.result.get("completion_tokens", 0) for c in calls)
     lines.append(f"calls recorded {len(calls)}, tokens {tokens}")
     summary = run_folder.path / "summary.json"
