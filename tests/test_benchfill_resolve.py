@@ -168,3 +168,33 @@ def test_bad_resolve_settings_are_one_error_line(tmp_path, world):
         path.write_text(text.replace("[search]\n", f"[search]\n{bad}\n"), encoding="utf-8")
         assert_rejected(command(data, "init", "--config", path, "--results", tmp_path / "r"), fragment)
         assert not (tmp_path / "r").exists()
+
+
+def test_recalibration_pools_matrix_cells_and_extra_trials_holes_included():
+    import numpy as np
+
+    from benchmeasure.benchfill.gaps import Item, SeedSet
+    from benchmeasure.benchfill.resolve import recalibrated, with_items
+    from benchmeasure.core.matrix import ResponseMatrix
+
+    abilities = {"a": -1.0, "b": 0.0, "c": 1.0}
+    seed_set = SeedSet("x", tuple(Item(str(i), "q", "1", 0.0, v, 0.3) for i, v in enumerate([-2.0, 0.0, 2.0])),
+                       -2.0, 2.0)
+    # model b did not answer item 0 (a hole): only its 8 extra trials count there
+    matrix = ResponseMatrix(["a", "b", "c"], ["0", "1", "2"], np.array([[1, 3, 0], [2, 4, 1], [3, 4, 2]]), 4,
+                            np.array([[4, 4, 4], [0, 4, 4], [4, 4, 4]]))
+    b_mean, b_sd = recalibrated(seed_set, "0", {"a": 5, "b": 6, "c": 7}, 8, matrix, abilities, 0.0)
+    grid = np.linspace(-10, 10, 200_001)
+    log_p = -0.5 * grid**2
+    for theta, y, n in ((-1.0, 6, 12), (0.0, 6, 8), (1.0, 10, 12)):
+        p = 1 / (1 + np.exp(-(theta - grid)))
+        log_p += y * np.log(p) + (n - y) * np.log1p(-p)
+    density = np.exp(log_p - log_p.max())
+    density /= density.sum()
+    mean = (grid * density).sum()
+    assert b_mean == pytest.approx(mean, abs=1e-6)
+    assert b_sd == pytest.approx(np.sqrt(((grid - mean) ** 2 * density).sum()), abs=1e-6)
+    # the lowest item moved up: the scale follows it, every z on the new min-max scale
+    moved = with_items(seed_set, {"0": (b_mean, b_sd)})
+    assert moved.b_min == b_mean and moved.b_max == 2.0
+    assert [round(item.z, 12) for item in moved.items] == [0.0, round(-b_mean / (2.0 - b_mean), 12), 1.0]
