@@ -228,3 +228,19 @@ def test_a_stored_record_of_any_shape_is_checked_or_ignored():
         assert all(isinstance(line, str) for line in lines(got))
 
     check()
+
+
+@pytest.mark.parametrize("holes", [0.0, 0.3], ids=["complete", "random-holes"])
+def test_worlds_on_two_threads_give_the_serial_intervals(monkeypatch, holes):
+    import benchmeasure.irt.diagnostics as diagnostics
+
+    rng = np.random.default_rng(3)
+    theta, b = rng.normal(size=10), rng.normal(size=150)
+    trials = np.where(rng.random((10, 150)) < holes, 0, 4)          # random holes: the lazily filled table
+    counts = rng.binomial(trials, 1 / (1 + np.exp(-(theta[:, None] - b[None, :]))))
+    results = []
+    for workers in (1, 2):
+        monkeypatch.setattr(diagnostics, "_workers", lambda workers=workers: workers)
+        results.append(calibrate(theta, trials, counts, b, np.full(150, 0.3), reps=16, seed=5))
+    assert PosteriorMeans(theta, trials).lazy == (holes > 0)
+    assert json.dumps(results[0]["metrics"], sort_keys=True) == json.dumps(results[1]["metrics"], sort_keys=True)

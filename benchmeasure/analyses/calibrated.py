@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 
 import numpy as np
@@ -109,6 +110,21 @@ class PosteriorMeans:
                                          for p in range(len(sizes))])
         elif self.lazy:
             self.table = np.full(int(sizes.sum()), np.nan)
+            self._lock = threading.Lock()
+
+    def _lazy(self, sums) -> np.ndarray:
+        where = self.offset[self.pattern_of] + sums
+        missing = np.unique(where[np.isnan(self.table[where])])
+        for start in range(0, missing.size, 2048):
+            entries = missing[start:start + 2048]
+            pattern = np.searchsorted(self.offset, entries, side="right") - 1
+            log_post = self.base[pattern] - (entries - self.offset[pattern])[:, None] * self.nodes[None, :]
+            log_post -= log_post.max(axis=1, keepdims=True)
+            w = np.exp(log_post)
+            # row by row (not w @ nodes: BLAS's result for a row depends on the rows beside it), so an entry's
+            # value does not depend on which entries were missing with it, nor on the order the worlds ran in
+            self.table[entries] = (w * self.nodes).sum(axis=1) / w.sum(axis=1)
+        return self.table[where]
 
     def _means(self, base, sums):
         log_post = base - np.outer(sums, self.nodes)
@@ -122,16 +138,8 @@ class PosteriorMeans:
         if self.tabled:
             return self.table[self.offset[self.pattern_of] + sums]
         if self.lazy:
-            where = self.offset[self.pattern_of] + sums
-            missing = np.unique(where[np.isnan(self.table[where])])
-            for start in range(0, missing.size, 2048):
-                entries = missing[start:start + 2048]
-                pattern = np.searchsorted(self.offset, entries, side="right") - 1
-                log_post = self.base[pattern] - (entries - self.offset[pattern])[:, None] * self.nodes[None, :]
-                log_post -= log_post.max(axis=1, keepdims=True)
-                w = np.exp(log_post)
-                self.table[entries] = (w @ self.nodes) / w.sum(axis=1)
-            return self.table[where]
+            with self._lock:   # worlds simulated on several threads fill the one table
+                return self._lazy(sums)
         if sums.ndim == 2:
             return np.stack([self(row) for row in sums])
         out = np.empty(sums.size)
@@ -374,10 +382,15 @@ def calibrate(theta, trials, counts, b_mean, b_sd, *, b_draws=None, top_k: int =
     observed counts (0 where absent), ``b_mean``/``b_sd``
     (n,) the difficulty means and sds, ``b_draws`` (D, n) optional posterior draws (the ``posterior_draw``
     world). ``reps`` replications per world, fewer when a first world shows that ``budget_s`` would be
-    exceeded (never fewer than :data:`MIN_REPS`). Each world has its own seed, ``[seed, world index]``.
+    exceeded (never fewer than :data:`MIN_REPS`). Each world has its own seed, ``[seed, world index]``, so the
+    worlds after the first (which is timed alone for that budget) run on up to two threads with the same result.
 
     Returns ``{"metrics": {name: interval}, "settings": {...}}``.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchmeasure.irt.diagnostics import _workers
+
     start = time.perf_counter()
     theta = np.asarray(theta, dtype=float)
     trials = np.asarray(trials, dtype=np.int64)
@@ -393,23 +406,44 @@ def calibrate(theta, trials, counts, b_mean, b_sd, *, b_draws=None, top_k: int =
     instances = [(name, r) for name in names for r in range(1 if name in fixed else REALIZATIONS)]
     observed = {m: float(v[0]) for m, v in _metrics(observed_b, top_k).items()}
     simulated, used_reps = {}, reps
-    for index, (name, realization) in enumerate(instances):
-        if should_stop is not None:
-            should_stop()
+
+    def world(index: int, n_reps: int) -> tuple:
+        # each world draws from its own generator, so the worlds may run on any thread in any order and give
+        # the same result (NumPy's random fills, comparisons and sums release the GIL)
+        name, realization = instances[index]
         rng = np.random.default_rng([seed, WORLDS.index(name), realization])
         label = name if name in fixed else f"{name}#{realization + 1}"
-        tic = time.perf_counter()
-        simulated[label] = simulate_world(family.truth(name, rng), estimator, used_reps, rng, top_k)
-        if index == 0 and budget_s:
-            per_rep = (time.perf_counter() - tic) / used_reps
-            affordable = int((budget_s - (time.perf_counter() - start)) / max(per_rep * len(instances), 1e-9))
-            if affordable < used_reps:
-                used_reps = max(MIN_REPS, affordable)
-                log.warning("calibration: %d replications per world instead of %d to stay within %.0f s",
-                            used_reps, reps, budget_s)
+        return label, simulate_world(family.truth(name, rng), estimator, n_reps, rng, top_k)
+
+    def progress(index: int) -> None:
         if (index + 1) % 5 == 0 or index + 1 == len(instances):
             log.info("calibration: %d of %d worlds simulated (%.1f s)", index + 1, len(instances),
                      time.perf_counter() - start)
+
+    if should_stop is not None:
+        should_stop()
+    tic = time.perf_counter()
+    label, first = world(0, used_reps)   # timed alone: it sets the replications every other world gets
+    simulated[label] = first
+    if budget_s:
+        per_rep = (time.perf_counter() - tic) / used_reps
+        affordable = int((budget_s - (time.perf_counter() - start)) / max(per_rep * len(instances), 1e-9))
+        if affordable < used_reps:
+            used_reps = max(MIN_REPS, affordable)
+            log.warning("calibration: %d replications per world instead of %d to stay within %.0f s",
+                        used_reps, reps, budget_s)
+    progress(0)
+    pool = ThreadPoolExecutor(max_workers=_workers())
+    try:
+        futures = [pool.submit(world, index, used_reps) for index in range(1, len(instances))]
+        for index, future in enumerate(futures, start=1):
+            if should_stop is not None:
+                should_stop()
+            label, result = future.result()
+            simulated[label] = result
+            progress(index)
+    finally:   # a stop (Ctrl-C, should_stop) leaves at once: the worlds not yet started are dropped
+        pool.shutdown(wait=False, cancel_futures=True)
     metrics = invert(observed, simulated, probability, unit_quantiles(observed_b)[0])
     for m, v in _metrics(b_mean, top_k).items():  # the paper's value (the fit's own posterior means), beside
         metrics[m] = {"plugin": float(v[0]), **metrics[m]}
