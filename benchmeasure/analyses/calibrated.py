@@ -41,7 +41,8 @@ import time
 
 import numpy as np
 
-from benchmeasure.analyses.posterior_metrics import metric_draws
+from benchmeasure.analyses.posterior_metrics import metric_draws, sorted_unit_metrics
+from benchmeasure.base.kernel_cache import numba
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,15 @@ def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
     if reps is None:
         return ((rng.random(p.shape) < p) & present).sum(axis=0) if one else rng.binomial(trials, p).sum(axis=0)
     out = np.empty((reps, p.shape[1]), dtype=np.int64)
+    if int(trials.sum(axis=0).max()) <= 2 * reps:
+        # each item's column sum from its own distribution: the PMF once (S²/2 steps for S trials in the column),
+        # then one uniform per data set, against S uniforms per data set cell by cell
+        t = np.ascontiguousarray(trials)
+        step = max(1, CHUNK_CELLS // p.shape[1])
+        for start in range(0, reps, step):
+            r = min(step, reps - start)
+            _sums_by_inverse_cdf(p, t, rng.random((r, p.shape[1])), out[start:start + r])
+        return out
     step = max(1, CHUNK_CELLS // p.size)
     for start in range(0, reps, step):
         r = min(step, reps - start)
@@ -173,6 +183,39 @@ def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
         else:
             out[start:start + r] = rng.binomial(trials, p, size=(r, *p.shape)).sum(axis=1)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _sums_by_inverse_cdf(p, trials, u, out):
+    """out[r, i] = the column sum of item i, Σ_m Binomial(trials[m, i], p[m, i]) (a Poisson-binomial law), drawn by
+    inverting its CDF at u[r, i]; the PMF is built one trial at a time (each step a convex combination: stable)."""
+    m, n = p.shape
+    most = 0
+    for i in range(n):
+        s = 0
+        for j in range(m):
+            s += trials[j, i]
+        most = max(most, s)
+    cdf = np.empty(most + 1)
+    for i in range(n):
+        size = 0
+        cdf[0] = 1.0
+        for j in range(m):
+            q = p[j, i]
+            for _ in range(trials[j, i]):
+                cdf[size + 1] = cdf[size] * q
+                for s in range(size, 0, -1):
+                    cdf[s] = cdf[s] * (1.0 - q) + cdf[s - 1] * q
+                cdf[0] *= 1.0 - q
+                size += 1
+        for s in range(1, size + 1):
+            cdf[s] += cdf[s - 1]
+        for r in range(u.shape[0]):
+            x = u[r, i] * cdf[size]
+            s = 0
+            while s < size and cdf[s] <= x:
+                s += 1
+            out[r, i] = s
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -307,9 +350,19 @@ def _metrics(b_rows, top_k: int) -> dict:
 
 def unit_quantiles(b_rows) -> np.ndarray:
     """Each row min-max normalized and sorted: the empirical quantile function the metrics are read from."""
-    b = np.atleast_2d(np.asarray(b_rows, dtype=float))
-    low, high = b.min(axis=1, keepdims=True), b.max(axis=1, keepdims=True)
-    return np.sort((b - low) / np.where(high > low, high - low, 1.0), axis=1)
+    b = np.sort(np.atleast_2d(np.asarray(b_rows, dtype=float)), axis=1)   # normalizing keeps the order
+    low, high = b[:, :1], b[:, -1:]
+    return (b - low) / np.where(high > low, high - low, 1.0)
+
+
+def _metrics_and_shapes(b_rows, top_k: int) -> tuple[dict, np.ndarray]:
+    """(:func:`_metrics`, :func:`unit_quantiles`) of the same rows from one sort."""
+    z = unit_quantiles(b_rows)
+    flat = z[:, -1] <= 0.0
+    metrics = sorted_unit_metrics(np.where(flat[:, None], (np.arange(z.shape[1]) + 0.5) / z.shape[1], z), top_k)
+    for v in metrics.values():
+        v[flat] = np.nan
+    return metrics, z
 
 
 def shape_consistent(observed_shape, shape: dict) -> bool:
@@ -325,8 +378,7 @@ def simulate_world(b, estimator: PosteriorMeans, reps: int, rng, top_k: int) -> 
     vector of true difficulties ``b``."""
     truth = {m: float(v[0]) for m, v in _metrics(b, top_k).items()}
     estimates = estimator(simulate_sums(b, estimator.theta, estimator.trials, rng, reps))
-    est_m = _metrics(estimates, top_k)
-    shapes = unit_quantiles(estimates)
+    est_m, shapes = _metrics_and_shapes(estimates, top_k)
     out = {"shape": {"mean": shapes.mean(axis=0), "rows": shapes}}
     for m, v in est_m.items():
         keep = np.isfinite(v)

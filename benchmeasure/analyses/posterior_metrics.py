@@ -71,13 +71,22 @@ def metric_draws(b_draws, top_k: int = 5) -> dict:
     if np.any(high <= low):
         fail(f"draw {int(np.flatnonzero(high[:, 0] <= low[:, 0])[0])}: all difficulties equal; "
              "min-max normalization is undefined")
-    z = _sorted_unit(b, low, high)
+    return sorted_unit_metrics(_sorted_unit(b, low, high), top_k)
+
+
+def sorted_unit_metrics(z, top_k: int = 5) -> dict:
+    """DDM, Max Gap and Top-k Gap Sum of rows ``z`` (D, N) already min–max normalized to [0, 1] and sorted.
+
+    The k widest gaps are found by a partition, not a sort of all N + 1, and summed widest first."""
+    z = np.asarray(z, dtype=float)
     n = z.shape[1]
     grid = (np.arange(n) + 0.5) / n
     ddm = np.abs(z - grid).mean(axis=1)
     padded = np.concatenate([np.zeros((z.shape[0], 1)), z, np.ones((z.shape[0], 1))], axis=1)
-    gaps = np.sort(np.diff(padded, axis=1), axis=1)[:, ::-1]
-    return {"ddm": ddm, "max_gap": gaps[:, 0], f"top{top_k}_gap_sum": gaps[:, :top_k].sum(axis=1)}
+    gaps = np.diff(padded, axis=1)
+    k = min(int(top_k), gaps.shape[1])
+    widest = -np.sort(-np.partition(gaps, gaps.shape[1] - k, axis=1)[:, gaps.shape[1] - k:], axis=1)
+    return {"ddm": ddm, "max_gap": widest[:, 0], f"top{top_k}_gap_sum": widest.sum(axis=1)}
 
 
 @dataclass(frozen=True)

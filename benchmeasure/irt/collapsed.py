@@ -35,6 +35,7 @@ import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.quadrature import Grid, _logf_general, cell_loglik, chord_cumulative, chord_draw, make_grid
+from benchmeasure.irt.rng import states, uniform
 
 
 class CollapsedData:
@@ -270,18 +271,25 @@ def marginal_logp_grad(theta, nodes, log_weights, n_trials, c_values, c_counts, 
 @numba.njit(cache=True)
 def _logf_plain(x, c, theta, n_trials):
     """log N(x; 0, 1)·likelihood of a g = 0 item with column sum c given θ, without terms free of x."""
+    # Σ_j softplus(η_j) = Σ_j max(η_j, 0) + log Π_j (1 + e^−|η_j|): one log for every model (each factor lies in
+    # (1, 2], so the product of up to 1,000 of them stays finite; longer panels log it in runs)
     total = -0.5 * x * x - c * x
+    product = 1.0
     for j in range(theta.shape[0]):
         eta = theta[j] - x
-        total -= n_trials * (max(eta, 0.0) + math.log1p(math.exp(-abs(eta))))
-    return total
+        total -= n_trials * max(eta, 0.0)
+        product *= 1.0 + math.exp(-abs(eta))
+        if product > 1e300:
+            total -= n_trials * math.log(product)
+            product = 1.0
+    return total - n_trials * math.log(product)
 
 
 @numba.njit(cache=True, nogil=True)
-def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gbounds, item_kind, item_group,
-                 seed, out):
-    """out[s, i] = one exact draw of b_i given θ = theta_draws[s], for every draw s and item i."""
-    np.random.seed(seed)
+def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gbounds, members_c, starts_c,
+                 members_u, starts_u, state, out):
+    """out[s, i] = one exact draw of b_i given θ = theta_draws[s], for every draw s and item i (the items of each
+    group as :func:`group_members` lists them)."""
     m, n_nodes = theta_draws.shape[1], nodes.shape[0]
     n_c, n_u = c_values.shape[0], gu.shape[0]
     f_c = np.empty((n_c, n_nodes))
@@ -320,26 +328,43 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
                 for k in range(n_nodes):
                     f_u[u, k] += e_sum[k] - 0.5 * nodes[k] * nodes[k]
                 chord_cumulative(f_u[u], step, cum_u[u], shape_u[u], guide_u[u])
-        for i in range(item_kind.shape[0]):
-            grp = item_group[i]
-            plain = item_kind[i] == 0
-            while True:
-                if plain:
-                    x, chord = chord_draw(f_c[grp], cum_c[grp], shape_c[grp], guide_c[grp], nodes[0], step)
-                else:
-                    x, chord = chord_draw(f_u[grp], cum_u[grp], shape_u[grp], guide_u[grp], nodes[0], step)
-                w = np.random.random()
-                if w < (squeeze_plain if plain else squeeze):
-                    break
-                if plain:
-                    exact = _logf_plain(x, c_values[grp], theta, n_trials)
-                else:
-                    for j in range(m):
-                        g_item[j] = gu[grp]
-                    exact = _logf_general(x, yu[grp], theta, -1, n_trials, g_item)
-                if math.log(w) < exact - chord - delta:
-                    break
-            out[s, i] = x
+        # group by group: each group's tables are looked up once, then its items' draws (i.i.d. given θ) are made
+        for c in range(n_c):
+            f, cum, shp, gd = f_c[c], cum_c[c], shape_c[c], guide_c[c]
+            for q in range(starts_c[c], starts_c[c + 1]):
+                while True:
+                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
+                    w = uniform(state)
+                    if w < squeeze_plain:
+                        break
+                    if math.log(w) < _logf_plain(x, c_values[c], theta, n_trials) - chord - delta:
+                        break
+                out[s, members_c[q]] = x
+        for u in range(n_u):
+            f, cum, shp, gd = f_u[u], cum_u[u], shape_u[u], guide_u[u]
+            for j in range(m):
+                g_item[j] = gu[u]
+            for q in range(starts_u[u], starts_u[u + 1]):
+                while True:
+                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
+                    w = uniform(state)
+                    if w < squeeze:
+                        break
+                    if math.log(w) < _logf_general(x, yu[u], theta, -1, n_trials, g_item) - chord - delta:
+                        break
+                out[s, members_u[q]] = x
+
+
+def group_members(item_kind, item_group, n_plain: int, n_guessed: int):
+    """The items of each group, group by group: (members_c, starts_c, members_u, starts_u), the items of plain
+    group c being members_c[starts_c[c]:starts_c[c + 1]] (in item order), and likewise for the guessing groups."""
+    out = []
+    for kind, count in ((0, n_plain), (1, n_guessed)):
+        items = np.flatnonzero(item_kind == kind)
+        members = items[np.argsort(item_group[items], kind="stable")].astype(np.int64)
+        starts = np.searchsorted(item_group[members], np.arange(count + 1)).astype(np.int64)
+        out += [members, starts]
+    return tuple(out)
 
 
 def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *, block: int = 100,
@@ -361,7 +386,8 @@ def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *
     grid = data.grid
     delta = grid.curvature * grid.step ** 2 / 8.0
     starts = list(range(0, flat.shape[0], block))
-    seeds = np.random.SeedSequence(seed).generate_state(len(starts))
+    block_states = states(seed, len(starts))   # one generator per block (irt/rng.py)
+    members = group_members(data.item_kind, data.item_group, data.c_values.size, data.gu.size)
     if threads is None:
         threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
@@ -370,10 +396,10 @@ def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *
         stop = min(start + block, flat.shape[0])
         part = out[start:stop]   # the kernels write float32 in place (rounded as NumPy would)
         if hasattr(data, "draw_block"):  # holes or K per cell (collapsed_holes.CollapsedHolesData)
-            data.draw_block(flat[start:stop], delta, int(seeds[index]), part)
+            data.draw_block(flat[start:stop], delta, members, block_states[index], part)
         else:
             draw_b_block(flat[start:stop], grid.nodes, grid.step, delta, float(data.n_trials), data.c_values,
-                         data.yu, data.gu, data.gbounds, data.item_kind, data.item_group, int(seeds[index]), part)
+                         data.yu, data.gu, data.gbounds, *members, block_states[index], part)
         return stop
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:

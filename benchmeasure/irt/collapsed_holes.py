@@ -30,6 +30,7 @@ import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.quadrature import Grid, cell_loglik, chord_cumulative, chord_draw, make_grid
+from benchmeasure.irt.rng import uniform
 
 
 def _unique_columns(keys: np.ndarray):
@@ -105,12 +106,11 @@ class CollapsedHolesData:
         """(log p(Y | θ) integrated over b, its gradient in θ) at a NumPy θ; the θ prior is not included."""
         return marginal_logp_grad_holes(np.ascontiguousarray(theta, dtype=float), *self.args())
 
-    def draw_block(self, theta_draws, delta, seed, out):
+    def draw_block(self, theta_draws, delta, members, state, out):
         """out[s, i] = one exact draw of b_i given θ = theta_draws[s] (used by ``collapsed.draw_difficulties``)."""
         grid = self.grid
         draw_b_block_holes(theta_draws, grid.nodes, grid.step, delta, self.patterns, self.c_pattern,
-                           self.c_values, self.yu, self.ku, self.gu, self.gbounds, self.item_kind, self.item_group,
-                           seed, out)
+                           self.c_values, self.yu, self.ku, self.gu, self.gbounds, *members, state, out)
 
     def log_integrands(self, theta) -> np.ndarray:
         """Every group's log-integrand on the grid at θ (groups × G), for the edge-weight check."""
@@ -247,9 +247,8 @@ def _logf_exact(x, y, k, theta, g):
 
 @numba.njit(cache=True, nogil=True)
 def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_values, yu, ku, gu, gbounds,
-                       item_kind, item_group, seed, out):
+                       members_c, starts_c, members_u, starts_u, state, out):
     """out[s, i] = one exact draw of b_i given θ = theta_draws[s] (the envelope of ``collapsed.draw_b_block``)."""
-    np.random.seed(seed)
     m, n_nodes = theta_draws.shape[1], nodes.shape[0]
     n_c, n_u = c_values.shape[0], gu.shape[0]
     f_c = np.empty((n_c, n_nodes))
@@ -288,25 +287,33 @@ def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_v
                 for k in range(n_nodes):
                     f_u[u, k] -= 0.5 * nodes[k] * nodes[k]
                 chord_cumulative(f_u[u], step, cum_u[u], shape_u[u], guide_u[u])
-        for i in range(item_kind.shape[0]):
-            grp = item_group[i]
-            plain = item_kind[i] == 0
-            while True:
-                if plain:
-                    x, chord = chord_draw(f_c[grp], cum_c[grp], shape_c[grp], guide_c[grp], nodes[0], step)
-                else:
-                    x, chord = chord_draw(f_u[grp], cum_u[grp], shape_u[grp], guide_u[grp], nodes[0], step)
-                w = np.random.random()
-                if w < (squeeze_plain if plain else squeeze):
-                    break
-                if plain:  # Σ_j Y_ij θ_j is constant in x: −x²/2 − C·x − Σ_j T_pj softplus(θ_j − x)
-                    exact = -0.5 * x * x - c_values[grp] * x
-                    prow = patterns[c_pattern[grp]]
+        # group by group, as collapsed.draw_b_block
+        for c in range(n_c):
+            f, cum, shp, gd = f_c[c], cum_c[c], shape_c[c], guide_c[c]
+            prow = patterns[c_pattern[c]]
+            for q in range(starts_c[c], starts_c[c + 1]):
+                while True:
+                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
+                    w = uniform(state)
+                    if w < squeeze_plain:
+                        break
+                    # Σ_j Y_ij θ_j is constant in x: −x²/2 − C·x − Σ_j T_pj softplus(θ_j − x)
+                    exact = -0.5 * x * x - c_values[c] * x
                     for j in range(m):
                         eta = theta[j] - x
-                        exact -= prow[j] * (max(eta, 0.0) + math.log1p(math.exp(-abs(eta))))
-                else:
-                    exact = _logf_exact(x, yu[grp], ku[grp], theta, gu[grp])
-                if math.log(w) < exact - chord - delta:
-                    break
-            out[s, i] = x
+                        if prow[j] > 0.0:
+                            exact -= prow[j] * (max(eta, 0.0) + math.log(1.0 + math.exp(-abs(eta))))
+                    if math.log(w) < exact - chord - delta:
+                        break
+                out[s, members_c[q]] = x
+        for u in range(n_u):
+            f, cum, shp, gd = f_u[u], cum_u[u], shape_u[u], guide_u[u]
+            for q in range(starts_u[u], starts_u[u + 1]):
+                while True:
+                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
+                    w = uniform(state)
+                    if w < squeeze:
+                        break
+                    if math.log(w) < _logf_exact(x, yu[u], ku[u], theta, gu[u]) - chord - delta:
+                        break
+                out[s, members_u[q]] = x

@@ -274,7 +274,7 @@ def summarize_draws(values: np.ndarray, chunk: int = 256, workers: int | None = 
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from benchmeasure.irt.draw_summary import normal_scores, summarize_block
+    from benchmeasure.irt.draw_summary import argsort_rows_f32, normal_scores, summarize_block
 
     n_chains, n_draws, n_params = values.shape
     out = {key: np.empty(n_params) for key in ("mean", "sd", "r_hat", "ess_bulk", "ess_tail")}
@@ -283,17 +283,20 @@ def summarize_draws(values: np.ndarray, chunk: int = 256, workers: int | None = 
 
     def one(start):
         stop = min(start + chunk, n_params)
-        flat = np.asarray(values[:, :, start:stop], dtype=float)
-        out["mean"][start:stop] = flat.mean(axis=(0, 1))
-        out["sd"][start:stop] = (flat.std(axis=(0, 1), ddof=1) if n_chains * n_draws > 1 else np.nan)
+        # (P, chains, draws) in the stored type: the moments are contiguous reductions in float64, and float32 b
+        # draws are sorted as float32 (the order is the same)
+        raw = np.ascontiguousarray(np.moveaxis(values[:, :, start:stop], 2, 0))
+        out["mean"][start:stop] = raw.mean(axis=(1, 2), dtype=float)
+        out["sd"][start:stop] = (raw.std(axis=(1, 2), ddof=1, dtype=float) if n_chains * n_draws > 1 else np.nan)
         figures = np.empty((stop - start, 3))
         if n_draws >= 4:
-            # sorted in the stored type (float32 b draws sort faster; the order is the same)
-            raw = np.ascontiguousarray(np.moveaxis(values[:, :, start:stop] if values.dtype == np.float32 else flat,
-                                                   2, 0))
             split = _split_chains(raw).reshape(stop - start, -1)
-            order = np.argsort(split, axis=1)
-            ordered_all = (np.sort(flat.reshape(-1, stop - start).T, axis=1) if n_draws % 2
+            if split.dtype == np.float32:
+                order = np.empty(split.shape, dtype=np.int64)
+                argsort_rows_f32(split, order)
+            else:
+                order = np.argsort(split, axis=1)
+            ordered_all = (np.sort(np.asarray(raw, dtype=float).reshape(stop - start, -1), axis=1) if n_draws % 2
                            else np.zeros((stop - start, 0)))
             summarize_block(np.asarray(split, dtype=float), order, ordered_all, n_chains, table, figures)
         else:

@@ -1,0 +1,154 @@
+"""The pieces that make a fit's b draws, summaries and calibration cheap, each against an independent reference:
+the generator (irt/rng.py) against its published definition, the radix argsort against NumPy's sort, the fast
+log1p against math.log1p, the column sums drawn by inverse CDF against their exact Poisson-binomial law, and the
+metrics of sorted rows against the full-sort definition."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+MASK = (1 << 64) - 1
+
+
+def _xoshiro_reference(state, count):
+    """xoshiro256** in plain Python integers, from Blackman & Vigna's definition."""
+    s = [int(x) for x in state]
+
+    def rotl(x, k):
+        return ((x << k) | (x >> (64 - k))) & MASK
+
+    out = []
+    for _ in range(count):
+        out.append((rotl((s[1] * 5) & MASK, 7) * 9) & MASK)
+        t = (s[1] << 17) & MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+    return out
+
+
+def test_generator_follows_its_definition():
+    import numba
+
+    from benchmeasure.irt.rng import fill_uniform, next_u64, states
+
+    @numba.njit
+    def outputs(state, out):
+        for k in range(out.shape[0]):
+            out[k] = next_u64(state)
+
+    got = np.empty(4, dtype=np.uint64)
+    outputs(np.array([1, 2, 3, 4], dtype=np.uint64), got)
+    # the first outputs from the state (1, 2, 3, 4), as the reference C code gives them
+    assert [int(v) for v in got] == [11520, 0, 1509978240, 1215971899390074240]
+    state = states(7, 3)[2].copy()
+    got = np.empty(50, dtype=np.uint64)
+    outputs(state.copy(), got)
+    assert [int(v) for v in got] == _xoshiro_reference(state, 50)
+    u = np.empty(200_000)
+    fill_uniform(state.copy(), u)
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert np.all(np.mod(u * 2.0 ** 53, 1.0) == 0.0)          # multiples of 2^-53
+    assert abs(u.mean() - 0.5) < 5 * math.sqrt(1 / 12 / u.size)
+    from scipy.stats import kstest
+
+    assert kstest(u, "uniform").pvalue > 1e-4
+    # distinct seeds and blocks give distinct states; the same seed the same ones
+    assert np.array_equal(states(7, 3), states(7, 3))
+    assert len({tuple(r) for r in np.vstack([states(7, 3), states(8, 3)])}) == 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float32, st.tuples(st.integers(1, 4), st.integers(1, 300)),
+                  elements=st.floats(width=32, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.5, -1.5])))
+def test_radix_argsort_sorts_like_numpy(values):
+    from benchmeasure.irt.draw_summary import argsort_rows_f32
+
+    order = np.empty(values.shape, dtype=np.int64)
+    argsort_rows_f32(np.ascontiguousarray(values), order)
+    for p in range(values.shape[0]):
+        assert np.array_equal(np.sort(order[p]), np.arange(values.shape[1]))        # a permutation
+        assert np.array_equal(values[p][order[p]], np.sort(values[p]))               # that sorts the row
+
+
+def test_radix_argsort_puts_nan_at_an_end():
+    from benchmeasure.irt.draw_summary import argsort_rows_f32
+
+    row = np.array([[0.5, np.nan, -2.0, np.inf, -np.inf, 1.0]], dtype=np.float32)
+    order = np.empty(row.shape, dtype=np.int64)
+    argsort_rows_f32(row, order)
+    ordered = row[0][order[0]]
+    assert np.isnan(ordered[0]) or np.isnan(ordered[-1])
+    assert list(ordered[np.isfinite(ordered) | np.isinf(ordered)]) == [-np.inf, -2.0, 0.5, 1.0, np.inf]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-0.999999, 1e6) | st.floats(-1e-3, 1e-3))
+def test_log1p_fast_is_accurate(x):
+    from benchmeasure.irt.quadrature import log1p_fast
+
+    exact = math.log1p(x)
+    assert abs(log1p_fast(x) - exact) <= 2e-12 * abs(exact) + 1e-300
+
+
+def _poisson_binomial_pmf(p, trials):
+    pmf = np.array([1.0])
+    for q, t in zip(p, trials):
+        for _ in range(int(t)):
+            pmf = np.convolve(pmf, [1.0 - q, q])
+    return pmf
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_column_sums_follow_their_exact_law(k):
+    """The calibration's column sums drawn by inverse CDF (analyses/calibrated.py) have the Poisson-binomial law of
+    independent binomial cells, holes included: a chi-square test per item against the exact PMF."""
+    from scipy.stats import chisquare
+
+    from benchmeasure.analyses.calibrated import simulate_sums
+
+    rng = np.random.default_rng(5)
+    m, n, reps = 6, 4, 40_000
+    theta, b = rng.normal(size=m), np.array([-1.5, 0.0, 0.7, 2.5])
+    trials = np.full((m, n), k, dtype=np.int64)
+    trials[0, 1] = 0                       # a hole
+    trials[2, 3] = 1                       # fewer trials in one cell
+    assert trials.sum(axis=0).max() <= 2 * reps   # the inverse-CDF route is the one taken
+    sums = simulate_sums(b, theta, trials, np.random.default_rng(11), reps)
+    p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
+    for i in range(n):
+        pmf = _poisson_binomial_pmf(p[:, i], trials[:, i])
+        observed = np.bincount(sums[:, i], minlength=pmf.size)
+        assert observed.size == pmf.size                      # never a sum above the trials
+        keep = pmf * reps >= 5
+        expected = pmf[keep] * reps
+        stat = chisquare(observed[keep], expected * observed[keep].sum() / expected.sum())
+        assert stat.pvalue > 1e-4, (i, stat)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(2, 40)),
+                  elements=st.floats(-5, 5, allow_nan=False)), st.integers(1, 45))
+def test_sorted_metrics_equal_the_full_sort(b, top_k):
+    from benchmeasure.analyses.posterior_metrics import sorted_unit_metrics
+
+    b = b[np.ptp(b, axis=1) > 0]
+    if not b.size:
+        return
+    z = np.sort((b - b.min(axis=1, keepdims=True)) / np.ptp(b, axis=1, keepdims=True), axis=1)
+    got = sorted_unit_metrics(z, top_k)
+    padded = np.concatenate([np.zeros((z.shape[0], 1)), z, np.ones((z.shape[0], 1))], axis=1)
+    gaps = np.sort(np.diff(padded, axis=1), axis=1)[:, ::-1]
+    assert np.array_equal(got["max_gap"], gaps[:, 0])
+    assert np.array_equal(got[f"top{top_k}_gap_sum"], gaps[:, :top_k].sum(axis=1))
+    n = z.shape[1]
+    assert np.array_equal(got["ddm"], np.abs(z - (np.arange(n) + 0.5) / n).mean(axis=1))
