@@ -42,7 +42,6 @@ import time
 import numpy as np
 
 from benchmeasure.analyses.posterior_metrics import metric_draws, sorted_unit_metrics
-from benchmeasure.base.kernel_cache import numba
 
 log = logging.getLogger(__name__)
 
@@ -167,13 +166,15 @@ def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
         return ((rng.random(p.shape) < p) & present).sum(axis=0) if one else rng.binomial(trials, p).sum(axis=0)
     out = np.empty((reps, p.shape[1]), dtype=np.int64)
     if int(trials.sum(axis=0).max()) <= 2 * reps:
+        from benchmeasure.analyses.kernels import sums_by_inverse_cdf
+
         # each item's column sum from its own distribution: the PMF once (S²/2 steps for S trials in the column),
         # then one uniform per data set, against S uniforms per data set cell by cell
         t = np.ascontiguousarray(trials)
         step = max(1, CHUNK_CELLS // p.shape[1])
         for start in range(0, reps, step):
             r = min(step, reps - start)
-            _sums_by_inverse_cdf(p, t, rng.random((r, p.shape[1])), out[start:start + r])
+            sums_by_inverse_cdf(p, t, rng.random((r, p.shape[1])), out[start:start + r])
         return out
     step = max(1, CHUNK_CELLS // p.size)
     for start in range(0, reps, step):
@@ -183,39 +184,6 @@ def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
         else:
             out[start:start + r] = rng.binomial(trials, p, size=(r, *p.shape)).sum(axis=1)
     return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _sums_by_inverse_cdf(p, trials, u, out):
-    """out[r, i] = the column sum of item i, Σ_m Binomial(trials[m, i], p[m, i]) (a Poisson-binomial law), drawn by
-    inverting its CDF at u[r, i]; the PMF is built one trial at a time (each step a convex combination: stable)."""
-    m, n = p.shape
-    most = 0
-    for i in range(n):
-        s = 0
-        for j in range(m):
-            s += trials[j, i]
-        most = max(most, s)
-    cdf = np.empty(most + 1)
-    for i in range(n):
-        size = 0
-        cdf[0] = 1.0
-        for j in range(m):
-            q = p[j, i]
-            for _ in range(trials[j, i]):
-                cdf[size + 1] = cdf[size] * q
-                for s in range(size, 0, -1):
-                    cdf[s] = cdf[s] * (1.0 - q) + cdf[s - 1] * q
-                cdf[0] *= 1.0 - q
-                size += 1
-        for s in range(1, size + 1):
-            cdf[s] += cdf[s - 1]
-        for r in range(u.shape[0]):
-            x = u[r, i] * cdf[size]
-            s = 0
-            while s < size and cdf[s] <= x:
-                s += 1
-            out[r, i] = s
 
 
 # ----------------------------------------------------------------------------------------------------------

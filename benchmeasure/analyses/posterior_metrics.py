@@ -75,18 +75,14 @@ def metric_draws(b_draws, top_k: int = 5) -> dict:
 
 
 def sorted_unit_metrics(z, top_k: int = 5) -> dict:
-    """DDM, Max Gap and Top-k Gap Sum of rows ``z`` (D, N) already min–max normalized to [0, 1] and sorted.
+    """DDM, Max Gap and Top-k Gap Sum of rows ``z`` (D, N) already min–max normalized to [0, 1] and sorted: one
+    compiled pass per row (:func:`benchmeasure.analyses.kernels.sorted_metrics`), with no sort of the gaps."""
+    from benchmeasure.analyses.kernels import sorted_metrics
 
-    The k widest gaps are found by a partition, not a sort of all N + 1, and summed widest first."""
-    z = np.asarray(z, dtype=float)
-    n = z.shape[1]
-    grid = (np.arange(n) + 0.5) / n
-    ddm = np.abs(z - grid).mean(axis=1)
-    padded = np.concatenate([np.zeros((z.shape[0], 1)), z, np.ones((z.shape[0], 1))], axis=1)
-    gaps = np.diff(padded, axis=1)
-    k = min(int(top_k), gaps.shape[1])
-    widest = -np.sort(-np.partition(gaps, gaps.shape[1] - k, axis=1)[:, gaps.shape[1] - k:], axis=1)
-    return {"ddm": ddm, "max_gap": widest[:, 0], f"top{top_k}_gap_sum": widest.sum(axis=1)}
+    z = np.ascontiguousarray(z, dtype=float)
+    out = {name: np.empty(z.shape[0]) for name in ("ddm", "max_gap", f"top{top_k}_gap_sum")}
+    sorted_metrics(z, int(top_k), out["ddm"], out["max_gap"], out[f"top{top_k}_gap_sum"])
+    return out
 
 
 @dataclass(frozen=True)
