@@ -153,3 +153,49 @@ def test_sorted_metrics_equal_the_full_sort(b, top_k):
     np.testing.assert_allclose(got[f"top{top_k}_gap_sum"], gaps[:, :top_k].sum(axis=1), rtol=1e-13, atol=1e-15)
     n = z.shape[1]
     np.testing.assert_allclose(got["ddm"], np.abs(z - (np.arange(n) + 0.5) / n).mean(axis=1), rtol=1e-13, atol=1e-15)
+
+
+def _fine_cdf(y, t, theta, g, lo, hi):
+    """The exact conditional CDF of one b given θ on a fine grid (cell by cell with its own trials), for a KS test."""
+    x = np.linspace(lo, hi, 40_001)
+    p = g + (1 - g) / (1 + np.exp(x[:, None] - theta[None, :]))
+    log = -0.5 * x ** 2 + (y * np.log(p) + (t - y) * np.log1p(-p)).sum(axis=1)
+    w = np.exp(log - log.max())
+    cdf = np.cumsum(w)
+    cdf /= cdf[-1]
+    return lambda v: np.interp(v, x, cdf)
+
+
+@pytest.mark.parametrize("refinement", [None, 0.25, 0.5, 4.0])
+@pytest.mark.parametrize("holes", [False, True])
+def test_b_draws_are_exact_on_every_draw_grid(refinement, holes):
+    """Every draw grid :func:`draw_grid` may choose gives the exact conditional of each b given θ (a KS test per
+    item against a brute-force CDF), for plain items, guessing floors, holes and K per cell; the chosen grid is
+    one of the allowed ones."""
+    from scipy.stats import kstest
+
+    from benchmeasure.irt.collapsed import DRAW_REFINEMENTS, collapsed_data, draw_difficulties, draw_grid
+
+    rng = np.random.default_rng(21)
+    m, n, k = 6, 12, 3
+    theta = np.array([-2.5, -1.0, 0.0, 0.4, 1.3, 3.0])
+    b = np.linspace(-2.5, 2.5, n)
+    g = np.where(np.arange(n) % 4 == 0, 0.25, 0.0)
+    trials = np.full((m, n), k, dtype=np.int64)
+    if holes:
+        trials[rng.random((m, n)) < 0.25] = 0
+        trials[:, 3] = np.array([1, 5, 0, 2, 3, 3])
+    p = g + (1 - g) / (1 + np.exp(b[None, :] - theta[:, None]))
+    counts = rng.binomial(trials, p)
+    data = collapsed_data(counts, k, g, trials if holes else None)
+    nodes, step, delta = draw_grid(data, refinement)
+    assert np.isclose(nodes[1] - nodes[0], step) and delta > 0
+    if refinement is None:
+        assert any(nodes.size - 1 == max(2, round((data.grid.size - 1) * r)) for r in DRAW_REFINEMENTS)
+    size = 8_000
+    draws = draw_difficulties(data, np.tile(theta, (2, size // 2, 1)), seed=5, refinement=refinement)
+    flat = draws.reshape(size, n).astype(float)
+    lo, hi = data.grid.nodes[0], data.grid.nodes[-1]
+    for i in range(n):
+        result = kstest(flat[:, i], _fine_cdf(counts[:, i], trials[:, i], theta, g[i], lo, hi))
+        assert result.pvalue > 1e-4, (i, result)

@@ -106,10 +106,10 @@ class CollapsedHolesData:
         """(log p(Y | θ) integrated over b, its gradient in θ) at a NumPy θ; the θ prior is not included."""
         return marginal_logp_grad_holes(np.ascontiguousarray(theta, dtype=float), *self.args())
 
-    def draw_block(self, theta_draws, delta, members, state, out):
-        """out[s, i] = one exact draw of b_i given θ = theta_draws[s] (used by ``collapsed.draw_difficulties``)."""
-        grid = self.grid
-        draw_b_block_holes(theta_draws, grid.nodes, grid.step, delta, self.patterns, self.c_pattern,
+    def draw_block(self, theta_draws, nodes, step, delta, members, state, out):
+        """out[s, i] = one exact draw of b_i given θ = theta_draws[s] on the grid ``nodes`` (used by
+        ``collapsed.draw_difficulties``)."""
+        draw_b_block_holes(theta_draws, nodes, step, delta, self.patterns, self.c_pattern,
                            self.c_values, self.yu, self.ku, self.gu, self.gbounds, *members, state, out)
 
     def log_integrands(self, theta) -> np.ndarray:
