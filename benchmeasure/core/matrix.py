@@ -125,6 +125,14 @@ def _duplicate(names: list) -> str | None:
 INTEGER = re.compile(r"-?[0-9]+")
 
 
+def _plain_counts(cells: list) -> bool:
+    """Whether every cell is 1 to 12 ASCII digits and nothing else: read as it is by the fast path of
+    :func:`read_matrix` (anything else goes cell by cell, which names the cell it refuses)."""
+    joined = "".join(cells)
+    return (joined.isascii() and joined.isdigit() and "" not in cells
+            and max(map(len, cells), default=0) <= 12)
+
+
 def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)) -> ResponseMatrix:
     """Read and validate a count matrix CSV.
 
@@ -153,6 +161,13 @@ def read_matrix(path: str | os.PathLike, n_trials: int, min_size: tuple = (2, 2)
         model = row[0].strip()  # stripped, as the item IDs of the header and every other reader's IDs are
         if not model:
             fail(f"{path}: line {line}, column 'model': blank model ID")
+        cells = row[1:]
+        if len(cells) == len(items) and _plain_counts(cells):   # the common case, checked for the whole row at once
+            values = np.asarray(cells).astype(np.int64)
+            if values.size == 0 or values.max() <= n_trials:
+                models.append(model)
+                data.append(values)
+                continue
         values = []
         for item, cell in zip(items, row[1:]):
             text = cell.strip()
