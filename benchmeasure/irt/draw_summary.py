@@ -59,67 +59,19 @@ def _rhat_basic(z, n_chains, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _ess_geyer(x, n_chain, n_draw, cut=np.nan):
-    """ESS of x (n_chain consecutive runs of n_draw draws) by Geyer's initial monotone sequence; with a ``cut``,
-    the ESS of the indicator x ≤ cut (the tail ESS), computed from the positions of its rarer value alone.
-
-    For an indicator J with r_c ones in chain c (mean m = r_c/n), the lag-t autocovariance is
-    (1/n)·[P(t) − m·(A(t) + B(t)) + (n − t)·m²], with P(t) the pairs of ones t apart, A(t) the ones before
-    n − t and B(t) those from t on: integers counted from the r_c positions, O(r_c) a lag instead of O(n). The
-    centred autocovariances of J and 1 − J are equal, so the rarer value is the one counted (5 % of the draws
-    for either tail)."""
-    sparse = not math.isnan(cut)
-    size = n_chain * n_draw
+def _ess_geyer(x, n_chain, n_draw):
+    """ESS of x (n_chain consecutive runs of n_draw draws) by Geyer's initial monotone sequence."""
+    centered = np.empty(n_chain * n_draw)
     chain_mean = np.empty(n_chain)
-    centered = np.empty(size if not sparse else 0)
-    flag = np.zeros(size if sparse else 0, dtype=np.bool_)
-    positions = np.empty(size if sparse else 0, dtype=np.int64)
-    before = np.zeros(n_chain * (n_draw + 1) if sparse else 0, dtype=np.int64)   # ones before k, per chain
-    starts = np.zeros(n_chain + 1, dtype=np.int64)
-    if sparse:
-        ones = 0
-        for k in range(size):
-            ones += x[k] <= cut
-        rare_is_one = 2 * ones <= size
-        r = 0
-        for c in range(n_chain):
-            starts[c] = r
-            base = c * (n_draw + 1)
-            for i in range(n_draw):
-                k = c * n_draw + i
-                hit = (x[k] <= cut) == rare_is_one
-                before[base + i + 1] = before[base + i] + hit
-                if hit:
-                    flag[k] = True
-                    positions[r] = i
-                    r += 1
-            chain_mean[c] = (r - starts[c]) / n_draw
-        starts[n_chain] = r
-    else:
-        for c in range(n_chain):
-            s = 0.0
-            for i in range(n_draw):
-                s += x[c * n_draw + i]
-            chain_mean[c] = s / n_draw
-            for i in range(n_draw):
-                centered[c * n_draw + i] = x[c * n_draw + i] - chain_mean[c]
+    for c in range(n_chain):
+        s = 0.0
+        for i in range(n_draw):
+            s += x[c * n_draw + i]
+        chain_mean[c] = s / n_draw
+        for i in range(n_draw):
+            centered[c * n_draw + i] = x[c * n_draw + i] - chain_mean[c]
 
     def acov(t):
-        if sparse:
-            total = 0.0
-            for c in range(n_chain):
-                pairs = 0
-                for q in range(starts[c], starts[c + 1]):
-                    i = positions[q]
-                    if i + t < n_draw and flag[c * n_draw + i + t]:
-                        pairs += 1
-                base = c * (n_draw + 1)
-                count = starts[c + 1] - starts[c]
-                a = before[base + n_draw - t]
-                b = count - before[base + t]
-                m = chain_mean[c]
-                total += (pairs - m * (a + b) + (n_draw - t) * m * m) / n_draw
-            return total / n_chain
         # four running sums (a fixed order, so the result never depends on where the arrays lie in memory): the
         # one long dependency chain of a single sum made this loop most of the summaries' time
         total = 0.0
@@ -270,6 +222,7 @@ def summarize_block(split, order, ordered_all, n_chains, table, out):
     z = np.empty(size)
     folded = np.empty(size)
     order_f = np.empty(size, dtype=np.int64)
+    indicator = np.empty(size)
     for p in range(n_params):
         x = split[p]
         o = order[p]
@@ -314,6 +267,8 @@ def summarize_block(split, order, ordered_all, n_chains, table, out):
         for q in (0.05, 0.95):
             cut = _quantile(ordered, q)
             varies = ordered[0] <= cut and not ordered[ordered.shape[0] - 1] <= cut   # draws on each side
-            ess = _ess_geyer(x, split_chains, half, cut) if varies else float(size)
+            for k in range(size):
+                indicator[k] = 1.0 if x[k] <= cut else 0.0
+            ess = _ess_geyer(indicator, split_chains, half) if varies else float(size)
             tail = min(tail, ess)
         out[p, 2] = tail
