@@ -50,7 +50,12 @@ def interrupt_when(tmp_path, marker: str | None, env=None, delay: float = 0.0, d
         time.sleep(delay)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        reader.join(10)
+        pytest.fail("still running 60 s after Ctrl-C; its stderr:\n" + "".join(lines))
     reader.join(10)
     return proc.returncode, "".join(lines), time.monotonic() - sent, out
 
@@ -88,3 +93,39 @@ def test_ctrl_c_after_sampling_stops_the_fit(tmp_path, marker):
     import os
     env = {**os.environ, "BENCHMEASURE_PROGRESS_INTERVAL": "0.1"}
     assert_stopped(*interrupt_when(tmp_path, marker, env=env, draws=10000, items=400, extra=("--save-posterior",)))
+
+
+STUCK = """
+import threading, time
+from benchmeasure.base.interrupt import command_started, exit_on_interrupt
+exit_on_interrupt()
+command_started()
+try:
+    print("ready", flush=True)
+    time.sleep(600)
+finally:  # a clean-up that waits for something that never comes
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire()
+"""
+
+
+def test_ctrl_c_ends_a_command_whose_clean_up_never_finishes(tmp_path):
+    """The backstop (base/interrupt.py): a command stuck after Ctrl-C is ended GRACE_S later, status 130."""
+    from benchmeasure.base.interrupt import GRACE_S
+
+    proc = subprocess.Popen([sys.executable, "-c", STUCK], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout.readline().strip() == "ready"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=GRACE_S + 30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the backstop did not end a stuck command")
+    took = time.monotonic() - sent
+    assert proc.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "interrupted", stderr
+    assert "Ctrl-C" in stderr and "Traceback" not in stderr, stderr
+    assert GRACE_S - 0.5 < took < GRACE_S + 5, took

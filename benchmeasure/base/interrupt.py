@@ -14,6 +14,14 @@ A command's life has three phases, each with its own answer to SIGINT:
 * **after**, once the command's outcome is decided (its outputs written, or its error or ``interrupted`` line
   printed): a Ctrl-C while the interpreter shuts down ends it at once.
 
+A backstop covers every phase: the C-level signal handler also writes the signal's number to a pipe
+(:func:`signal.set_wakeup_fd`) that a watcher thread reads, so a Ctrl-C is seen at once even when the main thread
+is stuck (in native code that never returns to Python, or in a clean-up that waits on something that will not
+come). If the process still runs :data:`GRACE_S` seconds after a Ctrl-C while this module's handlers are in
+charge, the watcher writes a note and ``interrupted`` and ends it with status 130. The outputs are safe either way:
+each is written to a temporary file and renamed into place (``base/files.py``), so a cut clean-up can leave a
+temporary file behind, never a partial output.
+
 A process started with SIGINT ignored (a shell's background job, ``nohup``) keeps ignoring it: nothing here
 installs a handler then. Standard library only.
 """
@@ -26,10 +34,12 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import NoReturn
 
 EXIT_INTERRUPTED = 130
+GRACE_S = 5.0   # how long a command may take to undo its work after Ctrl-C before the backstop ends it
 _installed = False
 
 
@@ -77,6 +87,35 @@ def _unraisable(unraisable, previous=sys.unraisablehook) -> None:
     previous(unraisable)
 
 
+def _backstop() -> None:
+    """Start the watcher thread of the module docstring (main thread only; silently not where it cannot run)."""
+    try:
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        return
+
+    def watch() -> None:
+        while True:
+            try:
+                data = os.read(read, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            if signal.SIGINT in data and _handled():
+                deadline = time.monotonic() + GRACE_S
+                while time.monotonic() < deadline:
+                    time.sleep(0.05)
+                # no flush of sys.stdout here: the stuck main thread may hold its lock
+                os.write(2, f"note: still running {GRACE_S:g} s after Ctrl-C; ending it now (an output is "
+                            f"either complete or absent)\ninterrupted\n".encode())
+                os._exit(EXIT_INTERRUPTED)
+
+    threading.Thread(target=watch, name="interrupt-backstop", daemon=True).start()
+
+
 def _handled() -> bool:
     """Whether this module's handlers are in charge of SIGINT (not ignored, not someone else's)."""
     return _installed and signal.getsignal(signal.SIGINT) in (_exit_now, signal.default_int_handler)
@@ -93,6 +132,7 @@ def exit_on_interrupt() -> None:
             return  # ignored (a background job) or handled by the embedding program: theirs
         _installed = True
         sys.unraisablehook = _unraisable
+        _backstop()
     if _handled():
         signal.signal(signal.SIGINT, _exit_now)
 

@@ -317,7 +317,7 @@ def _run_nuts(model, var_names, run: _Run):
     if progress is not None:
         progress.update("loading the compiled sampler" if _is_density(model) else "compiling", 0, 0)
     if sampler == "nutpie":
-        from benchmeasure.irt.compiled import Density, import_nutpie, nutpie_model
+        from benchmeasure.irt.compiled import Density, import_nutpie, nutpie_model, sample_nutpie
 
         nutpie = import_nutpie()
 
@@ -334,14 +334,9 @@ def _run_nuts(model, var_names, run: _Run):
         compile_time = time.perf_counter() - compile_start
         sample_start = time.perf_counter()
         callback = progress.nutpie_callback(tune + draws) if progress is not None else None
-        sampler = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
-                                target_accept=float(target_accept), adaptation=s.adaptation, progress_bar=False,
-                                progress_callback=callback, save_warmup=False, blocking=False)
-        try:   # nutpie's own blocking wait turns Ctrl-C into a partial trace: here it stops the fit
-            idata = sampler.wait()
-        except KeyboardInterrupt:
-            sampler.cancel()
-            raise
+        idata = sample_nutpie(nutpie, compiled, chains=chains, tune=tune, draws=draws, seed=seed_used, cores=cores,
+                              target_accept=float(target_accept), adaptation=s.adaptation, progress_bar=False,
+                              progress_callback=callback, save_warmup=False)
         sampling_time = time.perf_counter() - sample_start
     else:
         import pymc as pm

@@ -142,6 +142,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     import nutpie
     import pytensor
 
+    from benchmeasure.irt.compiled import sample_nutpie
     from benchmeasure.irt.diagnostics import summarize_diagnostics, summarize_draws
     from benchmeasure.irt.fit import available_cpus
 
@@ -174,15 +175,9 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     compile_time = time.perf_counter() - start
     callback = progress.nutpie_callback(tune + draws) if progress is not None else None
     sample_start = time.perf_counter()
-    sampler = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, seed=int(seed),
-                            cores=cores or min(chains, available_cpus()), target_accept=float(target_accept),
-                            adaptation=adaptation, progress_bar=False, progress_callback=callback, save_warmup=False,
-                            blocking=False)
-    try:  # nutpie's blocking wait turned Ctrl-C into a partial trace (the fit ran on with it): here it stops
-        idata = sampler.wait()
-    except KeyboardInterrupt:
-        sampler.cancel()
-        raise
+    idata = sample_nutpie(nutpie, compiled, chains=chains, tune=tune, draws=draws, seed=int(seed),
+                          cores=cores or min(chains, available_cpus()), target_accept=float(target_accept),
+                          adaptation=adaptation, progress_bar=False, progress_callback=callback, save_warmup=False)
     sampling_time = time.perf_counter() - sample_start
     posterior = idata["posterior"].to_dataset()
     extra = [v for v in posterior.data_vars if v not in names]
