@@ -137,3 +137,50 @@ def test_chain_lkj_method(tmp_path):
     assert_rejected(run_script("chain.py", *paths, "--anchors", "10", "--lkj-steps", "x",
                                "--output-dir", tmp_path / "o"),
                     "--lkj-steps")
+
+
+def test_theta_density_with_the_means_integrated_out_is_the_gaussian_marginal():
+    """θ's density given Σ with μ ~ N(0, τ² I) integrated out (suite/mirt.py theta_marginal_logp) equals the
+    (M·B)-dimensional Gaussian vec θ ~ N(0, I ⊗ Σ + τ² 11ᵀ ⊗ I), computed by SciPy."""
+    import pytensor
+    import pytensor.tensor as pt
+    from scipy import stats
+
+    from benchmeasure.suite.mirt import theta_marginal_logp
+
+    rng = np.random.default_rng(4)
+    theta, chol = pt.dmatrix("theta"), pt.dmatrix("chol")
+    for models, benchmarks, tau in ((5, 3, 3.0), (2, 2, 0.7), (7, 4, 1.0)):
+        a = rng.normal(size=(benchmarks, benchmarks))
+        cov = a @ a.T + 0.3 * np.eye(benchmarks)
+        f = pytensor.function([theta, chol], theta_marginal_logp(theta, chol, tau), mode="FAST_COMPILE")
+        big = np.kron(np.eye(models), cov) + tau ** 2 * np.kron(np.ones((models, models)), np.eye(benchmarks))
+        for _ in range(3):
+            point = rng.normal(size=(models, benchmarks)) * 2.0 + rng.normal()
+            expected = stats.multivariate_normal(np.zeros(models * benchmarks), big).logpdf(point.reshape(-1))
+            assert float(f(point, np.linalg.cholesky(cov))) == pytest.approx(expected, abs=1e-9)
+
+
+def test_means_are_drawn_from_their_exact_conditional():
+    """draw_means: μ | θ, Σ ~ N(V M Σ⁻¹ θ̄, V), V = (M Σ⁻¹ + I/τ²)⁻¹ — sample mean and covariance of 80,000 draws
+    within their Monte Carlo error of that Gaussian; a seed gives the same draws."""
+    from benchmeasure.suite.mirt import draw_means
+
+    rng = np.random.default_rng(5)
+    models, benchmarks, tau = 6, 3, 3.0
+    a = rng.normal(size=(benchmarks, benchmarks))
+    cov = a @ a.T + 0.5 * np.eye(benchmarks)
+    sd = np.sqrt(np.diag(cov))
+    corr = cov / np.outer(sd, sd)
+    theta = rng.normal(size=(models, benchmarks)) + 1.0
+    shape = (4, 20000)
+    args = (np.broadcast_to(theta, shape + theta.shape), np.broadcast_to(corr, shape + corr.shape),
+            np.broadcast_to(sd, shape + sd.shape), tau)
+    draws = draw_means(*args, seed=3).reshape(-1, benchmarks)
+    v = np.linalg.inv(models * np.linalg.inv(cov) + np.eye(benchmarks) / tau ** 2)
+    m = v @ (models * np.linalg.solve(cov, theta.mean(axis=0)))
+    n = draws.shape[0]
+    assert np.all(np.abs(draws.mean(axis=0) - m) < 4.5 * np.sqrt(np.diag(v) / n))
+    assert np.allclose(np.cov(draws.T), v, atol=4.5 * np.sqrt(2.0 / n) * np.max(np.diag(v)))
+    assert np.array_equal(draws, draw_means(*args, seed=3).reshape(-1, benchmarks))
+    assert not np.array_equal(draws, draw_means(*args, seed=4).reshape(-1, benchmarks))

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 SCALES = ("unit", "half-normal")
 ROUTES = ("collapsed", "joint")
+MEANS = ("sampled", "integrated")   # the benchmark means μ: NUTS samples them, or they are integrated out
 MEAN_SD = 3.0  # prior sd of each benchmark's mean ability (several benchmarks only)
 INTERVAL = 0.94
 
@@ -73,14 +74,22 @@ class CorrelatedFit:
 
 
 def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, scale_sd: float,
-                  parametrization: str, mean_sd: float):
+                  parametrization: str, mean_sd: float, means: str = "sampled"):
     """Inside a PyMC model: R (``corr``), s, μ and θ (M × B) with the priors above; returns θ.
 
     Shared by the joint model (:func:`build_model`) and the collapsed one (:mod:`.mirt_collapsed`), so the two
-    have the same prior by construction.
+    have the same prior by construction. ``means="integrated"`` (several benchmarks, centred coordinates) leaves μ
+    out of the model: θ gets its density with μ integrated out (:func:`theta_marginal_logp`), and μ is drawn
+    afterwards from its exact conditional (:func:`draw_means`).
     """
     import pymc as pm
     import pytensor.tensor as pt
+
+    if means not in MEANS:
+        fail(f"means must be one of {', '.join(MEANS)}, got {means!r}")
+    integrated = means == "integrated" and n_benchmarks > 1
+    if integrated and parametrization != "centred":
+        fail("the benchmark means are integrated out in the centred coordinates only")
 
     if n_benchmarks == 1:
         chol = pt.ones((1, 1))
@@ -93,6 +102,10 @@ def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, 
     # with several benchmarks each has its own mean ability (a benchmark's items may all be easy): R is the
     # correlation of deviations from those means; with one there is nothing to correlate, and the model is
     # the paper's (mean 0)
+    if integrated:
+        theta = pm.Flat("theta", shape=(n_models, n_benchmarks))
+        pm.Potential("theta_given_cov", theta_marginal_logp(theta, chol, mean_sd))
+        return theta
     mu = pm.Normal("mu", 0.0, mean_sd, shape=n_benchmarks) if n_benchmarks > 1 else pt.zeros(1)
     if parametrization == "non-centred":
         z = pm.Normal("z", 0.0, 1.0, shape=(n_models, n_benchmarks))
@@ -102,9 +115,58 @@ def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, 
     return pm.MvNormal("theta", mu=mu, chol=chol, shape=(n_models, n_benchmarks))
 
 
+def theta_marginal_logp(theta, chol, mean_sd: float):
+    """log p(θ | Σ) with μ ~ Normal(0, τ² I) integrated out (τ = ``mean_sd``; Σ = C Cᵀ, ``chol`` = C; PyTensor).
+
+    With θ̄ the mean of the M rows and S = Σ_j (θ_j − θ̄)(θ_j − θ̄)ᵀ, Π_j N(θ_j; μ, Σ) factors into a part in S
+    and N(θ̄; μ, Σ/M), and the Gaussian integral over μ gives
+
+        log p(θ | Σ) = −(M − 1)B/2 · log 2π − (M − 1)/2 · log|Σ| − B/2 · log M − tr(Σ⁻¹ S)/2
+                       + log N(θ̄; 0, Σ/M + τ² I),
+
+    exactly (``tests/test_suite_lkj_collapsed.py`` checks it against the (M·B)-dimensional Gaussian
+    vec θ ~ N(0, I ⊗ Σ + τ² 11ᵀ ⊗ I)).
+    """
+    import pytensor.tensor as pt
+    from pytensor.tensor.linalg import cholesky, solve_triangular
+
+    n_models, n_benchmarks = theta.shape[0], chol.shape[0]
+    m = pt.cast(n_models, "float64")
+    k = pt.cast(n_benchmarks, "float64")
+    centre = theta.mean(axis=0)
+    white = solve_triangular(chol, (theta - centre[None, :]).T, lower=True)
+    log_det = 2.0 * pt.sum(pt.log(pt.diag(chol)))
+    outer = cholesky(chol @ chol.T / m + mean_sd ** 2 * pt.eye(n_benchmarks))
+    w = solve_triangular(outer, centre, lower=True)
+    log_2pi = np.log(2.0 * np.pi)
+    return (-(m - 1.0) * k / 2.0 * log_2pi - (m - 1.0) / 2.0 * log_det - k / 2.0 * pt.log(m)
+            - 0.5 * pt.sum(white ** 2)
+            - 0.5 * pt.sum(w ** 2) - pt.sum(pt.log(pt.diag(outer))) - k / 2.0 * log_2pi)
+
+
+def draw_means(theta, corr, scale, mean_sd: float, seed: int) -> np.ndarray:
+    """Exact draws of μ given each posterior draw of (θ, R, s): μ | θ, Σ ~ N(V M Σ⁻¹ θ̄, V), V = (M Σ⁻¹ + I/τ²)⁻¹.
+
+    ``theta`` (chains, draws, M, B), ``corr`` (chains, draws, B, B), ``scale`` (chains, draws, B) or None (unit
+    scales); returns (chains, draws, B). One seeded normal vector per draw, so a seed gives the same μ."""
+    theta = np.asarray(theta, dtype=float)
+    n_models, n_benchmarks = theta.shape[-2:]
+    cov = np.asarray(corr, dtype=float)
+    if scale is not None:
+        s = np.asarray(scale, dtype=float)
+        cov = s[..., :, None] * cov * s[..., None, :]
+    precision = n_models * np.linalg.inv(cov) + np.eye(n_benchmarks) / mean_sd ** 2
+    centre = theta.mean(axis=-2)
+    rhs = n_models * np.linalg.solve(cov, centre[..., None])[..., 0]
+    lower = np.linalg.cholesky(precision)                      # P = L Lᵀ, so μ = P⁻¹ rhs + L⁻ᵀ z
+    mean = np.linalg.solve(precision, rhs[..., None])[..., 0]
+    z = np.random.default_rng(seed).standard_normal(centre.shape)
+    return mean + np.linalg.solve(np.swapaxes(lower, -1, -2), z[..., None])[..., 0]
+
+
 def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0, scales: str = "half-normal",
                 scale_sd: float = 1.0, b_prior_sd: float = 1.0, parametrization: str = "centred",
-                mean_sd: float = MEAN_SD):
+                mean_sd: float = MEAN_SD, means: str = "sampled"):
     """The PyMC model above; ``counts`` and ``trials`` are models × items (``trials`` 0 = absent cell)."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -119,7 +181,7 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
     with pm.Model() as model:
         b = pm.Normal("b", 0.0, b_prior_sd, shape=n_items)
         theta = ability_prior(n_models, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
-                              parametrization=parametrization, mean_sd=mean_sd)
+                              parametrization=parametrization, mean_sd=mean_sd, means=means)
         logit = theta[rows, which] - b[cols]
         # binomial log-likelihood without log C(T, Y): Y·η − T·softplus(η), on the present cells only
         pm.Potential("loglik", pt.sum(y * logit - n * pt.softplus(logit)))
@@ -130,7 +192,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
                    parametrization: str = "centred", adaptation: str = "low_rank", route: str = "collapsed",
-                   progress=None) -> CorrelatedFit:
+                   means: str = "sampled", progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
@@ -158,15 +220,16 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     n_benchmarks = len(benchmarks)
     if route == "joint":
         model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
-                            scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization)
+                            scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization, means=means)
     else:
         from benchmeasure.suite.mirt_collapsed import build_collapsed_model
 
         model, data = build_collapsed_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
-                                            scale_sd=scale_sd, parametrization=parametrization)
+                                            scale_sd=scale_sd, parametrization=parametrization, means=means)
     names = (["theta", "b", "corr"] + (["mu"] if n_benchmarks > 1 else [])
              + (["scale"] if scales == "half-normal" else []))
-    sampled = [name for name in names if route == "joint" or name != "b"]
+    integrated = means == "integrated" and n_benchmarks > 1
+    sampled = [name for name in names if (route == "joint" or name != "b") and not (integrated and name == "mu")]
     start = time.perf_counter()
     if progress is not None:
         progress.update("compiling", 0, 0)
@@ -187,6 +250,13 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     quadrature = draw_time = None
     if route == "collapsed":
         posterior, quadrature, draw_time = _draw_b(data, posterior, np.asarray(counts).shape[1], seed, progress)
+        idata["posterior"] = posterior
+    if integrated:
+        scale_draws = posterior["scale"].values if scales == "half-normal" else None
+        mu_seed = int(np.random.SeedSequence([int(seed), 2]).generate_state(1)[0])
+        mu = draw_means(posterior["theta"].transpose("chain", "draw", ...).values, posterior["corr"].values,
+                        scale_draws, MEAN_SD, mu_seed)
+        posterior = posterior.assign(mu=(("chain", "draw", "mu_dim_0"), mu))
         idata["posterior"] = posterior
     draws_of = {name: np.asarray(posterior[name].values, dtype=float) for name in names}
     n_models = np.asarray(counts).shape[0]

@@ -44,7 +44,7 @@ def benchmark_data(counts, trials, item_benchmark, n_benchmarks: int) -> list:
 
 def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0,
                           scales: str = "half-normal", scale_sd: float = 1.0, parametrization: str = "centred",
-                          mean_sd: float | None = None, data: list | None = None):
+                          mean_sd: float | None = None, data: list | None = None, means: str = "sampled"):
     """The PyMC model of (θ, μ, s, R) with every b integrated out; returns ``(model, data)``, ``data`` as
     :func:`benchmark_data` gives it (built here when None)."""
     import pymc as pm
@@ -57,7 +57,8 @@ def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, 
     n_models = np.asarray(counts).shape[0]
     with pm.Model() as model:
         theta = ability_prior(n_models, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
-                              parametrization=parametrization, mean_sd=MEAN_SD if mean_sd is None else mean_sd)
+                              parametrization=parametrization, mean_sd=MEAN_SD if mean_sd is None else mean_sd,
+                              means=means)
         pm.Potential("b_integrated", suite_marginal([sub for _, sub in data], theta))
     return model, data
 
