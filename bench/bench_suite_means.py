@@ -82,7 +82,6 @@ def main(argv=None) -> int:
         fits[means] = fit
         d = fit.diagnostics
         post = fit.posterior["posterior"]
-        mu_mean, mu_se = mean_se(post, "mu")
         from benchmeasure.irt.diagnostics import summarize_draws
 
         mu_values = np.asarray(post["mu"].values, dtype=float)
@@ -100,7 +99,8 @@ def main(argv=None) -> int:
                   f"combined MCSE")
         ca, cb = (fits[m].correlation for m in fits)
         pairs = np.triu_indices(len(benchmarks), k=1)
-        se = np.hypot(ca["sd"][pairs] / np.sqrt(ca["ess_bulk"][pairs]), cb["sd"][pairs] / np.sqrt(cb["ess_bulk"][pairs]))
+        se = np.hypot(ca["sd"][pairs] / np.sqrt(ca["ess_bulk"][pairs]),
+                      cb["sd"][pairs] / np.sqrt(cb["ess_bulk"][pairs]))
         print(f"  |difference of posterior means| of the correlations: max "
               f"{np.max(np.abs(ca['mean'][pairs] - cb['mean'][pairs]) / se):.2f} combined MCSE")
     return 0

@@ -87,10 +87,20 @@ def test_routes_sample_the_same_posterior():
     b = rng.normal(size=2 * per)
     trials = np.where(rng.random((models, 2 * per)) < 0.15, 0, rng.integers(1, 3, size=(models, 2 * per)))
     counts = rng.binomial(trials, 1 / (1 + np.exp(-(theta[:, bench] - b))))
+    # the default (collapsed, the means integrated out and drawn afterwards) against the model as written (joint
+    # NUTS on everything, the means sampled)
     fits = {route: fit_correlated(counts, trials, bench, ["x", "y"], chains=2, tune=400, draws=500, seed=5,
-                                  route=route) for route in ("collapsed", "joint")}
+                                  route=route, means="integrated" if route == "collapsed" else "sampled")
+            for route in ("collapsed", "joint")}
     c, j = fits["collapsed"], fits["joint"]
     assert c.diagnostics["route"] == "collapsed" and c.diagnostics["quadrature"]["max_abs_log_marginal_error"] < 1e-8
+    assert c.settings["means"] == "integrated" and j.settings["means"] == "sampled"
+    from benchmeasure.irt.diagnostics import summarize_draws
+
+    mu = [summarize_draws(np.asarray(f.posterior["posterior"]["mu"].values, dtype=float)) for f in (c, j)]
+    se = np.sqrt(mu[0]["sd"] ** 2 / mu[0]["ess_bulk"] + mu[1]["sd"] ** 2 / mu[1]["ess_bulk"])
+    assert np.all(np.abs(mu[0]["mean"] - mu[1]["mean"]) < 4.5 * se)
+    assert np.mean(mu[0]["sd"]) / np.mean(mu[1]["sd"]) == pytest.approx(1.0, abs=0.1)
     for name in ("theta", "b"):
         a, o = getattr(c, name), getattr(j, name)
         se = np.sqrt(a["sd"] ** 2 / a["ess_bulk"] + o["sd"] ** 2 / o["ess_bulk"])

@@ -192,12 +192,14 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
                    parametrization: str = "centred", adaptation: str = "low_rank", route: str = "collapsed",
-                   means: str = "sampled", progress=None) -> CorrelatedFit:
+                   means: str = "integrated", progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
     b integrated out, then exact draws of b (:mod:`.mirt_collapsed`); ``route="joint"``: NUTS on everything
-    (:func:`build_model`). Both sample the same posterior. ``progress`` is a
+    (:func:`build_model`). Both sample the same posterior. ``means="integrated"`` (default) leaves the benchmark
+    means μ out of NUTS and draws them exactly afterwards (:func:`theta_marginal_logp`, :func:`draw_means`);
+    ``"sampled"`` has NUTS sample them (the model as written). ``progress`` is a
     :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
     draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
     """
@@ -302,9 +304,11 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         scale_summary = {"mean": flat.mean(axis=0), "sd": flat.std(axis=0, ddof=1),
                          "low": np.quantile(flat, tail, axis=0), "high": np.quantile(flat, 1 - tail, axis=0)}
     settings = {"model": "multidimensional 1PL, abilities correlated across benchmarks",
-                "prior": f"b ~ Normal(0, {b_prior_sd:g}^2); theta_j = diag(s) L z_j, z_j ~ Normal(0, I); "
-                         f"L L' = R ~ LKJ({eta:g}); "
+                "prior": f"b ~ Normal(0, {b_prior_sd:g}^2); theta_j ~ Normal(mu, diag(s) R diag(s)); "
+                         + (f"mu_k ~ Normal(0, {MEAN_SD:g}^2); " if n_benchmarks > 1 else "mu = 0; ")
+                         + f"R ~ LKJ({eta:g}); "
                          + ("s = 1 (unit scales)" if scales == "unit" else f"s_k ~ HalfNormal({scale_sd:g})"),
+                "means": means if n_benchmarks > 1 else None,
                 "sampler": "nutpie", "route": route, "adaptation": adaptation, "chains": chains, "tune": tune,
                 "draws": draws,
                 "target_accept": float(target_accept), "seed": int(seed), "interval": INTERVAL}
