@@ -8,8 +8,9 @@ b_i ~ Normal(0, 1), and each b_i meets the abilities only through θ_{·,k}. So
 exactly, and each benchmark's factor is the collapsed 1PL marginal of its own sub-matrix (counts, trials)
 evaluated at θ_{·,k} (:class:`benchmeasure.irt.collapsed_holes.CollapsedHolesData`: the masked likelihood,
 items grouped by trials column and column sum, quadrature with a grid sized for the sub-matrix; the
-quadrature error is about 1e−17 relative and checked per fit). NUTS runs on (θ, μ, s, R) only — M·B + 2B +
-B(B − 1)/2 coordinates (525 on MMLU-Pro's 29 models × 14 categories) whatever the number of items — with the
+quadrature error is about 1e−17 relative and checked per fit). NUTS runs on (θ, s, R) only (μ integrated out
+as well by default, :func:`benchmeasure.suite.mirt.theta_marginal_logp`) — M·B + B + B(B − 1)/2 coordinates (511
+on MMLU-Pro's 29 models × 14 categories) whatever the number of items — with the
 log density and its gradient from the Numba kernels (one PyTensor Op for all benchmarks,
 :mod:`.mirt_kernel`). Then every b_i is drawn exactly from its
 one-dimensional conditional given each θ draw (:func:`benchmeasure.irt.collapsed.draw_difficulties`, per
