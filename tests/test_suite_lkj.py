@@ -86,7 +86,7 @@ def test_correlation_posterior_covers_the_truth(tmp_path):
     src = write_rows(tmp_path / "r.csv", ["model", "item_id", "trial", "correct", "benchmark"], rows)
     out = tmp_path / "fit"
     result = run_script("fit_suite.py", src, "--abilities", "correlated", "--chains", 2, "--tune", 300,
-                        "--draws", 300, "--seed", 3, "--output-dir", out)
+                        "--draws", 300, "--seed", 3, "--target-accept", 0.92, "--output-dir", out)
     assert result.returncode == 0, result.stderr
     with open(out / "correlation_pairs.csv", encoding="utf-8") as handle:
         (pair,) = list(csv.DictReader(handle))
@@ -96,7 +96,8 @@ def test_correlation_posterior_covers_the_truth(tmp_path):
     record = json.loads((out / "suite.json").read_text())
     posterior = record["correlated_posterior"]
     assert posterior["divergences"] == 0 and posterior["max_r_hat"] < 1.05
-    assert "LKJ(2)" in posterior["settings"]["prior"]
+    assert "LKJ(2)" in posterior["settings"]["prior"] and "mu_k ~ Normal(0, 3^2)" in posterior["settings"]["prior"]
+    assert posterior["settings"]["target_accept"] == 0.92 and posterior["settings"]["means"] == "integrated"
     assert posterior["route"] == "collapsed" and posterior["quadrature"]["max_abs_log_marginal_error"] < 1e-8
     assert sorted(p.name for p in out.iterdir()) == ["ability.csv", "correlation.csv", "correlation_pairs.csv",
                                                      "metrics.csv", "suite.json", "x", "y"]
@@ -113,3 +114,5 @@ def test_bad_nuts_options_rejected(tmp_path):
                                "--output-dir", tmp_path / "o"), "--eta")
     assert_rejected(run_script("fit_suite.py", src, "--abilities", "correlated", "--chains", "1",
                                "--output-dir", tmp_path / "o"), "--chains")
+    assert_rejected(run_script("fit_suite.py", src, "--abilities", "correlated", "--target-accept", "1",
+                               "--output-dir", tmp_path / "o"), "--target-accept")

@@ -28,7 +28,7 @@ from benchmeasure.base.files import (
     plan_outputs,
     write_json,
 )
-from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, SEED, TUNE, number
+from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, number
 from benchmeasure.core.fixed_scale_inputs import input_records
 
 POSITIVE = number(0.0, 1e6, open_low=True)
@@ -82,6 +82,9 @@ def parse_args(argv):
     nuts.add_argument("--chains", type=CHAINS, default=4, help="NUTS chains (default 4)")
     nuts.add_argument("--tune", type=TUNE, default=1000, help="warm-up iterations per chain (default 1000)")
     nuts.add_argument("--draws", type=DRAWS, default=1000, help="draws per chain (default 1000)")
+    nuts.add_argument("--target-accept", type=OPEN_PROBABILITY, default=0.9, metavar="P",
+                      help="NUTS target acceptance rate in (0, 1) (default 0.9); raise it (e.g. 0.95) when the fit "
+                           "warns of divergent transitions")
     nuts.add_argument("--seed", type=SEED, default=0, metavar="N", help="sampler seed (default 0)")
     nuts.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
@@ -239,7 +242,8 @@ def _nuts(suite, args):
     with shown if shown is not None else contextlib.nullcontext():
         return fit_correlated(suite.counts, suite.trials, suite.item_benchmark, list(suite.benchmarks),
                               eta=args.eta, scales=args.scales, chains=args.chains, tune=args.tune,
-                              draws=args.draws, seed=args.seed, route=args.route, progress=shown)
+                              draws=args.draws, seed=args.seed, route=args.route,
+                              target_accept=args.target_accept, progress=shown)
 
 
 def _posterior_record(posterior, benchmarks) -> dict:
