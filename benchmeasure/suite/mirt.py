@@ -200,15 +200,14 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
                    parametrization: str = "centred", adaptation: str = "low_rank", route: str = "collapsed",
-                   means: str | None = None, progress=None) -> CorrelatedFit:
+                   means: str = "integrated", progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
     b integrated out, then exact draws of b (:mod:`.mirt_collapsed`); ``route="joint"``: NUTS on everything
-    (:func:`build_model`). Both sample the same posterior. ``means="integrated"`` (the default in the centred
-    coordinates) leaves the benchmark means μ out of NUTS and draws them exactly afterwards
-    (:func:`theta_marginal_logp`, :func:`draw_means`); ``"sampled"`` (the default in the non-centred ones) has
-    NUTS sample them (the model as written). ``progress`` is a
+    (:func:`build_model`). Both sample the same posterior. ``means="integrated"`` (default) leaves the benchmark
+    means μ out of NUTS and draws them exactly afterwards (:func:`theta_marginal_logp`, :func:`draw_means`);
+    ``"sampled"`` has NUTS sample them (the model as written). ``progress`` is a
     :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
     draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
     """
@@ -229,8 +228,6 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         fail(f"the collapsed route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
              "needs route='joint'")
     n_benchmarks = len(benchmarks)
-    if means is None:
-        means = "integrated" if parametrization == "centred" else "sampled"
     if route == "joint":
         model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
                             scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization, means=means)
