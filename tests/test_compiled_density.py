@@ -199,3 +199,23 @@ def test_each_package_version_has_its_own_kernel_folder(tmp_path, monkeypatch):
     there = kernel_cache.kernel_dir()
     assert here != there and here.parent == there.parent == tmp_path / "kernels"
     assert there.name.startswith("99.0.0-py")
+
+
+def test_an_edit_to_any_kernel_source_gives_a_new_kernel_folder(tmp_path):
+    """Numba checks only a kernel's own file: the folder's digest covers every kernel module, so an edit to a file
+    that another file's kernel calls (the suite's likelihood calls the holes route's) is never loaded stale."""
+    import shutil
+    from pathlib import Path
+
+    from benchmeasure.base import kernel_cache
+
+    package = Path(kernel_cache.__file__).resolve().parents[1]
+    copy = tmp_path / "benchmeasure"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = kernel_cache.source_digest(copy)
+    assert before == kernel_cache.source_digest(package) and len(before) == 12
+    (copy / "commands" / "fit_irt.py").write_text("# not a kernel module\n")   # no numba: same folder
+    assert kernel_cache.source_digest(copy) == before
+    holes = copy / "irt" / "collapsed_holes.py"
+    holes.write_text(holes.read_text() + "\n# an edit\n")
+    assert kernel_cache.source_digest(copy) != before

@@ -5,11 +5,13 @@ Every Numba kernel of the package is compiled with ``cache=True``: the first pro
 **kernel cache**; later processes load it in milliseconds. The cache is a folder per package version and
 Python version,
 
-    $BENCHMEASURE_CACHE_DIR/kernels/<version>-py<major><minor>/     (default ~/.cache/benchmeasure/…,
-                                                                      or $XDG_CACHE_HOME/benchmeasure/…)
+    $BENCHMEASURE_CACHE_DIR/kernels/<version>-py<major><minor>-<source digest>/
+                                        (default ~/.cache/benchmeasure/…, or $XDG_CACHE_HOME/benchmeasure/…)
 
-inside which Numba keys each entry by its source file's stamp, the function's signature and the CPU, so an
-edited kernel is recompiled and a stale one is never loaded. A user who sets ``NUMBA_CACHE_DIR`` keeps it.
+the digest covering the source of every kernel module (:func:`source_digest`), inside which Numba keys each
+entry by its source file's stamp, the function's signature and the CPU, so an edited kernel is recompiled and a
+stale one is never loaded, also when the edit is in another file that the kernel calls. A user who sets
+``NUMBA_CACHE_DIR`` keeps it.
 
 Kernel modules import Numba from here (``from benchmeasure.base.kernel_cache import numba``), so the folder
 is chosen before any kernel is decorated. Concurrency: Numba writes every entry to a temporary file and renames
@@ -40,9 +42,28 @@ def cache_root() -> Path:
     return Path(base) / "benchmeasure"
 
 
+def source_digest(root: Path | None = None) -> str:
+    """12 hex digits of the source of every kernel module under ``root`` (default: this package).
+
+    Numba checks only the stamp of a kernel's own file, so a kernel that calls one in another file (the suite's
+    likelihood calls the collapsed route's) would be loaded stale after that other file changed; a folder per
+    digest of all of them makes every edit to any kernel source a fresh folder."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1] if root is None else Path(root)
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_bytes()
+        if b"numba" in text:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + text + b"\0")
+    return digest.hexdigest()[:12]
+
+
 def kernel_dir() -> Path:
-    """This package version's kernel folder (what ``NUMBA_CACHE_DIR`` is set to unless the user set it)."""
-    return cache_root() / "kernels" / f"{__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    """This package version's kernel folder (what ``NUMBA_CACHE_DIR`` is set to unless the user set it): one per
+    package version, Python version and kernel source (:func:`source_digest`)."""
+    return (cache_root() / "kernels"
+            / f"{__version__}-py{sys.version_info[0]}{sys.version_info[1]}-{source_digest()}")
 
 
 def configure() -> Path:

@@ -98,11 +98,14 @@ def make_handler(state: SimState):
             pass
 
         def _send(self, status: int, payload: bytes, content_type: str = "application/json"):
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client hung up (a timeout or Ctrl-C on its side): nothing is left to answer
 
         def _json(self, status: int, obj):
             self._send(status, json.dumps(obj).encode())
