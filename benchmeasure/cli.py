@@ -336,4 +336,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         exit_on_interrupt()
     argv = sys.argv[1:] if argv is None else list(argv)
     setup_logging()
+    skip_blas_probe()
     run_cli(lambda args: _dispatch(args, prog), argv)
+
+
+def skip_blas_probe() -> None:
+    """Tell PyTensor (before it is imported) that its C back end has no BLAS to link, unless the user said
+    otherwise in ``PYTENSOR_FLAGS``. Our graphs run on its Numba back end; left alone, its first import tries to
+    compile and link test programs against BLAS libraries a pip install lacks and prints a four-line warning into
+    every ``fit-suite`` (the flags end up empty either way)."""
+    import os
+
+    flags = os.environ.get("PYTENSOR_FLAGS", "")
+    if "pytensor" not in sys.modules and "blas__ldflags" not in flags:
+        os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, "blas__ldflags=") if f)

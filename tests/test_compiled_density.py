@@ -219,3 +219,21 @@ def test_an_edit_to_any_kernel_source_gives_a_new_kernel_folder(tmp_path):
     holes = copy / "irt" / "collapsed_holes.py"
     holes.write_text(holes.read_text() + "\n# an edit\n")
     assert kernel_cache.source_digest(copy) != before
+
+
+def test_the_after_sampling_warm_up_knows_each_kind_and_refuses_others(tmp_path):
+    """The child that compiles a cold fit's after-NUTS kernels (irt/warm.py): the kind follows the matrix and
+    the floor; a warm cache starts no child; a wrong kind is a usage error (exit 2), not a traceback."""
+    import subprocess
+    import sys
+
+    from benchmeasure.irt import warm
+    from benchmeasure.irt.diagnostics import summarize_draws
+
+    assert warm.kind_of(None, 0.0) == "plain" and warm.kind_of(None, [0.0, 0.25]) == "guessing"
+    assert warm.kind_of(np.ones((2, 2)), 0.0) == "holes"
+    assert warm.kind_of(np.ones((2, 2)), 0.2) == "holes-guessing"
+    summarize_draws(np.zeros((2, 4, 1), dtype=np.float32) + np.arange(4)[None, :, None])   # this cache: warm
+    assert warm.start("plain") is None
+    bad = subprocess.run([sys.executable, "-m", "benchmeasure.irt.warm", "joint"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage:" in bad.stderr and "Traceback" not in bad.stderr

@@ -50,7 +50,9 @@ def source_digest(root: Path | None = None) -> str:
     digest of all of them makes every edit to any kernel source a fresh folder."""
     import hashlib
 
-    root = Path(__file__).resolve().parents[1] if root is None else Path(root)
+    from benchmeasure.base.resources import package_file
+
+    root = package_file() if root is None else Path(root)
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         text = path.read_bytes()

@@ -153,55 +153,73 @@ def _pattern_tables(theta, nodes, patterns, s_tab, sig):
 
     The trick of :func:`benchmeasure.irt.collapsed._softplus_sigma_table`: e^(±η) = e^(±θ_j)·e^(∓x_k) are products
     of per-model and per-node factors, softplus(η) = max(η, 0) + log(1 + min(e^η, e^(−η))), and the logarithms
-    of a trials column's factors (each in (1, 2]) are taken once per node and block of 512 of them: cells with one
-    trial multiply, cells with more add T·log(1 + e^(−|η|)). No transcendental function per cell in the common
-    case. Falls back to one exp and one log1p per cell if some |θ_j| + |x_k| could exceed 600.
+    of a trials column's factors (each in (1, 2]) are taken once per node, distinct trials count t and block of 512
+    of them (Σ_j T_pj·log(1 + e^(−|η_jk|)) = Σ_t t·log Π_{j: T_pj = t} (1 + e^(−|η_jk|))). No transcendental
+    function per cell; one exp per cell if some |θ_j| + |x_k| could exceed 600.
     """
-    m, n_nodes = theta.shape[0], nodes.shape[0]
-    if np.max(np.abs(theta)) + np.max(np.abs(nodes)) >= 600.0:
-        soft = np.empty((m, n_nodes))
-        _softplus_sigma(theta, nodes, soft, sig)
-        s_tab[:, :] = patterns @ soft
-        return
-    e_th = np.exp(theta)
-    e_mth = np.exp(-theta)
-    e_x = np.exp(-nodes)
-    e_mx = np.exp(nodes)
-    relu = np.empty((m, n_nodes))
+    m, n_nodes, n_patterns = theta.shape[0], nodes.shape[0], patterns.shape[0]
+    # plain loops throughout (no array expressions or matrix products): each of those costs seconds of compiling
+    bound = 0.0
+    for j in range(m):
+        bound = max(bound, abs(theta[j]))
+    extreme = bound + max(abs(nodes[0]), abs(nodes[n_nodes - 1])) >= 600.0
+    e_x = np.empty(n_nodes)
+    e_mx = np.empty(n_nodes)
+    for k in range(n_nodes):
+        e_x[k] = 0.0 if extreme else math.exp(-nodes[k])
+        e_mx[k] = 0.0 if extreme else math.exp(nodes[k])
     one_plus = np.empty((m, n_nodes))    # 1 + e^(−|η|)
     for j in range(m):
-        th, a, b = theta[j], e_th[j], e_mth[j]
+        th = theta[j]
+        if extreme:                           # e^(±η) could overflow: one exp per cell
+            for k in range(n_nodes):
+                eta = th - nodes[k]
+                e = math.exp(-abs(eta))
+                one_plus[j, k] = 1.0 + e
+                sig[j, k] = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
+        else:
+            a, b = math.exp(th), math.exp(-th)
+            for k in range(n_nodes):
+                t = a * e_x[k]                # e^η
+                ti = b * e_mx[k]              # e^(−η)
+                one_plus[j, k] = 1.0 + min(t, ti)
+                sig[j, k] = 1.0 / (1.0 + ti)
+    for p in range(n_patterns):               # Σ_j T_pj·max(η_jk, 0)
         for k in range(n_nodes):
-            t = a * e_x[k]           # e^η
-            ti = b * e_mx[k]         # e^(−η)
-            one_plus[j, k] = 1.0 + min(t, ti)
-            relu[j, k] = max(th - nodes[k], 0.0)
-            sig[j, k] = 1.0 / (1.0 + ti)
-    s_tab[:, :] = patterns @ relu
-    prod = np.empty(n_nodes)
-    logs = np.empty(n_nodes)
-    for p in range(patterns.shape[0]):
-        prod[:] = 1.0
-        logs[:] = 0.0
-        factors = 0
+            s_tab[p, k] = 0.0
         for j in range(m):
-            trials = patterns[p, j]
-            if trials == 0.0:
-                continue
-            if trials == 1.0:
+            weight, th = patterns[p, j], theta[j]
+            if weight != 0.0:
+                for k in range(n_nodes):
+                    s_tab[p, k] += weight * max(th - nodes[k], 0.0)
+    prod = np.empty(n_nodes)
+    for p in range(n_patterns):
+        # Σ_j T_pj·log(1 + e^(−|η_jk|)) = Σ_t t·log Π_{j: T_pj = t} (1 + e^(−|η_jk|)), one product per trials count
+        t = 0.0
+        while True:   # the trials counts of this column in increasing order (a handful: 1 … K)
+            t_next = np.inf
+            for j in range(m):
+                if t < patterns[p, j] < t_next:
+                    t_next = patterns[p, j]
+            if t_next == np.inf:
+                break
+            t = t_next
+            for k in range(n_nodes):
+                prod[k] = 1.0
+            factors = 0
+            for j in range(m):
+                if patterns[p, j] != t:
+                    continue
                 for k in range(n_nodes):
                     prod[k] *= one_plus[j, k]
                 factors += 1
                 if factors == 512:
                     for k in range(n_nodes):
-                        logs[k] += math.log(prod[k])
+                        s_tab[p, k] += t * math.log(prod[k])
                         prod[k] = 1.0
                     factors = 0
-            else:
-                for k in range(n_nodes):
-                    logs[k] += trials * math.log(one_plus[j, k])
-        for k in range(n_nodes):
-            s_tab[p, k] += logs[k] + math.log(prod[k])
+            for k in range(n_nodes):
+                s_tab[p, k] += t * math.log(prod[k])
 
 
 @numba.njit(cache=True)

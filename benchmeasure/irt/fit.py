@@ -361,12 +361,24 @@ def _is_density(model) -> bool:
 
 def run_collapsed(matrix, plan: FitPlan, progress=None) -> FitResult:
     """The collapsed route: NUTS on θ's marginal, then exact draws of b given each θ draw."""
+    from benchmeasure.irt import warm
+
+    run, g, settings = _Run.of(plan, progress), plan.guessing, plan.record(matrix.items)
+    # an empty kernel cache: a second process compiles the kernels used after NUTS while this one compiles the
+    # density (irt/warm.py)
+    child = warm.start(warm.kind_of(getattr(matrix, "trials", None), g))
+    try:
+        return _collapsed(matrix, plan, run, g, settings)
+    finally:
+        warm.stop(child)
+
+
+def _collapsed(matrix, plan, run, g, settings) -> FitResult:
     from benchmeasure.irt.collapsed import collapsed_data, draw_difficulties, quadrature_check
     from benchmeasure.irt.compiled import collapsed_density
     from benchmeasure.irt.diagnostics import summarize_draws
     from benchmeasure.irt.model import build_collapsed_model
 
-    run, g, settings = _Run.of(plan, progress), plan.guessing, plan.record(matrix.items)
     if run.settings.sampler == "nutpie":   # the compiled density (irt/compiled.py): no graph to compile
         data = collapsed_data(matrix.counts, matrix.n_trials, g, getattr(matrix, "trials", None))
         model = collapsed_density(data, matrix.models)
