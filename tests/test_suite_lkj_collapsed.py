@@ -194,3 +194,23 @@ def test_means_are_drawn_from_their_exact_conditional():
     assert np.allclose(np.cov(draws.T), v, atol=4.5 * np.sqrt(2.0 / n) * np.max(np.diag(v)))
     assert np.array_equal(draws, draw_means(*args, seed=3).reshape(-1, benchmarks))
     assert not np.array_equal(draws, draw_means(*args, seed=4).reshape(-1, benchmarks))
+
+
+def test_the_means_default_follows_the_coordinates():
+    """Left unset, the benchmark means are integrated out in the centred coordinates and sampled in the
+    non-centred ones, so fit_correlated(parametrization="non-centred") builds a model instead of refusing the
+    combination; asking for the integrated means in the non-centred coordinates is still refused."""
+    from benchmeasure.base.errors import InputError
+    from benchmeasure.suite.mirt import default_means
+    from benchmeasure.suite.mirt_collapsed import build_collapsed_model
+
+    assert default_means("centred") == "integrated" and default_means("non-centred") == "sampled"
+    rng = np.random.default_rng(3)
+    trials = np.full((6, 8), 2)
+    counts = rng.binomial(trials, 0.5)
+    which = np.repeat([0, 1], 4)
+    model, _ = build_collapsed_model(counts, trials, which, 2, parametrization="non-centred",
+                                     means=default_means("non-centred"))
+    assert "z" in model.named_vars and "mu" in model.named_vars
+    with pytest.raises((InputError, SystemExit)):
+        build_collapsed_model(counts, trials, which, 2, parametrization="non-centred", means="integrated")

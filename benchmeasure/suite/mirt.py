@@ -123,6 +123,12 @@ def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, 
     return pm.MvNormal("theta", mu=mu, chol=chol, shape=(n_models, n_benchmarks))
 
 
+def default_means(parametrization: str) -> str:
+    """What :func:`fit_correlated` does with the benchmark means when not told: integrated out in the centred
+    coordinates (where that is defined), sampled in the non-centred ones."""
+    return "integrated" if parametrization == "centred" else "sampled"
+
+
 def theta_marginal_logp(theta, chol, mean_sd: float):
     """log p(θ | Σ) with μ ~ Normal(0, τ² I) integrated out (τ = ``mean_sd``; Σ = C Cᵀ, ``chol`` = C; PyTensor).
 
@@ -200,14 +206,15 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
                    parametrization: str = "centred", adaptation: str = "low_rank", route: str = "collapsed",
-                   means: str = "integrated", progress=None) -> CorrelatedFit:
+                   means: str | None = None, progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
     b integrated out, then exact draws of b (:mod:`.mirt_collapsed`); ``route="joint"``: NUTS on everything
-    (:func:`build_model`). Both sample the same posterior. ``means="integrated"`` (default) leaves the benchmark
-    means μ out of NUTS and draws them exactly afterwards (:func:`theta_marginal_logp`, :func:`draw_means`);
-    ``"sampled"`` has NUTS sample them (the model as written). ``progress`` is a
+    (:func:`build_model`). Both sample the same posterior. ``means="integrated"`` (the default in the centred
+    coordinates) leaves the benchmark means μ out of NUTS and draws them exactly afterwards
+    (:func:`theta_marginal_logp`, :func:`draw_means`); ``"sampled"`` (the default in the non-centred ones) has
+    NUTS sample them (the model as written). ``progress`` is a
     :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
     draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
     """
@@ -228,6 +235,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         fail(f"the collapsed route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
              "needs route='joint'")
     n_benchmarks = len(benchmarks)
+    means = default_means(parametrization) if means is None else means
     if route == "joint":
         model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
                             scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization, means=means)
