@@ -145,20 +145,22 @@ def test_fit_command_uses_the_collapsed_route_with_holes_and_matches_brute_force
     np.testing.assert_allclose(b_sd, sds, rtol=0.06)
 
 
-@pytest.mark.parametrize("n_models, spread", [(7, 2.0), (1100, 3.0), (9, 400.0)])
-def test_pattern_tables_equal_the_softplus_sums_cell_by_cell(n_models, spread):
-    """The product-of-factors tables (one log per node and block of 512 one-trial cells, T·log for cells with
-    more trials; one exp and log1p per cell where |θ| + |x| ≥ 600) equal Σ_j T_pj softplus(θ_j − x_k) and
-    σ(θ_j − x_k) computed cell by cell: 1,100 models cross the block boundary."""
-    from benchmeasure.irt.collapsed_holes import _pattern_tables
+@pytest.mark.parametrize("n_models, spread, n_patterns", [(7, 2.0, 4), (1100, 3.0, 4), (9, 400.0, 4),
+                                                         (30, 2.0, 40), (9, 400.0, 40)])
+def test_pattern_tables_equal_the_softplus_sums_cell_by_cell(n_models, spread, n_patterns):
+    """The tables (a product of factors per trials column and count, one log per node and block of 512 factors;
+    beyond FEW_PATTERNS columns one log per cell and a matrix product; one exp per cell where |θ| + |x| ≥ 600)
+    equal Σ_j T_pj softplus(θ_j − x_k) and σ(θ_j − x_k) computed cell by cell: 1,100 models cross a block."""
+    from benchmeasure.irt.collapsed_holes import FEW_PATTERNS, _pattern_tables
     from benchmeasure.irt.quadrature import make_grid
 
+    assert (n_patterns > FEW_PATTERNS) == (n_patterns == 40)
     rng = np.random.default_rng(n_models)
     theta = rng.normal(0.0, spread, n_models)
     nodes = make_grid(n_models, 5).nodes
-    patterns = rng.choice([0.0, 1.0, 1.0, 2.0, 5.0], size=(4, n_models))
+    patterns = rng.choice([0.0, 1.0, 1.0, 2.0, 5.0], size=(n_patterns, n_models))
     patterns[0] = 1.0
-    s_tab, sig = np.empty((4, nodes.size)), np.empty((n_models, nodes.size))
+    s_tab, sig = np.empty((n_patterns, nodes.size)), np.empty((n_models, nodes.size))
     _pattern_tables(theta, nodes, patterns, s_tab, sig)
     eta = theta[:, None] - nodes[None, :]
     soft = np.logaddexp(0.0, eta)

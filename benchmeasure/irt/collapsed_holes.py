@@ -148,6 +148,24 @@ def _softplus_sigma(theta, nodes, soft, sig):
 
 
 @numba.njit(cache=True)
+def _many_pattern_tables(theta, nodes, patterns, one_plus, s_tab):
+    """s_tab = patterns @ softplus(θ − x) with one log per cell and one matrix product (BLAS): cheaper than a
+    product per trials column when there are many columns."""
+    soft = np.empty(one_plus.shape)
+    for j in range(theta.shape[0]):
+        th = theta[j]
+        for k in range(nodes.shape[0]):
+            soft[j, k] = max(th - nodes[k], 0.0) + math.log(one_plus[j, k])
+    np.dot(patterns, soft, s_tab)
+
+
+#: up to this many distinct trials columns the tables multiply factors per column (no log per cell); beyond it one
+#: log per cell and a matrix product are cheaper (measured: 3 columns 0.07 against 0.12 ms, 918 columns 20 ms
+#: against 35 ms, on MMLU-Pro-shaped and growing-benchmark-shaped matrices)
+FEW_PATTERNS = 16
+
+
+@numba.njit(cache=True)
 def _pattern_tables(theta, nodes, patterns, s_tab, sig):
     """s_tab[p, k] = Σ_j T_pj·softplus(θ_j − x_k) for every trials column p, and sig[j, k] = σ(θ_j − x_k).
 
@@ -184,6 +202,9 @@ def _pattern_tables(theta, nodes, patterns, s_tab, sig):
                 ti = b * e_mx[k]              # e^(−η)
                 one_plus[j, k] = 1.0 + min(t, ti)
                 sig[j, k] = 1.0 / (1.0 + ti)
+    if n_patterns > FEW_PATTERNS:
+        _many_pattern_tables(theta, nodes, patterns, one_plus, s_tab)
+        return
     for p in range(n_patterns):               # Σ_j T_pj·max(η_jk, 0)
         for k in range(n_nodes):
             s_tab[p, k] = 0.0
