@@ -20,8 +20,9 @@ trials only flatten the integrand, so its curvature bound and the exact draws' e
 
 Cost of one log-density and gradient: O(M·G·(1 + P) + groups·G), P the number of distinct trials columns (8 on
 MMLU-Pro's 29 × 12,032 matrix with 1,713 holes), independent of the number of items. The tables take no
-transcendental function per cell (:func:`_pattern_tables`): the suite model's likelihood on MMLU-Pro (14 such
-sub-matrices) went from 1.32 to 0.62 ms per evaluation with it (one core, 2026-12-04).
+transcendental function per cell up to :data:`FEW_PATTERNS` trials columns (:func:`_pattern_tables`): the suite
+model's likelihood on MMLU-Pro (14 such sub-matrices) went from 1.2–1.3 to 0.54–0.77 ms per evaluation with it
+(one core, interleaved runs, 2026-12-04).
 """
 
 from __future__ import annotations
