@@ -138,17 +138,6 @@ class CollapsedHolesData:
 
 
 @numba.njit(cache=True)
-def _softplus_sigma(theta, nodes, soft, sig):
-    """soft[j, k] = softplus(θ_j − x_k) and sig[j, k] = σ(θ_j − x_k), stable for any η."""
-    for j in range(theta.shape[0]):
-        for k in range(nodes.shape[0]):
-            eta = theta[j] - nodes[k]
-            e = math.exp(-abs(eta))
-            soft[j, k] = max(eta, 0.0) + math.log1p(e)
-            sig[j, k] = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
-
-
-@numba.njit(cache=True)
 def _many_pattern_tables(theta, nodes, patterns, one_plus, s_tab):
     """s_tab = patterns @ softplus(θ − x) with one log per cell and one matrix product (BLAS): cheaper than a
     product per trials column when there are many columns."""
