@@ -7,16 +7,21 @@ below sample the same posterior (`benchmeasure/suite/mirt.py`):
 
 * ``sampled`` — NUTS on (θ, μ, s, R), b integrated out (the collapsed route as it was);
 * ``integrated`` — NUTS on (θ, s, R) with μ integrated out as well (θ's density given Σ in closed form,
-  `theta_marginal_logp`), then μ drawn exactly from its Gaussian conditional given each draw (`draw_means`).
+  `theta_marginal_logp`), then μ drawn exactly from its Gaussian conditional given each draw (`draw_means`);
+* ``partial`` — the same, with θ in the partially non-centred coordinates of `suite/coordinates.py` (the default of
+  `fit-suite --abilities correlated`): centred along the directions of Σ the data resolve, non-centred along the
+  others.
 
 Each row is one fit of the same data with the same seed, one after the other in this process. Printed per row:
 wall seconds (compilation included), sampling seconds, leapfrog steps per draw, divergences, max R-hat and min bulk
 ESS over θ, b, μ, s and the correlations (with where), the min bulk ESS of μ, and min bulk ESS per second of
-sampling. Then the largest difference between the two rows' posterior means of μ, of the correlations and of θ, in
-units of their combined Monte Carlo standard error (≲ 4 expected: the same posterior).
+sampling. Then the largest difference between each later row's posterior means of μ, of the correlations and of θ
+and the first row's, in units of their combined Monte Carlo standard error (≲ 4 expected: the same posterior).
 
     nice -n 10 .venv-irt/bin/python bench/bench_suite_means.py                                   # MMLU-Pro in full
     .venv-irt/bin/python bench/bench_suite_means.py --items 60 --chains 2 --tune 300 --draws 300  # a quick look
+    .venv-irt/bin/python bench/bench_suite_means.py --items 200 --chains 2 --tune 500 --draws 500 \
+        --means integrated,partial                                     # the coordinates, side by side
 """
 
 from __future__ import annotations
@@ -65,7 +70,10 @@ def main(argv=None) -> int:
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--means", default="sampled,integrated", help="sampled, integrated or both (comma)")
+    parser.add_argument("--means", default="sampled,integrated",
+                        help="rows, comma-separated: sampled (centred, μ sampled), integrated (centred, μ integrated), "
+                             "partial (the partial coordinates of suite/coordinates.py, μ integrated)")
+    parser.add_argument("--target-accept", type=float, default=0.9)
     args = parser.parse_args(argv)
     from benchmeasure.suite.mirt import fit_correlated
 
@@ -74,10 +82,15 @@ def main(argv=None) -> int:
           f"{args.chains} chains x ({args.tune} + {args.draws}), seed {args.seed}; {_machine['cpu_name']()}; "
           f"{_machine['versions'](['nutpie', 'pymc', 'pytensor', 'numba'])}", flush=True)
     fits = {}
+    rows = {"sampled": ("centred", "sampled"), "integrated": ("centred", "integrated"),
+            "partial": ("partial", "integrated")}
     for means in args.means.split(","):
+        if means not in rows:
+            parser.error(f"--means: unknown row {means!r}; choose from {', '.join(rows)}")
         start = time.perf_counter()
         fit = fit_correlated(counts, trials, which, benchmarks, chains=args.chains, tune=args.tune,
-                             draws=args.draws, seed=args.seed, means=means)
+                             draws=args.draws, seed=args.seed, parametrization=rows[means][0], means=rows[means][1],
+                             target_accept=args.target_accept)
         wall = time.perf_counter() - start
         fits[means] = fit
         d = fit.diagnostics
@@ -91,13 +104,15 @@ def main(argv=None) -> int:
               f"max R-hat {d['max_r_hat']:.4f} ({d['worst_r_hat']}), min bulk ESS {d['min_ess_bulk']:.0f} "
               f"({d['worst_ess_bulk']}), min ESS of mu {mu_ess:.0f}, "
               f"min ESS / s {d['min_ess_bulk'] / d['sampling_time_s']:.2f}", flush=True)
-    if len(fits) == 2:
-        a, b = (fits[m].posterior["posterior"] for m in fits)
+    first = next(iter(fits))
+    for other in list(fits)[1:]:
+        print(f"  {other} against {first}:")
+        a, b = (fits[m].posterior["posterior"] for m in (first, other))
         for name in ("mu", "theta"):
             (ma, sa), (mb, sb) = mean_se(a, name), mean_se(b, name)
             print(f"  |difference of posterior means| of {name}: max {np.max(np.abs(ma - mb) / np.hypot(sa, sb)):.2f} "
                   f"combined MCSE")
-        ca, cb = (fits[m].correlation for m in fits)
+        ca, cb = (fits[m].correlation for m in (first, other))
         pairs = np.triu_indices(len(benchmarks), k=1)
         se = np.hypot(ca["sd"][pairs] / np.sqrt(ca["ess_bulk"][pairs]),
                       cb["sd"][pairs] / np.sqrt(cb["ess_bulk"][pairs]))

@@ -95,6 +95,7 @@ def test_routes_sample_the_same_posterior():
     c, j = fits["collapsed"], fits["joint"]
     assert c.diagnostics["route"] == "collapsed" and c.diagnostics["quadrature"]["max_abs_log_marginal_error"] < 1e-8
     assert c.settings["means"] == "integrated" and j.settings["means"] == "sampled"
+    assert c.settings["parametrization"] == "partial" and j.settings["parametrization"] == "centred"
     from benchmeasure.irt.diagnostics import summarize_draws
 
     mu = [summarize_draws(np.asarray(f.posterior["posterior"]["mu"].values, dtype=float)) for f in (c, j)]
@@ -116,6 +117,8 @@ def test_route_option(tmp_path):
     src.write_text("model,item_id,correct\nm0,q0,1\nm1,q0,0\n", encoding="utf-8")
     assert_rejected(run_script("fit_suite.py", src, "--abilities", "correlated", "--route", "both",
                                "--output-dir", tmp_path / "o"), "--route")
+    assert_rejected(run_script("fit_suite.py", src, "--abilities", "correlated", "--coordinates", "whitened",
+                               "--output-dir", tmp_path / "o"), "--coordinates")
 
 
 @pytest.mark.slow  # one NUTS fit inside the chain (compilation about 40 s)
@@ -205,6 +208,7 @@ def test_the_means_default_follows_the_coordinates():
     from benchmeasure.suite.mirt_collapsed import build_collapsed_model
 
     assert default_means("centred") == "integrated" and default_means("non-centred") == "sampled"
+    assert default_means("partial") == "integrated"
     rng = np.random.default_rng(3)
     trials = np.full((6, 8), 2)
     counts = rng.binomial(trials, 0.5)

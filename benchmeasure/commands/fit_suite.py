@@ -53,7 +53,9 @@ abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds
   Normal(mu, diag(s) R diag(s)), R ~ LKJ(eta), b ~ Normal(0, 1) (the paper's), masked likelihood; difficulty.csv
   then holds its posterior b. --route collapsed (default) samples the abilities, means, spreads and correlation
   with every b integrated out per benchmark, then draws every b exactly; --route joint samples everything (the
-  same posterior; far slower: see docs/suites.md). correlated-eb = the same abilities with the correlation estimated
+  same posterior; far slower: see docs/suites.md); --coordinates partial (default) samples the abilities centred
+  along the directions the data resolve and non-centred along the others (suite.json records how many).
+  correlated-eb = the same abilities with the correlation estimated
   by the method of moments and plugged in (empirical Bayes: no interval for it; seconds).
 """
 
@@ -79,6 +81,10 @@ def parse_args(argv):
                       help="collapsed (default): NUTS on the abilities, mean, spreads and correlation with every b "
                       "integrated out, then exact b draws; joint: NUTS on all of them and every b (same posterior, "
                       "far slower at suite size)")
+    nuts.add_argument("--coordinates", choices=("partial", "centred"), default="partial",
+                      help="how NUTS sees the abilities (the same posterior): partial (default) = centred along the "
+                      "directions of the abilities' covariance that the data resolve, non-centred along the others "
+                      "(chosen from the data before sampling); centred = the abilities themselves (docs/suites.md)")
     nuts.add_argument("--chains", type=CHAINS, default=4, help="NUTS chains (default 4)")
     nuts.add_argument("--tune", type=TUNE, default=1000, help="warm-up iterations per chain (default 1000)")
     nuts.add_argument("--draws", type=DRAWS, default=1000, help="draws per chain (default 1000)")
@@ -242,7 +248,7 @@ def _nuts(suite, args):
     with shown if shown is not None else contextlib.nullcontext():
         return fit_correlated(suite.counts, suite.trials, suite.item_benchmark, list(suite.benchmarks),
                               eta=args.eta, scales=args.scales, chains=args.chains, tune=args.tune,
-                              draws=args.draws, seed=args.seed, route=args.route,
+                              draws=args.draws, seed=args.seed, route=args.route, parametrization=args.coordinates,
                               target_accept=args.target_accept, progress=shown)
 
 

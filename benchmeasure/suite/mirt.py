@@ -17,9 +17,11 @@ the two benchmarks' opposite mean levels (2.1 and −0.6). Fixed unit scales bia
 abilities spread more or less than 1 (the maximum-likelihood ρ under wrong unit variances is not the correlation).
 The location of each benchmark (μ_k against its b) is still set by the priors only, as in the paper's model.
 
-Coordinates (``parametrization``): ``"centred"`` (default) samples θ itself given L; ``"non-centred"`` samples
-z_j ~ Normal(0, I) with θ_j = diag(s) L z_j. Every model answers tens to thousands of items, so each θ_j is
-well determined by its data and the centred form mixes better: on a simulated 50-model × 2 × 300-item suite
+Coordinates (``parametrization``): ``"partial"`` (the default with several benchmarks) is centred along the
+directions of Σ that the data resolve and non-centred along the others (:mod:`.coordinates`); ``"centred"``
+samples θ itself given L; ``"non-centred"`` samples z_j ~ Normal(0, I) with θ_j = diag(s) L z_j. Between the
+last two: every model answers tens to thousands of items, so each θ_j is well determined by its data and the
+centred form mixes better: on a simulated 50-model × 2 × 300-item suite
 (2 chains × (300 + 300), same seed) the lowest bulk ESS was 205 centred against 61 non-centred (the correlation
 itself mixing slowest there), with 15 against 18 leapfrog steps per draw; nutpie's low-rank mass matrix
 (``adaptation="low_rank"``) raised the ESS (364) but cost 4 times as long per draw there. With the benchmark means
@@ -63,6 +65,7 @@ log = logging.getLogger(__name__)
 
 SCALES = ("unit", "half-normal")
 ROUTES = ("collapsed", "joint")
+PARAMETRIZATIONS = ("centred", "non-centred", "partial")   # θ's coordinates (partial: suite/coordinates.py)
 MEANS = ("sampled", "integrated")   # the benchmark means μ: NUTS samples them, or they are integrated out
 MEAN_SD = 3.0  # prior sd of each benchmark's mean ability (several benchmarks only)
 INTERVAL = 0.94
@@ -82,22 +85,27 @@ class CorrelatedFit:
 
 
 def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, scale_sd: float,
-                  parametrization: str, mean_sd: float, means: str = "sampled"):
+                  parametrization: str, mean_sd: float, means: str = "sampled", basis=None):
     """Inside a PyMC model: R (``corr``), s, μ and θ (M × B) with the priors above; returns θ.
 
     Shared by the joint model (:func:`build_model`) and the collapsed one (:mod:`.mirt_collapsed`), so the two
     have the same prior by construction. ``means="integrated"`` (several benchmarks, centred coordinates) leaves μ
     out of the model: θ gets its density with μ integrated out (:func:`theta_marginal_logp`), and μ is drawn
-    afterwards from its exact conditional (:func:`draw_means`).
+    afterwards from its exact conditional (:func:`draw_means`). ``parametrization="partial"`` (μ integrated) samples
+    θ in the coordinates of :mod:`.coordinates`, with ``basis`` = (T, r) from :func:`.coordinates.pilot_basis`.
     """
     import pymc as pm
     import pytensor.tensor as pt
 
     if means not in MEANS:
         fail(f"means must be one of {', '.join(MEANS)}, got {means!r}")
+    if parametrization not in PARAMETRIZATIONS:
+        fail(f"parametrization must be one of {', '.join(PARAMETRIZATIONS)}, got {parametrization!r}")
     integrated = means == "integrated" and n_benchmarks > 1
-    if integrated and parametrization != "centred":
-        fail("the benchmark means are integrated out in the centred coordinates only")
+    if integrated and parametrization == "non-centred":
+        fail("the benchmark means are integrated out in the centred and partial coordinates only")
+    if parametrization == "partial" and not integrated:
+        fail("the partial coordinates need two or more benchmarks with their means integrated out")
 
     if n_benchmarks == 1:
         chol = pt.ones((1, 1))
@@ -110,6 +118,18 @@ def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, 
     # with several benchmarks each has its own mean ability (a benchmark's items may all be easy): R is the
     # correlation of deviations from those means; with one there is nothing to correlate, and the model is
     # the paper's (mean 0)
+    if integrated and parametrization == "partial":
+        from benchmeasure.suite.coordinates import partial_abilities
+
+        t, n_weak = basis
+        centre = pm.Flat("theta_centre", shape=n_benchmarks)
+        strong = pm.Flat("theta_strong", shape=(n_models - 1, n_benchmarks - n_weak)) if n_weak < n_benchmarks \
+            else None
+        weak = pm.Flat("theta_weak", shape=(n_models - 1, n_weak)) if n_weak else None
+        theta, logp = partial_abilities(centre, strong, weak, chol, np.asarray(t, dtype=float), int(n_weak),
+                                        n_models, mean_sd)
+        pm.Potential("theta_given_cov", logp)
+        return pm.Deterministic("theta", theta)
     if integrated:
         theta = pm.Flat("theta", shape=(n_models, n_benchmarks))
         pm.Potential("theta_given_cov", theta_marginal_logp(theta, chol, mean_sd))
@@ -126,7 +146,7 @@ def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, 
 def default_means(parametrization: str) -> str:
     """What :func:`fit_correlated` does with the benchmark means when not told: integrated out in the centred
     coordinates (where that is defined), sampled in the non-centred ones."""
-    return "integrated" if parametrization == "centred" else "sampled"
+    return "sampled" if parametrization == "non-centred" else "integrated"
 
 
 def theta_marginal_logp(theta, chol, mean_sd: float):
@@ -142,7 +162,7 @@ def theta_marginal_logp(theta, chol, mean_sd: float):
     vec θ ~ N(0, I ⊗ Σ + τ² 11ᵀ ⊗ I)).
     """
     import pytensor.tensor as pt
-    from pytensor.tensor.linalg import cholesky, solve_triangular
+    from pytensor.tensor.linalg import solve_triangular
 
     n_models, n_benchmarks = theta.shape[0], chol.shape[0]
     m = pt.cast(n_models, "float64")
@@ -150,12 +170,20 @@ def theta_marginal_logp(theta, chol, mean_sd: float):
     centre = theta.mean(axis=0)
     white = solve_triangular(chol, (theta - centre[None, :]).T, lower=True)
     log_det = 2.0 * pt.sum(pt.log(pt.diag(chol)))
-    outer = cholesky(chol @ chol.T / m + mean_sd ** 2 * pt.eye(n_benchmarks))
-    w = solve_triangular(outer, centre, lower=True)
     log_2pi = np.log(2.0 * np.pi)
     return (-(m - 1.0) * k / 2.0 * log_2pi - (m - 1.0) / 2.0 * log_det - k / 2.0 * pt.log(m)
-            - 0.5 * pt.sum(white ** 2)
-            - 0.5 * pt.sum(w ** 2) - pt.sum(pt.log(pt.diag(outer))) - k / 2.0 * log_2pi)
+            - 0.5 * pt.sum(white ** 2) + centre_logp(centre, chol, m, mean_sd))
+
+
+def centre_logp(centre, chol, n_models, mean_sd: float):
+    """log N(θ̄; 0, Σ/M + τ² I), the mean of the M abilities with μ integrated out (PyTensor; Σ = C Cᵀ)."""
+    import pytensor.tensor as pt
+    from pytensor.tensor.linalg import cholesky, solve_triangular
+
+    n_benchmarks = chol.shape[0]
+    outer = cholesky(chol @ chol.T / n_models + mean_sd ** 2 * pt.eye(n_benchmarks))
+    w = solve_triangular(outer, centre, lower=True)
+    return -0.5 * pt.sum(w ** 2) - pt.sum(pt.log(pt.diag(outer))) - n_benchmarks / 2.0 * np.log(2.0 * np.pi)
 
 
 def draw_means(theta, corr, scale, mean_sd: float, seed: int) -> np.ndarray:
@@ -178,9 +206,19 @@ def draw_means(theta, corr, scale, mean_sd: float, seed: int) -> np.ndarray:
     return mean + np.linalg.solve(np.swapaxes(lower, -1, -2), z[..., None])[..., 0]
 
 
+def coordinates_basis(counts, trials, item_benchmark, n_benchmarks: int, parametrization: str, basis=None):
+    """(T, r) of the partial coordinates (:func:`.coordinates.pilot_basis`) when they are asked for, else None."""
+    if parametrization != "partial" or basis is not None:
+        return basis
+    from benchmeasure.suite.coordinates import pilot_basis
+
+    t, n_weak, _ = pilot_basis(counts, trials, item_benchmark, n_benchmarks)
+    return t, n_weak
+
+
 def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0, scales: str = "half-normal",
                 scale_sd: float = 1.0, b_prior_sd: float = 1.0, parametrization: str = "centred",
-                mean_sd: float = MEAN_SD, means: str = "sampled"):
+                mean_sd: float = MEAN_SD, means: str = "sampled", basis=None):
     """The PyMC model above; ``counts`` and ``trials`` are models × items (``trials`` 0 = absent cell)."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -195,7 +233,9 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
     with pm.Model() as model:
         b = pm.Normal("b", 0.0, b_prior_sd, shape=n_items)
         theta = ability_prior(n_models, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
-                              parametrization=parametrization, mean_sd=mean_sd, means=means)
+                              parametrization=parametrization, mean_sd=mean_sd, means=means,
+                              basis=coordinates_basis(counts, trials, item_benchmark, n_benchmarks, parametrization,
+                                                      basis))
         logit = theta[rows, which] - b[cols]
         # binomial log-likelihood without log C(T, Y): Y·η − T·softplus(η), on the present cells only
         pm.Potential("loglik", pt.sum(y * logit - n * pt.softplus(logit)))
@@ -205,16 +245,18 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
 def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: float = 2.0, scales: str = "half-normal",
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
-                   parametrization: str = "centred", adaptation: str = "low_rank", route: str = "collapsed",
+                   parametrization: str | None = None, adaptation: str = "low_rank", route: str = "collapsed",
                    means: str | None = None, progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
     b integrated out, then exact draws of b (:mod:`.mirt_collapsed`); ``route="joint"``: NUTS on everything
     (:func:`build_model`). Both sample the same posterior. ``means="integrated"`` (the default in the centred
-    coordinates) leaves the benchmark means μ out of NUTS and draws them exactly afterwards
+    and partial coordinates) leaves the benchmark means μ out of NUTS and draws them exactly afterwards
     (:func:`theta_marginal_logp`, :func:`draw_means`); ``"sampled"`` (the default in the non-centred ones) has
-    NUTS sample them (the model as written). ``progress`` is a
+    NUTS sample them (the model as written). ``parametrization`` (θ's coordinates; the same posterior): left
+    unset, ``"partial"`` (:mod:`.coordinates`) with two or more benchmarks and the means integrated, else
+    ``"centred"``. ``progress`` is a
     :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
     draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
     """
@@ -235,15 +277,22 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         fail(f"the collapsed route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
              "needs route='joint'")
     n_benchmarks = len(benchmarks)
+    if parametrization is None:
+        parametrization = "centred" if means == "sampled" else "partial"
+    if n_benchmarks == 1 and parametrization == "partial":
+        parametrization = "centred"   # one benchmark: nothing to correlate, the paper's 1PL
     means = default_means(parametrization) if means is None else means
+    basis = coordinates_basis(counts, trials, item_benchmark, n_benchmarks, parametrization)
     if route == "joint":
         model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
-                            scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization, means=means)
+                            scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization, means=means,
+                            basis=basis)
     else:
         from benchmeasure.suite.mirt_collapsed import build_collapsed_model
 
         model, data = build_collapsed_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
-                                            scale_sd=scale_sd, parametrization=parametrization, means=means)
+                                            scale_sd=scale_sd, parametrization=parametrization, means=means,
+                                            basis=basis)
     names = (["theta", "b", "corr"] + (["mu"] if n_benchmarks > 1 else [])
              + (["scale"] if scales == "half-normal" else []))
     integrated = means == "integrated" and n_benchmarks > 1
@@ -324,7 +373,8 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                          + (f"mu_k ~ Normal(0, {MEAN_SD:g}^2); " if n_benchmarks > 1 else "mu = 0; ")
                          + f"R ~ LKJ({eta:g}); "
                          + ("s = 1 (unit scales)" if scales == "unit" else f"s_k ~ HalfNormal({scale_sd:g})"),
-                "means": means if n_benchmarks > 1 else None,
+                "means": means if n_benchmarks > 1 else None, "parametrization": parametrization,
+                "non_centred_directions": None if basis is None else int(basis[1]),
                 "sampler": "nutpie", "route": route, "adaptation": adaptation, "chains": chains, "tune": tune,
                 "draws": draws,
                 "target_accept": float(target_accept), "seed": int(seed), "interval": INTERVAL}

@@ -45,12 +45,13 @@ def benchmark_data(counts, trials, item_benchmark, n_benchmarks: int) -> list:
 
 def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0,
                           scales: str = "half-normal", scale_sd: float = 1.0, parametrization: str = "centred",
-                          mean_sd: float | None = None, data: list | None = None, means: str = "sampled"):
+                          mean_sd: float | None = None, data: list | None = None, means: str = "sampled",
+                          basis=None):
     """The PyMC model of (θ, μ, s, R) with every b integrated out; returns ``(model, data)``, ``data`` as
     :func:`benchmark_data` gives it (built here when None)."""
     import pymc as pm
 
-    from benchmeasure.suite.mirt import MEAN_SD, ability_prior
+    from benchmeasure.suite.mirt import MEAN_SD, ability_prior, coordinates_basis
     from benchmeasure.suite.mirt_kernel import suite_marginal
 
     if data is None:
@@ -59,7 +60,8 @@ def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, 
     with pm.Model() as model:
         theta = ability_prior(n_models, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
                               parametrization=parametrization, mean_sd=MEAN_SD if mean_sd is None else mean_sd,
-                              means=means)
+                              means=means, basis=coordinates_basis(counts, trials, item_benchmark, n_benchmarks,
+                                                                   parametrization, basis))
         pm.Potential("b_integrated", suite_marginal([sub for _, sub in data], theta))
     return model, data
 
