@@ -285,8 +285,10 @@ def test_plain_kernels_equal_the_direct_sums(cells, x):
         soft = float((t * np.logaddexp(0, eta)).sum())
         assert gibbs._softplus_plain(np.exp(x), 0, len(cells), idx, t, np.exp(other), binary) == pytest.approx(
             soft, rel=1e-12, abs=1e-12)
-        sum_o, soft2 = gibbs._sum_and_softplus_plain(np.exp(x), 0, len(cells), idx, t, other, np.exp(other), binary)
+        sum_o, sum_o2, soft2 = gibbs._sum_and_softplus_plain(np.exp(x), 0, len(cells), idx, t, other, np.exp(other),
+                                                             binary)
         assert sum_o == pytest.approx(float(other.sum()), abs=1e-9)
+        assert sum_o2 == pytest.approx(float((other ** 2).sum()), rel=1e-12)
         assert soft2 == pytest.approx(soft, rel=1e-12, abs=1e-12)
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from benchmeasure.base.kernel_cache import numba
 
 NU = 5.0            # degrees of freedom of the t proposal
-NEWTON_STEPS = 2    # Newton steps to the mode of each conditional (more: higher acceptance, slower)
+NEWTON_STEPS = 1    # Newton steps to the mode of each conditional from the start of _proposal (more: slower)
 FLOOR_BOUND = 0.1   # a rate this close to the guessing floor, (p̂ − ḡ)/(1 − ḡ) below it, gets the wide mixture
 WIDE_SCALE = 1.0    # the wide component's scale: the prior's sd
 BLOCK = 25          # sweeps per kernel call (between progress updates and random-number refills)
@@ -200,10 +200,11 @@ def _sums_plain(ex, lo, hi, idx, tt, w_other, binary):
         u1 = w_other[idx[p + 1]] * ex
         u2 = w_other[idx[p + 2]] * ex
         u3 = w_other[idx[p + 3]] * ex
-        r0 = 1.0 / (1.0 + u0)
-        r1 = 1.0 / (1.0 + u1)
-        r2 = 1.0 / (1.0 + u2)
-        r3 = 1.0 / (1.0 + u3)
+        f0, f1, f2, f3 = 1.0 + u0, 1.0 + u1, 1.0 + u2, 1.0 + u3
+        f01, f23 = f0 * f1, f2 * f3
+        inv = 1.0 / (f01 * f23)          # one division for four cells (each f < e^FAST_BOUND: no overflow)
+        inv01, inv23 = inv * f23, inv * f01
+        r0, r1, r2, r3 = inv01 * f1, inv01 * f0, inv23 * f3, inv23 * f2
         g0, g1, g2, g3 = u0 * r0, u1 * r1, u2 * r2, u3 * r3
         if not binary:
             g0, g1, g2, g3 = tt[p] * g0, tt[p + 1] * g1, tt[p + 2] * g2, tt[p + 3] * g3
@@ -275,16 +276,20 @@ def _softplus_plain(ex, lo, hi, idx, tt, w_other, binary):
 
 @numba.njit(cache=True, nogil=True)
 def _sum_and_softplus_plain(ex, lo, hi, idx, tt, other, w_other, binary):
-    """(Σ_k o_k, Σ_k T_k softplus(η_k)) over cells with g = 0 in one pass (as :func:`_softplus_plain`): the
-    proposal's start and the current value's log density read the same cells."""
+    """(Σ_k o_k, Σ_k o_k², Σ_k T_k softplus(η_k)) over cells with g = 0 in one pass (as :func:`_softplus_plain`):
+    the proposal's start and the current value's log density read the same cells."""
     o0 = o1 = 0.0
+    q0 = q1 = 0.0
     p0 = p1 = p2 = p3 = 1.0
     logs = 0.0
     p = lo
     while p + 4 <= hi:
         k0, k1, k2, k3 = idx[p], idx[p + 1], idx[p + 2], idx[p + 3]
-        o0 += other[k0] + other[k2]
-        o1 += other[k1] + other[k3]
+        a0, a1, a2, a3 = other[k0], other[k1], other[k2], other[k3]
+        o0 += a0 + a2
+        o1 += a1 + a3
+        q0 += a0 * a0 + a2 * a2
+        q1 += a1 * a1 + a3 * a3
         f0 = 1.0 + w_other[k0] * ex
         f1 = 1.0 + w_other[k1] * ex
         f2 = 1.0 + w_other[k2] * ex
@@ -301,14 +306,16 @@ def _sum_and_softplus_plain(ex, lo, hi, idx, tt, other, w_other, binary):
             p0 = p1 = p2 = p3 = 1.0
         p += 4
     while p < hi:
-        o0 += other[idx[p]]
+        a0 = other[idx[p]]
+        o0 += a0
+        q0 += a0 * a0
         f0 = 1.0 + w_other[idx[p]] * ex
         p0 *= f0 if binary else _ipow(f0, int(tt[p]))
         if p0 > RESCALE:
             logs += math.log(p0)
             p0 = 1.0
         p += 1
-    return o0 + o1, logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+    return o0 + o1, q0 + q1, logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -398,18 +405,28 @@ def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, g
 
 @numba.njit(cache=True, nogil=True)
 def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other, max_other, n_newton, guessed,
-              binary=False, sum_o=np.nan):
+              binary=False, sum_o=np.nan, sum_o2=np.nan):
     """(centre, scale) of the t proposal: Newton (Fisher scoring) steps on the conditional from a start that
     depends only on the data and ``other``; the scale from the curvature (information) at the last step.
-    ``sum_o``: Σ o_k over the coordinate's cells when the caller has it (NaN: summed here)."""
+    ``sum_o``, ``sum_o2``: Σ o_k and Σ o_k² over the coordinate's cells when the caller has them (NaN: summed here).
+
+    The start solves the conditional's mode equation x + Σ_k T_k σ(s·x + o_k) = Y_tot with the sum replaced by
+    T_tot σ((s·x + ō)/κ), κ = √(1 + π v/8), v the variance of the o_k (the logistic-normal approximation):
+    x_L = s(κ logit p̂ − ō) without the prior, then one Newton step of the approximate equation towards the prior,
+    x₀ = x_L·I/(1 + I) with I = T_tot p̂(1 − p̂)/κ."""
     mean_g = 0.0
     if guessed or math.isnan(sum_o):
         sum_o = 0.0
+        sum_o2 = 0.0
         for p in range(lo, hi):
-            sum_o += other[idx[p]]
+            o = other[idx[p]]
+            sum_o += o
+            sum_o2 += o * o
             if guessed:
                 mean_g += gg[p] * tt[p]
-    mean_o = sum_o / (hi - lo) if hi > lo else 0.0
+    count = hi - lo
+    mean_o = sum_o / count if count > 0 else 0.0
+    var_o = max(sum_o2 / count - mean_o * mean_o, 0.0) if count > 0 else 0.0
     rate = (ytot + 0.5) / (ttot + 1.0)
     floor_bound = False
     if mean_g > 0.0:   # above the floor: (p̂ − ḡ)/(1 − ḡ), kept inside (0.05, 0.95)
@@ -417,8 +434,11 @@ def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other,
         above = (rate - floor) / (1.0 - floor)
         floor_bound = above < FLOOR_BOUND
         rate = min(max(above, 0.05), 0.95)
-    x = sign * (math.log(rate / (1.0 - rate)) - mean_o)
-    curv = 1.0
+    kappa = math.sqrt(1.0 + math.pi * var_o / 8.0)
+    x = sign * (kappa * math.log(rate / (1.0 - rate)) - mean_o)
+    approx_info = ttot * rate * (1.0 - rate) / kappa
+    x *= approx_info / (1.0 + approx_info)
+    curv = 1.0 + approx_info
     for _ in range(n_newton):
         score, info = _score_info(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed,
                                   binary)
@@ -455,13 +475,13 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
     for c in range(values.shape[0]):
         lo, hi = ptr[c], ptr[c + 1]
         cur = values[c]
-        sum_o = np.nan
+        sum_o = sum_o2 = np.nan
         f_cur = np.nan
-        if not guessed and _plain_ok(cur, max_other, t_max):   # the start's Σ o_k and f(cur) from one pass
-            sum_o, soft = _sum_and_softplus_plain(math.exp(sign * cur), lo, hi, idx, tt, other, w_other, binary)
+        if not guessed and _plain_ok(cur, max_other, t_max):   # the start's Σ o_k, Σ o_k² and f(cur) from one pass
+            sum_o, sum_o2, soft = _sum_and_softplus_plain(math.exp(sign * cur), lo, hi, idx, tt, other, w_other, binary)
             f_cur = -0.5 * cur * cur + sign * cur * yplain[c] - soft
         centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
-                                        max_other, n_newton, guessed, binary, sum_o)
+                                        max_other, n_newton, guessed, binary, sum_o, sum_o2)
         if wide:
             new = centre + (WIDE_SCALE if cdraw[c] < 0.5 else scale) * tdraw[c]
             log_q_new = np.logaddexp(_log_t((new - centre) / scale, nu) - math.log(scale),
