@@ -115,15 +115,15 @@ class PosteriorMeans:
     def _lazy(self, sums) -> np.ndarray:
         where = self.offset[self.pattern_of] + sums
         missing = np.unique(where[np.isnan(self.table[where])])
-        for start in range(0, missing.size, 2048):
-            entries = missing[start:start + 2048]
-            pattern = np.searchsorted(self.offset, entries, side="right") - 1
-            log_post = self.base[pattern] - (entries - self.offset[pattern])[:, None] * self.nodes[None, :]
-            log_post -= log_post.max(axis=1, keepdims=True)
-            w = np.exp(log_post)
-            # row by row (not w @ nodes: BLAS's result for a row depends on the rows beside it), so an entry's
-            # value does not depend on which entries were missing with it, nor on the order the worlds ran in
-            self.table[entries] = (w * self.nodes).sum(axis=1) / w.sum(axis=1)
+        if missing.size:
+            from benchmeasure.analyses.kernels import quadrature_means
+
+            pattern = np.searchsorted(self.offset, missing, side="right") - 1
+            values = np.empty(missing.size)
+            # entry by entry, so an entry's value does not depend on which entries were missing with it, nor on
+            # the order the worlds ran in
+            quadrature_means(self.base, self.nodes, pattern, (missing - self.offset[pattern]).astype(float), values)
+            self.table[missing] = values
         return self.table[where]
 
     def _means(self, base, sums):
@@ -157,8 +157,9 @@ CHUNK_CELLS = 4_000_000
 
 
 def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
-    """Column sums of Y ~ Binomial(K_mi, σ(θ_m − b_i)): shape (n,), or (reps, n) for ``reps`` data sets drawn in
-    chunks of about :data:`CHUNK_CELLS` cells (the probabilities computed once)."""
+    """Column sums of Y ~ Binomial(K_mi, σ(θ_m − b_i)): shape (n,), or (reps, n) for ``reps`` data sets (the
+    probabilities computed once; the data sets by inverting each column's CDF or trial by trial in a compiled
+    kernel, whichever needs fewer steps)."""
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] - np.asarray(b)[None, :])))
     present = trials > 0
     one = trials.max() == 1
@@ -176,13 +177,14 @@ def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
             r = min(step, reps - start)
             sums_by_inverse_cdf(p, t, rng.random((r, p.shape[1])), out[start:start + r])
         return out
-    step = max(1, CHUNK_CELLS // p.size)
-    for start in range(0, reps, step):
-        r = min(step, reps - start)
-        if one:
-            out[start:start + r] = ((rng.random((r, *p.shape)) < p) & present).sum(axis=1)
-        else:
-            out[start:start + r] = rng.binomial(trials, p, size=(r, *p.shape)).sum(axis=1)
+    from benchmeasure.analyses.kernels import binomial_sums
+
+    # the trials of the present cells by item, each a 32-bit uniform from a stream seeded by ``rng``
+    items, models = np.nonzero(trials.T > 0)
+    cell_trials = trials[models, items]
+    threshold = np.repeat(np.rint(p[models, items] * 2.0 ** 32).astype(np.uint64), cell_trials)
+    ptr = np.r_[0, np.cumsum(np.bincount(items, weights=cell_trials, minlength=p.shape[1]))].astype(np.int64)
+    binomial_sums(threshold, ptr, np.uint64(rng.integers(2 ** 63)), out)
     return out
 
 

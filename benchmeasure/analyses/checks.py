@@ -77,6 +77,8 @@ THRESHOLDS = {
 
 # Item pairs are compared in blocks of this many rows so memory stays O(block × N).
 _BLOCK = 512
+#: columns at least this long (and at most _BLOCK) are compared by the compiled pair loop (the same counts)
+_COMPILED_FROM = 64
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,11 @@ def _strict_orders(counts: np.ndarray) -> tuple[int, int]:
 def column_orders(key: np.ndarray, value: np.ndarray) -> tuple[int, int]:
     """Row pairs ordered the same way (concordant) and the opposite way (inverted) by ``key`` and ``value``;
     pairs tied in either are skipped."""
+    if _COMPILED_FROM <= len(key) <= _BLOCK:
+        from benchmeasure.analyses.kernels import pair_orders  # numba: loaded only where a column is this long
+
+        c, i = pair_orders(np.ascontiguousarray(key, dtype=float), np.ascontiguousarray(value, dtype=float))
+        return int(c), int(i)
     if len(key) <= _BLOCK:
         product = np.sign(key[:, None] - key[None, :]) * np.sign(value[:, None] - value[None, :])
         return int((product > 0).sum()) // 2, int((product < 0).sum()) // 2

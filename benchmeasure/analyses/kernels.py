@@ -85,3 +85,86 @@ def sums_by_inverse_cdf(p, trials, u, out):
                 for t in range(size):   # the CDF is nondecreasing: the entries ≤ x are the first s (no branch)
                     s += cdf[i - lo, t] <= x
                 out[r, i] = s
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_orders(key, value):
+    """(concordant, inverted) row pairs of ``key`` and ``value`` (1-D, one length): pairs ordered the same way by
+    both, and the opposite way; a pair tied in either (or with a NaN) is neither. All R(R − 1)/2 pairs, compared
+    (not multiplied: a product of two tiny differences can underflow to a tie)."""
+    concordant = inverted = 0
+    n = key.shape[0]
+    for a in range(n):
+        ka, va = key[a], value[a]
+        for b in range(a + 1, n):
+            dk, dv = ka - key[b], va - value[b]
+            if (dk > 0 and dv > 0) or (dk < 0 and dv < 0):
+                concordant += 1
+            elif (dk > 0 and dv < 0) or (dk < 0 and dv > 0):
+                inverted += 1
+    return concordant, inverted
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _splitmix64(state):
+    """(next state, 64 random bits): Steele, Lea & Flood's SplitMix64 (OOPSLA 2014), a Weyl sequence through a
+    bijective mix; passes BigCrush."""
+    state = state + _GOLDEN
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return state, z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True, nogil=True)
+def binomial_sums(threshold, ptr, seed, out):
+    """out[r, i] = the successes among item i's trials (``ptr[i]:ptr[i + 1]``, a cell with K trials listed K
+    times), trial t a success when a 32-bit uniform is below ``threshold[t]`` = round(p_t·2³²), so with
+    probability exactly threshold/2³² (within 2⁻³³ of p_t). The uniforms are the two halves of SplitMix64 words
+    from ``seed``, two trials to a word: the draws depend on the seed alone, and none are stored."""
+    state = np.uint64(seed)
+    for r in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            total = 0
+            t = ptr[i]
+            hi = ptr[i + 1]
+            while t + 1 < hi:
+                state, word = _splitmix64(state)
+                total += (word & _LOW32) < threshold[t]
+                total += (word >> np.uint64(32)) < threshold[t + 1]
+                t += 2
+            if t < hi:
+                state, word = _splitmix64(state)
+                total += (word & _LOW32) < threshold[t]
+            out[r, i] = total
+
+
+@numba.njit(cache=True, nogil=True)
+def quadrature_means(base, nodes, pattern, sums, out):
+    """out[e] = Σ_g w_g·nodes[g] / Σ_g w_g with log w_g = base[pattern[e], g] − sums[e]·nodes[g] (a posterior mean by
+    quadrature), each entry alone (its value does not depend on the entries beside it). Nodes more than 60 below the
+    largest log weight are skipped: their weights are below e⁻⁶⁰ of the largest, under the sums' rounding."""
+    g_count = nodes.shape[0]
+    for e in range(out.shape[0]):
+        row = base[pattern[e]]
+        s = sums[e]
+        top = -np.inf
+        for g in range(g_count):
+            v = row[g] - s * nodes[g]
+            if v > top:
+                top = v
+        num = 0.0
+        den = 0.0
+        for g in range(g_count):
+            v = row[g] - s * nodes[g] - top
+            if v > -60.0:
+                w = np.exp(v)
+                num += w * nodes[g]
+                den += w
+        out[e] = num / den

@@ -16,7 +16,9 @@ support holes refuses a blank cell, and names ``--allow-missing``.
 from __future__ import annotations
 
 import csv
+import operator
 import os
+from itertools import repeat
 
 from benchmeasure.base.csv_table import read_table, table_kind
 from benchmeasure.base.errors import fail
@@ -71,6 +73,21 @@ def write_counts_and_trials(models: list, items: list, counts, trials, path: str
                 writer.writerow([model, *("" if k == 0 else value for value, k in zip(row, k_row))])
 
 
+def _cell(cell: str, path: str, line: int, model: str, item: str, n_trials: int, what: str):
+    """One cell's value (None: blank = absent), or the error naming it."""
+    text = cell.strip()
+    if not text:
+        return None
+    if len(text) > 9 or not text.isascii() or not text.isdigit():
+        fail(f"{path}: line {line}, model {model!r}, item {item!r}: {text[:24]!r} is not {what} in "
+             f"[0, {n_trials}] (blank = absent)")
+    value = int(text)
+    if value > n_trials:
+        fail(f"{path}: line {line}, model {model!r}, item {item!r}: {what} {value} is outside "
+             f"[0, {n_trials}] (--n-trials {n_trials})")
+    return value
+
+
 def _read_cells(path: str, n_trials: int, what: str) -> tuple[list, list, list, list]:
     table = read_table(path, expected="a header 'model,<item>,…'")
     if table.header[0] != "model":
@@ -78,25 +95,18 @@ def _read_cells(path: str, n_trials: int, what: str) -> tuple[list, list, list, 
         fail(f"{path}: first header column must be 'model', found {table.header[0]!r}"
              + (f"; this is {kind}" if kind else ""))
     items = table.header[1:]
+    # the texts a cell usually holds, validated once: a row whose cells all hit this table costs one dict lookup per
+    # cell; any other text (spaces, a sign, a value above K) goes through the checks below and their messages
+    known = {"": None, **{str(v): v for v in range(min(n_trials, 10_000) + 1)}}
     models, values, lines = [], [], []
     for line, row in zip(table.lines, table.rows):
         model = row[0].strip()  # stripped, as the item IDs of the header and every other reader's IDs are
         if not model:
             fail(f"{path}: line {line}, column 'model': blank model ID")
-        cells = []
-        for item, cell in zip(items, row[1:]):
-            text = cell.strip()
-            if not text:
-                cells.append(None)
-                continue
-            if len(text) > 9 or not text.isascii() or not text.isdigit():
-                fail(f"{path}: line {line}, model {model!r}, item {item!r}: {text[:24]!r} is not {what} in "
-                     f"[0, {n_trials}] (blank = absent)")
-            value = int(text)
-            if value > n_trials:
-                fail(f"{path}: line {line}, model {model!r}, item {item!r}: {what} {value} is outside "
-                     f"[0, {n_trials}] (--n-trials {n_trials})")
-            cells.append(value)
+        try:
+            cells = list(map(known.__getitem__, row[1:]))
+        except KeyError:
+            cells = [_cell(cell, path, line, model, item, n_trials, what) for item, cell in zip(items, row[1:])]
         models.append(model)
         values.append(cells)
         lines.append(line)
@@ -122,17 +132,33 @@ def read_counts_and_trials(path: str | os.PathLike, n_trials: int) -> tuple[list
             fail(f"{companion}: its models or items differ from {path}'s (same header and rows, in order)")
     else:
         trials = [[None if c is None else n_trials for c in row] for row in counts]
+    filled_counts, filled_trials = [], []
     for model, line, c_row, t_row in zip(models, lines, counts, trials):
-        for item, c, t in zip(items, c_row, t_row):
-            if (c is None) != (t is None) or t == 0:
-                fail(f"{path}: line {line}, model {model!r}, item {item!r}: absent in one of {path} and "
-                     f"{companion} only (a blank cell must be blank in both; trials are 1 or more)")
-            if c is not None and c > t:
-                fail(f"{path}: line {line}, model {model!r}, item {item!r}: count {c} is above the cell's "
-                     f"{t} trial{'s' * (t != 1)} ({companion})")
-        if all(t is None for t in t_row):
+        c_fill = list(map(_ZERO.get, c_row, c_row))   # None → 0, any other value kept
+        t_fill = list(map(_ZERO.get, t_row, t_row))
+        # the row's checks at list speed; the cell that fails is found and named by _row_error
+        if (list(map(operator.is_, c_row, repeat(None))) != list(map(operator.is_, t_row, repeat(None)))
+                or 0 in t_row or any(map(operator.gt, c_fill, t_fill))):
+            _row_error(path, companion, line, model, items, c_row, t_row)
+        if t_row.count(None) == len(t_row):
             fail(f"{path}: line {line}: model {model!r} has no answers at all (every cell is blank)")
-    return (models, items, [[c or 0 for c in row] for row in counts], [[t or 0 for t in row] for row in trials])
+        filled_counts.append(c_fill)
+        filled_trials.append(t_fill)
+    return models, items, filled_counts, filled_trials
+
+
+_ZERO = {None: 0}
+
+
+def _row_error(path, companion, line, model, items, c_row, t_row) -> None:
+    """The first cell of a row whose count and trials disagree, named."""
+    for item, c, t in zip(items, c_row, t_row):
+        if (c is None) != (t is None) or t == 0:
+            fail(f"{path}: line {line}, model {model!r}, item {item!r}: absent in one of {path} and "
+                 f"{companion} only (a blank cell must be blank in both; trials are 1 or more)")
+        if c is not None and c > t:
+            fail(f"{path}: line {line}, model {model!r}, item {item!r}: count {c} is above the cell's "
+                 f"{t} trial{'s' * (t != 1)} ({companion})")
 
 
 def diagnostics_beside(path, name: str = "diagnostics.json", up: int = 0) -> dict:
