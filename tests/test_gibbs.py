@@ -39,13 +39,14 @@ def _item_block(y, t, g, n):
             np.full(n, float(y.sum())), np.full(n, plain), np.full(n, float(t.sum())))
 
 
-def _one_update(y, t, theta, start, seed, g=0.0):
+def _one_update(y, t, theta, start, seed, g=0.0, steps=gibbs.NEWTON_STEPS):
     """Every start value of one item's b moved by one update of the route (each a separate coordinate)."""
     n = start.size
     rng = np.random.default_rng(seed)
     values = start.copy()
     accepted = gibbs.update_block(values, -1.0, _item_block(y, t, g, n), theta, rng.standard_t(gibbs.NU, n),
-                                  1.0 - rng.random(n), rng.random(n), gibbs.NU, gibbs.NEWTON_STEPS)
+                                  1.0 - rng.random(n), rng.random(n), gibbs.NU, 0, -1,
+                                  np.full(n, steps, dtype=np.int64), np.zeros(n, dtype=np.int64))
     return values, accepted / n
 
 
@@ -62,9 +63,10 @@ def test_one_update_leaves_the_exact_conditional_invariant(g, rate, binary):
     y = rng.binomial(t, rate)                            # below the floor: the wide mixture proposal
     grid, cdf = _exact_cdf(y, t, theta, g)
     start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
-    moved, acceptance = _one_update(y, t, theta, start, seed=1, g=g)
-    assert 0.5 < acceptance < 1.0
-    assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
+    for steps in gibbs.STEP_CHOICES:   # every number of Newton steps a coordinate may be given in burn-in
+        moved, acceptance = _one_update(y, t, theta, start, seed=1 + steps, g=g, steps=steps)
+        assert 0.3 < acceptance < 1.0, steps
+        assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01, steps
     # the test can fail: the proposal alone (every step accepted) is not the conditional
     block = _item_block(y, t, g, 1)
     centre, scale, wide = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, t.size, block[1],

@@ -15,7 +15,13 @@ items k model j answered. One sweep (each chain):
    number of damped Newton steps started at a point computed from the data and the conditioning block only
    (s·(logit p̂ − mean o_k), p̂ = (Y_tot + ½)/(T_tot + 1)), so the proposal does not depend on the coordinate's
    current value and each step leaves (1) invariant: the posterior is exact, the approximation only affects the
-   acceptance rate (reported as ``gibbs.acceptance_b`` / ``acceptance_theta``);
+   acceptance rate (reported as ``gibbs.acceptance_b`` / ``acceptance_theta``). How many Newton steps (0, 1 or
+   2) each coordinate gets is chosen in burn-in (:func:`adaptation_window`): the choices are tried in turn, and
+   each coordinate keeps the one with the most effective draws per pass over its cells (:func:`choose_steps`;
+   a Newton step is one pass, the MH step two). A coordinate whose start is already near its mode takes none,
+   one far out in a tail or against a guessing floor takes more. The choice is fixed before the kept sweeps, so
+   they are one fixed Markov kernel with the exact posterior as its invariant law, as NUTS's step size adapted in
+   warm-up; ``gibbs.newton_steps`` reports the shares chosen;
 3. a shift move: θ_j + c and b_i + c for one c leaves every difference, so only the priors change, and
    c | rest ~ N(−(Σθ + Σb)/(M + N), 1/(M + N)) exactly (a group move on the translations, unit Jacobian; Liu &
    Sabatti 2000). Without it the common level of θ and b moves by a random walk of many sweeps.
@@ -48,6 +54,9 @@ NEWTON_STEPS = 1    # Newton steps to the mode of each conditional from the star
 FLOOR_BOUND = 0.1   # a rate this close to the guessing floor, (p̂ − ḡ)/(1 − ḡ) below it, gets the wide mixture
 WIDE_SCALE = 1.0    # the wide component's scale: the prior's sd
 BLOCK = 25          # sweeps per kernel call (between progress updates and random-number refills)
+STEP_CHOICES = (0, 1, 2)   # the Newton steps a coordinate may be given (each fixed before the kept sweeps)
+ADAPT_MIN_TUNE = 200       # burn-in at least this long chooses each coordinate's steps (shorter: NEWTON_STEPS)
+ADAPT_SWEEPS = 300         # burn-in sweeps spent trying the choices (each 100), after the first tenth of burn-in
 
 
 GENERAL, BINARY, GUESSED = 0, 1, 2   # a block's cells: K per cell, all T = 1 (and g = 0), some guessing floor
@@ -455,13 +464,15 @@ def _log_t(z, nu):
 
 
 @numba.njit(cache=True, nogil=True)
-def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, kind=-1):
+def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, kind=-1, steps=None, per=None):
     """One independence-MH step for every coordinate of ``values`` given ``other``; returns how many accepted.
     ``block``: (ptr, idx, Y, T, g per cell, Y total, Y total over g = 0 cells, T total) per coordinate.
     A coordinate whose success rate lies near or below its guessing floor (a conditional with a long flat side
     the curvature at the mode does not see) proposes from a half-and-half mixture of that t and a t of scale 1
     (the prior's), chosen by ``cdraw``; its density is the mixture's, so the step stays exact. ``kind``: the
-    block's :func:`block_kind` when the caller knows it (−1: found here, one pass over the cells)."""
+    block's :func:`block_kind` when the caller knows it (−1: found here, one pass over the cells). ``steps``: the
+    Newton steps of each coordinate (None: ``n_newton`` for all); ``per``: each coordinate's acceptances are added
+    there (None: not kept)."""
     ptr, idx, yy, tt, gg, ytot, yplain, ttot = block
     if kind < 0:
         kind = block_kind(tt, gg)
@@ -480,8 +491,9 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
         if not guessed and _plain_ok(cur, max_other, t_max):   # the start's Σ o_k, Σ o_k² and f(cur) from one pass
             sum_o, sum_o2, soft = _sum_and_softplus_plain(math.exp(sign * cur), lo, hi, idx, tt, other, w_other, binary)
             f_cur = -0.5 * cur * cur + sign * cur * yplain[c] - soft
+        n_steps = n_newton if steps is None else steps[c]
         centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
-                                        max_other, n_newton, guessed, binary, sum_o, sum_o2)
+                                        max_other, n_steps, guessed, binary, sum_o, sum_o2)
         if wide:
             new = centre + (WIDE_SCALE if cdraw[c] < 0.5 else scale) * tdraw[c]
             log_q_new = np.logaddexp(_log_t((new - centre) / scale, nu) - math.log(scale),
@@ -500,6 +512,8 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
         if math.log(udraw[c]) < (f_new - log_q_new) - (f_cur - log_q_cur):
             values[c] = new
             accepted += 1
+            if per is not None:
+                per[c] += 1
     return accepted
 
 
@@ -513,21 +527,44 @@ def shift(theta, b, z):
 
 
 @numba.njit(cache=True, nogil=True)
-def sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, nu, n_newton, out_theta, out_b, record):
+def sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, nu, steps_b, steps_t, per_b, per_t, out_theta, out_b, record):
     """len(z) sweeps (b | θ, θ | b, shift) from (θ, b) in place; row s of out_* ← the state after sweep s when
-    ``record``. ``d_i``/``d_m``: the item and model CSR tuples; returns (b accepted, θ accepted)."""
+    ``record``. ``d_i``/``d_m``: the item and model CSR tuples; ``steps_*``: each coordinate's Newton steps;
+    ``per_*``: each coordinate's acceptances are added there. Returns (b accepted, θ accepted)."""
     acc_b = 0
     acc_t = 0
     kind = block_kind(d_i[3], d_i[4])   # the same cells in both blocks
     for s in range(z.shape[0]):
-        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[-1, s], nu, n_newton, kind)
-        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[-1, s], nu, n_newton,
-                              kind)
+        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[-1, s], nu, 0, kind,
+                              steps_b, per_b)
+        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[-1, s], nu, 0, kind,
+                              steps_t, per_t)
         shift(theta, b, z[s])
         if record:
             out_theta[s] = theta
             out_b[s] = b
     return acc_b, acc_t
+
+
+def adaptation_window(tune: int):
+    """(first, end) burn-in sweeps in which the Newton-step choices are tried, or None (too short a burn-in): from
+    the first block after a tenth of burn-in, :data:`ADAPT_SWEEPS` sweeps (fewer in a burn-in under 750), ending at
+    least a fifth of burn-in before the kept sweeps so the chosen kernel runs in."""
+    if tune < ADAPT_MIN_TUNE:
+        return None
+    first = -(-(tune // 10) // BLOCK) * BLOCK
+    length = min(ADAPT_SWEEPS, (tune * 4 // 5 - first) // (BLOCK * len(STEP_CHOICES)) * BLOCK * len(STEP_CHOICES))
+    return (first, first + length) if length > 0 else None
+
+
+def choose_steps(accepted, sweeps_per_choice) -> np.ndarray:
+    """Per coordinate, the Newton steps (an index of :data:`STEP_CHOICES`) with the most effective draws per pass
+    over its cells, from its acceptances under each choice (``accepted``: (choices, coordinates)). An independence
+    MH step with acceptance a has lag-1 autocorrelation about 1 − a, so about a/(2 − a) effective draws per draw;
+    a step costs 2 + k passes over the coordinate's cells with k Newton steps. Ties go to fewer steps."""
+    a = (np.asarray(accepted, dtype=float) + 1.0) / (np.asarray(sweeps_per_choice, dtype=float)[:, None] + 2.0)
+    cost = 2.0 + np.asarray(STEP_CHOICES, dtype=float)[:, None]
+    return np.asarray(STEP_CHOICES, dtype=np.int64)[np.argmax(a / (2.0 - a) / cost, axis=0)]
 
 
 def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: int, cores: int = 1,
@@ -545,12 +582,27 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
     total = chains * (tune + draws)
     seeds = np.random.SeedSequence(seed).spawn(chains)
 
+    window = adaptation_window(tune)
+    chosen = {"b": np.zeros((chains, len(STEP_CHOICES))), "theta": np.zeros((chains, len(STEP_CHOICES)))}
+
     def one(chain):
         rng = np.random.default_rng(seeds[chain])
         theta, b = data.start(rng)
+        steps_b, steps_t = np.full(n, n_newton, dtype=np.int64), np.full(m, n_newton, dtype=np.int64)
+        tried_b = np.zeros((len(STEP_CHOICES), n), dtype=np.int64)
+        tried_t = np.zeros((len(STEP_CHOICES), m), dtype=np.int64)
+        tried_sweeps = np.zeros(len(STEP_CHOICES))
+        kept_b, kept_t = np.zeros(n, dtype=np.int64), np.zeros(m, dtype=np.int64)   # not read
         for phase, length in (("warm-up", tune), ("draws", draws)):
             for start in range(0, length, BLOCK):
                 size = min(BLOCK, length - start)
+                per_b, per_t, use_b, use_t = kept_b, kept_t, steps_b, steps_t
+                if phase == "warm-up" and window is not None and window[0] <= start < window[1]:
+                    k = (start - window[0]) // BLOCK % len(STEP_CHOICES)   # the choices in turn, a block each
+                    use_b, use_t = np.full(n, STEP_CHOICES[k], dtype=np.int64), np.full(m, STEP_CHOICES[k],
+                                                                                          dtype=np.int64)
+                    per_b, per_t = tried_b[k], tried_t[k]
+                    tried_sweeps[k] += size
                 t_b = np.stack([rng.standard_t(NU, (size, n)), 1.0 - rng.random((size, n))]
                                + ([rng.random((size, n))] if guessed else []))   # + the mixture's choices
                 t_t = np.stack([rng.standard_t(NU, (size, m)), 1.0 - rng.random((size, m))]
@@ -559,7 +611,11 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
                 record = phase == "draws"
                 out_t = theta_out[chain, start:start + size] if record else np.empty((0, m))
                 out_b = np.empty((size, n)) if record else np.empty((0, n))
-                a_b, a_t = sweeps(theta, b, d_i, d_m, t_b, t_t, z, NU, n_newton, out_t, out_b, record)
+                a_b, a_t = sweeps(theta, b, d_i, d_m, t_b, t_t, z, NU, use_b, use_t, per_b, per_t, out_t, out_b,
+                                  record)
+                if window is not None and phase == "warm-up" and start < window[1] <= start + size:
+                    steps_b = choose_steps(tried_b, tried_sweeps)   # fixed from here on: the draws' kernel
+                    steps_t = choose_steps(tried_t, tried_sweeps)
                 if record:
                     b_out[chain, start:start + size] = out_b
                     accepted[chain] += (a_b, a_t)
@@ -567,6 +623,8 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
                     done[0] += size
                     if on_progress is not None:
                         on_progress("Gibbs sweeps of all chains (burn-in + kept)", done[0], total)
+        for name, steps in (("b", steps_b), ("theta", steps_t)):
+            chosen[name][chain] = [np.mean(steps == k) for k in STEP_CHOICES]
 
     start_time = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, min(cores, chains))) as pool:
@@ -575,8 +633,16 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
     info = {
         "acceptance_b": float(accepted[:, 0].sum() / max(chains * draws * n, 1)),
         "acceptance_theta": float(accepted[:, 1].sum() / max(chains * draws * m, 1)),
-        "proposal": f"independence Metropolis-Hastings, Student-t (nu = {NU:g}) at the mode after {n_newton} "
-                    "Newton steps from a data-based point",
+        "proposal": f"independence Metropolis-Hastings, Student-t (nu = {NU:g}) at the mode after 0-"
+                    f"{STEP_CHOICES[-1]} Newton steps (per coordinate) from a data-based point",
+        "newton_steps": ({name: {str(k): float(v) for k, v in zip(STEP_CHOICES, share.mean(axis=0))}
+                          for name, share in chosen.items()} if window is not None else
+                         {name: {str(n_newton): 1.0} for name in chosen}),
+        "newton_steps_chosen": (f"per chain and coordinate, in burn-in sweeps {window[0]}-{window[1]} "
+                                f"(each choice {STEP_CHOICES} in turn, {BLOCK} sweeps at a time), the one with "
+                                "the most effective draws per pass over the cells; fixed for the kept sweeps"
+                                if window is not None else
+                                f"{n_newton} for every coordinate (burn-in shorter than {ADAPT_MIN_TUNE} sweeps)"),
         "start": "theta_j = logit((Y_j + 1/2)/(T_j - Y_j + 1/2)), b_i = -logit(same for item i), plus N(0, 1) "
                  "jitter per chain and coordinate",
         "burn_in_sweeps": int(tune),
