@@ -86,6 +86,30 @@ def test_simulated_counts_respect_holes():
     assert (sums[:, 1] == 0).all() and (sums <= trials.sum(axis=0)).all() and sums[:, 0].max() == 3
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_many_simulated_data_sets_have_the_binomial_laws_column_sums(k):
+    """Column sums drawn trial by trial (the compiled kernel: more trials in a column than twice the data sets)
+    have each column's Poisson-binomial mean and variance, skip absent cells, and follow the seed alone."""
+    rng = np.random.default_rng(4)
+    theta, b = rng.normal(0, 1.5, 120), rng.normal(0, 1.5, 25)
+    trials = np.where(rng.random((120, 25)) < 0.3, 0, k)
+    trials[:, 0] = 0   # a column with no present cell
+    p = 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))
+    reps = 20   # 2 × reps below the columns' trials: the trial-by-trial kernel, not the column CDFs
+    assert trials.sum(axis=0)[1:].min() > 2 * reps
+    sums = np.concatenate([simulate_sums(b, theta, trials, np.random.default_rng(s), reps) for s in range(150)])
+    mean, var = (trials * p).sum(axis=0)[1:], (trials * p * (1 - p)).sum(axis=0)[1:]
+    assert (sums[:, 0] == 0).all() and (sums <= trials.sum(axis=0)).all()
+    z = (sums[:, 1:].mean(axis=0) - mean) / np.sqrt(var / sums.shape[0])
+    assert np.abs(z).max() < 4.0, z
+    assert np.allclose(sums[:, 1:].var(axis=0) / var, 1.0, atol=0.12)
+    # the test can fail: each trial with the probability of its cell's neighbour in the column is off in the mean
+    shifted = (trials * np.roll(p, 1, axis=0)).sum(axis=0)[1:]
+    assert np.abs((sums[:, 1:].mean(axis=0) - shifted) / np.sqrt(var / sums.shape[0])).max() > 4.0
+    again = simulate_sums(b, theta, trials, np.random.default_rng(0), reps)
+    assert np.array_equal(again, sums[:reps]) and not np.array_equal(again, sums[reps:2 * reps])
+
+
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     """One small fit with holes (20 % absent cells, K = 4), made once through the real command line."""
