@@ -340,3 +340,7 @@ def test_floor_kernels_equal_the_general_ones(cells, x):
     general = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, w, other, True, True)
     assert gibbs._floor_logf_binary(np.exp(x), 0, len(cells), idx, yy, gg, w) == pytest.approx(general, rel=1e-11,
                                                                                                 abs=1e-9)
+    # the one pass that also sums the start's statistics: the same log density, Σ o, Σ o², Σ g
+    sum_o, sum_o2, sum_g, fused = gibbs._floor_sum_and_logf_binary(np.exp(x), 0, len(cells), idx, yy, gg, other, w)
+    assert fused == pytest.approx(general, rel=1e-11, abs=1e-9)
+    assert (sum_o, sum_o2, sum_g) == pytest.approx((other.sum(), (other ** 2).sum(), gg.sum()), rel=1e-12, abs=1e-9)

@@ -331,27 +331,41 @@ def _sum_and_softplus_plain(ex, lo, hi, idx, tt, other, w_other, binary):
 def _floor_sums_binary(ex, lo, hi, idx, yy, gg, w_other):
     """``_pass``'s (score − Σ Y over g = 0 cells, Fisher information) over binary cells with guessing floors g_k
     (some may be 0), from u = e^η alone: σ = u/(1 + u), p = (g + u)/(1 + u), so a floored cell's score
-    Y(1 − g)σ(1 − σ)/p − (1 − Y)σ and information (1 − g)σ²(1 − σ)/p need one division by (g + u)."""
+    Y(1 − g)σ(1 − σ)/p − (1 − Y)σ and information (1 − g)σ²(1 − σ)/p need 1/(1 + u) and 1/(g + u): both from one
+    division by (1 + u)(g + u), and one division serves two cells (the proposal only: any rounding is exact)."""
     s0 = s1 = 0.0
     i0 = i1 = 0.0
-    for p in range(lo, hi):
-        u = w_other[idx[p]] * ex
-        r = 1.0 / (1.0 + u)
-        sig = u * r
-        g = gg[p]
-        if g == 0.0:
-            s = -sig
-            info = sig * r
+    p = lo
+    while p < hi:
+        u0 = w_other[idx[p]] * ex
+        g0, y0 = gg[p], yy[p]
+        last = p + 1 >= hi
+        u1 = 0.0 if last else w_other[idx[p + 1]] * ex
+        g1 = 0.0 if last else gg[p + 1]
+        y1 = 0.0 if last else yy[p + 1]
+        a0, c0 = 1.0 + u0, (g0 if g0 != 0.0 else 1.0) + u0   # g = 0: 1/(g + u) unused, kept away from 1/0
+        a1, c1 = 1.0 + u1, (g1 if g1 != 0.0 else 1.0) + u1
+        d0, d1 = a0 * c0, a1 * c1
+        inv = 1.0 / (d0 * d1)
+        inv0, inv1 = inv * d1, inv * d0            # 1/((1 + u)(g + u)) of each cell
+        r0, r1 = c0 * inv0, c1 * inv1              # 1/(1 + u)
+        sig0, sig1 = u0 * r0, u1 * r1
+        if g0 == 0.0:
+            s0 += -sig0
+            i0 += sig0 * r0
         else:
-            q = (1.0 - g) * u * r / (g + u)
-            s = yy[p] * q - (1.0 - yy[p]) * sig
-            info = q * sig
-        if p & 1:
-            s1 += s
-            i1 += info
-        else:
-            s0 += s
-            i0 += info
+            q0 = (1.0 - g0) * u0 * inv0      # (1 − g)σ(1 − σ)/p = (1 − g)u/((1 + u)(g + u))
+            s0 += y0 * q0 - (1.0 - y0) * sig0
+            i0 += q0 * sig0
+        if not last:
+            if g1 == 0.0:
+                s1 += -sig1
+                i1 += sig1 * r1
+            else:
+                q1 = (1.0 - g1) * u1 * inv1
+                s1 += y1 * q1 - (1.0 - y1) * sig1
+                i1 += q1 * sig1
+        p += 2
     return s0 + s1, i0 + i1
 
 
@@ -366,16 +380,42 @@ def _floor_logf_binary(ex, lo, hi, idx, yy, gg, w_other):
     for p in range(lo, hi):
         u = w_other[idx[p]] * ex
         up *= 1.0 + u
-        if up > RESCALE:
-            logs -= math.log(up)
-            up = 1.0
         g = gg[p]
-        if g != 0.0 and yy[p] != 0.0:
-            hit *= g + u
-            if hit > RESCALE or hit < 1.0 / RESCALE:
-                logs += math.log(hit)
-                hit = 1.0
+        # the factor g + u where g > 0 and Y = 1, else 1, as h·(g + u) + (1 − h) with h ∈ {0, 1}: exact (one term
+        # is 0), and no branch on Y (the data's coin flip)
+        h = yy[p] * (g != 0.0)
+        hit *= h * (g + u) + (1.0 - h)
+        if up > RESCALE or hit > RESCALE or hit < 1.0 / RESCALE:
+            logs += math.log(hit) - math.log(up)
+            up = 1.0
+            hit = 1.0
     return logs + math.log(hit) - math.log(up)
+
+
+@numba.njit(cache=True, nogil=True)
+def _floor_sum_and_logf_binary(ex, lo, hi, idx, yy, gg, other, w_other):
+    """(Σ o_k, Σ o_k², Σ g_k, :func:`_floor_logf_binary`) in one pass: the proposal's start and the current value's
+    log density over binary cells with guessing floors read the same cells (as :func:`_sum_and_softplus_plain`)."""
+    sum_o = sum_o2 = sum_g = 0.0
+    up = 1.0
+    hit = 1.0
+    logs = 0.0
+    for p in range(lo, hi):
+        k = idx[p]
+        a = other[k]
+        sum_o += a
+        sum_o2 += a * a
+        u = w_other[k] * ex
+        up *= 1.0 + u
+        g = gg[p]
+        sum_g += g
+        h = yy[p] * (g != 0.0)
+        hit *= h * (g + u) + (1.0 - h)
+        if up > RESCALE or hit > RESCALE or hit < 1.0 / RESCALE:
+            logs += math.log(hit) - math.log(up)
+            up = 1.0
+            hit = 1.0
+    return sum_o, sum_o2, sum_g, logs + math.log(hit) - math.log(up)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -414,17 +454,20 @@ def _logf(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, max_other, g
 
 @numba.njit(cache=True, nogil=True)
 def _proposal(sign, ytot, yplain, ttot, lo, hi, idx, yy, tt, gg, other, w_other, max_other, n_newton, guessed,
-              binary=False, sum_o=np.nan, sum_o2=np.nan):
+              binary=False, sum_o=np.nan, sum_o2=np.nan, sum_g=np.nan):
     """(centre, scale) of the t proposal: Newton (Fisher scoring) steps on the conditional from a start that
     depends only on the data and ``other``; the scale from the curvature (information) at the last step.
-    ``sum_o``, ``sum_o2``: Σ o_k and Σ o_k² over the coordinate's cells when the caller has them (NaN: summed here).
+    ``sum_o``, ``sum_o2``, ``sum_g``: Σ o_k, Σ o_k² and Σ g_k T_k over the coordinate's cells when the caller has
+    them (NaN: summed here).
 
     The start solves the conditional's mode equation x + Σ_k T_k σ(s·x + o_k) = Y_tot with the sum replaced by
     T_tot σ((s·x + ō)/κ), κ = √(1 + π v/8), v the variance of the o_k (the logistic-normal approximation):
     x_L = s(κ logit p̂ − ō) without the prior, then one Newton step of the approximate equation towards the prior,
     x₀ = x_L·I/(1 + I) with I = T_tot p̂(1 − p̂)/κ."""
     mean_g = 0.0
-    if guessed or math.isnan(sum_o):
+    if guessed and not math.isnan(sum_o) and not math.isnan(sum_g):
+        mean_g = sum_g
+    elif guessed or math.isnan(sum_o):
         sum_o = 0.0
         sum_o2 = 0.0
         for p in range(lo, hi):
@@ -486,14 +529,18 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
     for c in range(values.shape[0]):
         lo, hi = ptr[c], ptr[c + 1]
         cur = values[c]
-        sum_o = sum_o2 = np.nan
+        sum_o = sum_o2 = sum_g = np.nan
         f_cur = np.nan
         if not guessed and _plain_ok(cur, max_other, t_max):   # the start's Σ o_k, Σ o_k² and f(cur) from one pass
             sum_o, sum_o2, soft = _sum_and_softplus_plain(math.exp(sign * cur), lo, hi, idx, tt, other, w_other, binary)
             f_cur = -0.5 * cur * cur + sign * cur * yplain[c] - soft
+        elif guessed and binary and _plain_ok(cur, max_other, 1.0):   # the same with the floors' kernel
+            sum_o, sum_o2, sum_g, part = _floor_sum_and_logf_binary(math.exp(sign * cur), lo, hi, idx, yy, gg, other,
+                                                                    w_other)
+            f_cur = -0.5 * cur * cur + sign * cur * yplain[c] + part
         n_steps = n_newton if steps is None else steps[c]
         centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
-                                        max_other, n_steps, guessed, binary, sum_o, sum_o2)
+                                        max_other, n_steps, guessed, binary, sum_o, sum_o2, sum_g)
         if wide:
             new = centre + (WIDE_SCALE if cdraw[c] < 0.5 else scale) * tdraw[c]
             log_q_new = np.logaddexp(_log_t((new - centre) / scale, nu) - math.log(scale),
