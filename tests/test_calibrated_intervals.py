@@ -86,10 +86,15 @@ def test_simulated_counts_respect_holes():
     assert (sums[:, 1] == 0).all() and (sums <= trials.sum(axis=0)).all() and sums[:, 0].max() == 3
 
 
-@pytest.mark.parametrize("k", [1, 3])
-def test_many_simulated_data_sets_have_the_binomial_laws_column_sums(k):
+@pytest.mark.parametrize("k, chunk", [(1, None), (3, None), (1, 700)], ids=["K1", "K3", "K1-item-blocks"])
+def test_many_simulated_data_sets_have_the_binomial_laws_column_sums(k, chunk, monkeypatch):
     """Column sums drawn trial by trial (the compiled kernel: more trials in a column than twice the data sets)
-    have each column's Poisson-binomial mean and variance, skip absent cells, and follow the seed alone."""
+    have each column's Poisson-binomial mean and variance, skip absent cells, and follow the seed alone; also when
+    the items are drawn in blocks (``chunk``: cells per block, as a large matrix is)."""
+    if chunk:
+        import benchmeasure.analyses.calibrated as calibrated
+
+        monkeypatch.setattr(calibrated, "CHUNK_CELLS", chunk)   # 700 // 120 models: blocks of 5 items
     rng = np.random.default_rng(4)
     theta, b = rng.normal(0, 1.5, 120), rng.normal(0, 1.5, 25)
     trials = np.where(rng.random((120, 25)) < 0.3, 0, k)

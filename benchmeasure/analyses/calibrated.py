@@ -179,12 +179,16 @@ def simulate_sums(b, theta, trials, rng, reps: int | None = None) -> np.ndarray:
         return out
     from benchmeasure.analyses.kernels import binomial_sums
 
-    # the trials of the present cells by item, each a 32-bit uniform from a stream seeded by ``rng``
-    items, models = np.nonzero(trials.T > 0)
-    cell_trials = trials[models, items]
-    threshold = np.repeat(np.rint(p[models, items] * 2.0 ** 32).astype(np.uint64), cell_trials)
-    ptr = np.r_[0, np.cumsum(np.bincount(items, weights=cell_trials, minlength=p.shape[1]))].astype(np.int64)
-    binomial_sums(threshold, ptr, np.uint64(rng.integers(2 ** 63)), out)
+    # the trials of the present cells by item, each a 32-bit uniform from a stream seeded by ``rng``; items in
+    # blocks of about CHUNK_CELLS cells, so the index arrays stay bounded whatever the matrix's size
+    step = max(1, CHUNK_CELLS // max(p.shape[0], 1))
+    for lo in range(0, p.shape[1], step):
+        hi = min(lo + step, p.shape[1])
+        items, models = np.nonzero(trials[:, lo:hi].T > 0)
+        cell_trials = trials[models, items + lo]
+        threshold = np.repeat(np.rint(p[models, items + lo] * 2.0 ** 32).astype(np.uint64), cell_trials)
+        ptr = np.r_[0, np.cumsum(np.bincount(items, weights=cell_trials, minlength=hi - lo))].astype(np.int64)
+        binomial_sums(threshold, ptr, np.uint64(rng.integers(2 ** 63)), out[:, lo:hi])
     return out
 
 
