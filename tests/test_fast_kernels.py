@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -199,3 +199,69 @@ def test_b_draws_are_exact_on_every_draw_grid(refinement, holes):
     for i in range(n):
         result = kstest(flat[:, i], _fine_cdf(counts[:, i], trials[:, i], theta, g[i], lo, hi))
         assert result.pvalue > 1e-4, (i, result)
+
+
+def _full_row_marginal(theta, nodes, log_weights, base_extra, c_values, c_counts):
+    """Σ_c n_c log Σ_k e^(r_c(k)) and the node weights Σ_c n_c softmax(r_c), every node summed (NumPy)."""
+    base = log_weights - base_extra
+    value, w = 0.0, np.zeros(nodes.size)
+    for cv, n in zip(c_values, c_counts):
+        r = base - cv * nodes
+        top = r.max()
+        e = np.exp(r - top)
+        value += n * (top + np.log(e.sum()))
+        w += n * e / e.sum()
+    return value, w
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 60), st.sampled_from([1, 2, 8, 40]), st.integers(1, 400), st.sampled_from([0.3, 1.0, 3.0, 8.0]),
+       st.integers(0, 2**32 - 1))
+def test_windowed_integrals_equal_the_full_row_sums(n_models, k, n_items, spread, seed):
+    """The collapsed route's integrals (a bisection to each integrand's largest term, then a walk of products,
+    collapsed.window_integral) equal log-sum-exps over every node, value and gradient, from the all-wrong to the
+    all-right column sums, with abilities far into the tails."""
+    from benchmeasure.irt.collapsed import CollapsedData, marginal_logp_grad
+
+    rng = np.random.default_rng(seed)
+    theta_true = rng.normal(size=n_models) * spread
+    y = rng.binomial(k, 1 / (1 + np.exp(-(theta_true[:, None] - rng.normal(size=n_items)[None, :] * spread))))
+    y[:, 0] = 0
+    y[:, -1] = k
+    data = CollapsedData(y, k)
+    theta = theta_true + rng.normal(size=n_models) * 0.3
+    value, grad = marginal_logp_grad(theta, *data.args())
+    nodes = data.grid.nodes
+    eta = theta[None, :] - nodes[:, None]
+    ref_value, w = _full_row_marginal(theta, nodes, data.grid.log_weights, k * np.logaddexp(0, eta).sum(1),
+                                      data.c_values, data.c_counts)
+    ref_value += data.row_sums @ theta
+    ref_grad = data.row_sums - k * (w @ (1 / (1 + np.exp(-eta))))
+    assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-9)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(ref_grad).max()))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 30), st.integers(1, 6), st.integers(1, 120), st.floats(0.0, 0.8), st.integers(0, 2**32 - 1))
+def test_windowed_integrals_with_holes_equal_the_full_row_sums(n_models, k, n_items, holes, seed):
+    """The same for the route with holes and K per cell: each trials column's integrals against full sums."""
+    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+
+    rng = np.random.default_rng(seed)
+    trials = rng.integers(1, k + 1, (n_models, n_items)) * (rng.random((n_models, n_items)) >= holes)
+    theta = rng.normal(size=n_models) * 2
+    y = rng.binomial(trials, 1 / (1 + np.exp(-(theta[:, None] - rng.normal(size=n_items)[None, :]))))
+    data = CollapsedHolesData(y, trials, k, 0.0)
+    value, grad = data(theta)
+    nodes, lw = data.grid.nodes, data.grid.log_weights
+    eta = theta[None, :] - nodes[:, None]
+    soft, sig = np.logaddexp(0, eta), 1 / (1 + np.exp(-eta))
+    ref_value, ref_grad = float(y.sum(1) @ theta), y.sum(1).astype(float)
+    for i in range(n_items):                                   # item by item, no shared integrals
+        r = lw - soft @ trials[:, i] - y[:, i].sum() * nodes
+        top = r.max()
+        e = np.exp(r - top)
+        ref_value += top + np.log(e.sum())
+        ref_grad -= trials[:, i] * ((e / e.sum()) @ sig)
+    assert value == pytest.approx(ref_value, rel=1e-11, abs=1e-9)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(ref_grad).max()))

@@ -114,25 +114,22 @@ def collapsed_data(counts, n_trials: int, guessing=0.0, trials=None):
 
 
 @numba.njit(cache=True)
-def _softplus_sigma_table(theta, nodes, s_sum, sig):
-    """s_sum[k] = Σ_j softplus(θ_j − x_k) and sig[k, j] = σ(θ_j − x_k).
+def _softplus_table(theta, nodes, s_sum):
+    """s_sum[k] = Σ_j softplus(θ_j − x_k).
 
     As in :mod:`benchmeasure.irt.kernel`, e^(±η) = e^(±θ_j)·e^(∓x_k) are products of
     per-row and per-node factors and softplus(η) = max(η, 0) + log(1 + min(e^η, e^(−η))),
     the logarithm taken once per block of 512 factors (each in (1, 2]); no transcendental
     function per cell. Falls back to one exp and one log1p per cell if some |θ_j| + |x_k|
-    could exceed 600.
+    could exceed 600 (:func:`_far`).
     """
     m, n_nodes = theta.shape[0], nodes.shape[0]
-    bound = np.max(np.abs(theta)) + np.max(np.abs(nodes))
-    if bound >= 600.0:
+    if _far(theta, nodes):
         for k in range(n_nodes):
             total = 0.0
             for j in range(m):
                 eta = theta[j] - nodes[k]
-                e = math.exp(-abs(eta))
-                total += max(eta, 0.0) + math.log1p(e)
-                sig[k, j] = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
+                total += max(eta, 0.0) + math.log1p(math.exp(-abs(eta)))
             s_sum[k] = total
         return
     e_th = np.exp(theta)
@@ -146,13 +143,38 @@ def _softplus_sigma_table(theta, nodes, s_sum, sig):
         for start in range(0, m, 512):
             prod = 1.0
             for j in range(start, min(start + 512, m)):
-                t = e_th[j] * e_x        # e^η
-                ti = e_mth[j] * e_mx     # e^(−η)
-                prod *= 1.0 + min(t, ti)
+                prod *= 1.0 + min(e_th[j] * e_x, e_mth[j] * e_mx)     # 1 + min(e^η, e^(−η))
                 relu += max(theta[j] - x, 0.0)
-                sig[k, j] = 1.0 / (1.0 + ti)
             logs += math.log(prod)
         s_sum[k] = relu + logs
+
+
+@numba.njit(cache=True, inline="always")
+def _far(theta, nodes):
+    """True when some |θ_j| + |x_k| could reach 600, where products of e^(±θ) and e^(∓x) could overflow."""
+    return np.max(np.abs(theta)) + np.max(np.abs(nodes)) >= 600.0
+
+
+@numba.njit(cache=True)
+def _subtract_weighted_sigmoids(theta, nodes, w, scale, grad):
+    """grad_j −= scale·Σ_k w_k·σ(θ_j − x_k) over the nodes with w_k ≠ 0 (σ(η) = 1 / (1 + e^(−θ_j)·e^(x_k)),
+    one division per cell, none for the nodes outside every group's window)."""
+    m = theta.shape[0]
+    far = _far(theta, nodes)
+    e_mth = np.exp(-theta) if not far else np.empty(0)
+    for k in range(nodes.shape[0]):
+        wk = scale * w[k]
+        if wk == 0.0:
+            continue
+        if far:
+            for j in range(m):
+                eta = theta[j] - nodes[k]
+                e = math.exp(-abs(eta))
+                grad[j] -= wk * (1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e))
+        else:
+            e_x = math.exp(nodes[k])
+            for j in range(m):
+                grad[j] -= wk / (1.0 + e_mth[j] * e_x)
 
 
 @numba.njit(cache=True)
@@ -193,6 +215,94 @@ def _guess_tables(theta, nodes, g, n_trials, d, e_sum, dd, dbl):
             dd[j, k] = math.exp(log1m_g) * s * (1.0 - s) / p + s
 
 
+# terms of a log-integrand more than this far below its largest are left out: each changes the sum by
+# < e^(−50) relative, and there are fewer than e^10 of them
+WINDOW_DEPTH = 50.0
+
+
+@numba.njit(cache=True)
+def window_steps(base, nodes, incr, dx, up, down):
+    """The increments of a concave log-integrand's part free of c, for :func:`window_integral`:
+    incr_k = base_(k+1) − base_k, dx_k = x_(k+1) − x_k, up_k = e^(incr_k), down_k = 1 / up_k."""
+    for k in range(nodes.shape[0] - 1):
+        incr[k] = base[k + 1] - base[k]
+        dx[k] = nodes[k + 1] - nodes[k]
+        up[k] = math.exp(incr[k])
+        down[k] = 1.0 / up[k]
+
+
+@numba.njit(cache=True)
+def window_integral(base, nodes, incr, dx, up, down, cv, scale, w, terms):
+    """log Σ_k e^(r(k)) with r(k) = base_k − c·x_k, and w_k += scale·e^(r(k)) / Σ e^r (the node weights).
+
+    r is concave in k: base is the prior's log density plus a log-likelihood that is concave in b (a sum of
+    −T·softplus and linear terms), and the trapezoid's half weights at the two ends keep the increments
+    decreasing. So the terms within ``WINDOW_DEPTH`` of the largest (the ones a full row sum keeps) form one run of
+    nodes around the largest, found by bisection on the increments incr_k − c·dx_k. Within the run each term is
+    its neighbour times e^(incr_k)·e^(∓c·h): two exponentials per call instead of one per term. The steps use the
+    grid's spacing h where the depths use each node's own x_k; the two differ by a few units in the last place
+    of x, so a term is off by at most c·1e−14 relative (1e−12 at c = 100), far below what NUTS can see.
+    """
+    n_steps = nodes.shape[0] - 1
+    lo, hi = 0, n_steps
+    while lo < hi:                          # the first k whose increment is negative: the largest term
+        mid = (lo + hi) // 2
+        if incr[mid] - cv * dx[mid] < 0.0:
+            hi = mid
+        else:
+            lo = mid + 1
+    top_k = lo
+    h = (nodes[n_steps] - nodes[0]) / max(n_steps, 1)
+    q = math.exp(-cv * h)
+    q_inv = 1.0 / q
+    terms[top_k] = 1.0
+    total = 1.0
+    depth = 0.0
+    t = 1.0
+    last = top_k
+    for k in range(top_k, n_steps):         # to the right
+        depth += incr[k] - cv * dx[k]
+        if depth < -WINDOW_DEPTH:
+            break
+        t *= up[k] * q
+        terms[k + 1] = t
+        total += t
+        last = k + 1
+    depth = 0.0
+    t = 1.0
+    first = top_k
+    for k in range(top_k - 1, -1, -1):      # to the left
+        depth -= incr[k] - cv * dx[k]
+        if depth < -WINDOW_DEPTH:
+            break
+        t *= down[k] * q_inv
+        terms[k] = t
+        total += t
+        first = k
+    norm = scale / total
+    for k in range(first, last + 1):
+        w[k] += norm * terms[k]
+    return base[top_k] - cv * nodes[top_k] + math.log(total)
+
+
+@numba.njit(cache=True)
+def _column_sum_integrals(nodes, log_weights, n_trials, s_sum, c_values, c_counts, w):
+    """Σ_c n_c · log ∫ over the g = 0 groups (one base for all: log w_k − K·S(x_k)); adds n_c times each group's
+    normalized terms to ``w`` (the nodes' posterior weights, for the gradient)."""
+    n_nodes = nodes.shape[0]
+    base = np.empty(n_nodes)
+    for k in range(n_nodes):
+        base[k] = log_weights[k] - n_trials * s_sum[k]
+    size = max(n_nodes - 1, 1)
+    incr, dx, up, down = np.empty(size), np.empty(size), np.empty(size), np.empty(size)
+    window_steps(base, nodes, incr, dx, up, down)
+    terms = np.empty(n_nodes)
+    value = 0.0
+    for c in range(c_values.shape[0]):
+        value += c_counts[c] * window_integral(base, nodes, incr, dx, up, down, c_values[c], c_counts[c], w, terms)
+    return value
+
+
 @numba.njit(cache=True)
 def marginal_logp_grad(theta, nodes, log_weights, n_trials, c_values, c_counts, row_sums, yu, nu, gu, gbounds):
     """Σ_i log ∫ N(b; 0, 1) Π_j Binom(Y_ij | K, p(θ_j − b, g_i)) db (without log C(K, Y)) and its θ-gradient."""
@@ -201,40 +311,13 @@ def marginal_logp_grad(theta, nodes, log_weights, n_trials, c_values, c_counts, 
     grad = np.zeros(m)
     if c_values.shape[0]:
         s_sum = np.empty(n_nodes)
-        sig = np.empty((n_nodes, m))
-        _softplus_sigma_table(theta, nodes, s_sum, sig)
-        base = np.empty(n_nodes)
-        for k in range(n_nodes):
-            base[k] = log_weights[k] - n_trials * s_sum[k]
+        _softplus_table(theta, nodes, s_sum)
         w = np.zeros(n_nodes)
-        row = np.empty(n_nodes)
-        for c in range(c_values.shape[0]):
-            cv = c_values[c]
-            top = -np.inf
-            for k in range(n_nodes):
-                row[k] = base[k] - cv * nodes[k]
-                top = max(top, row[k])
-            # terms below e^(−50) of the largest change the sum by < G·e^(−50) relative: skipped
-            total = 0.0
-            for k in range(n_nodes):
-                z = row[k] - top
-                if z > -50.0:
-                    row[k] = math.exp(z)
-                    total += row[k]
-                else:
-                    row[k] = 0.0
-            value += c_counts[c] * (top + math.log(total))
-            scale = c_counts[c] / total
-            for k in range(n_nodes):
-                w[k] += scale * row[k]
+        value += _column_sum_integrals(nodes, log_weights, n_trials, s_sum, c_values, c_counts, w)
         for j in range(m):
             value += row_sums[j] * theta[j]
             grad[j] += row_sums[j]
-        for k in range(n_nodes):
-            wk = n_trials * w[k]
-            if wk != 0.0:
-                for j in range(m):
-                    grad[j] -= wk * sig[k, j]
+        _subtract_weighted_sigmoids(theta, nodes, w, n_trials, grad)
     if gu.shape[0]:
         d = np.empty((m, n_nodes))
         dd = np.empty((m, n_nodes))
@@ -301,7 +384,6 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
     shape_u = np.empty((n_u, n_nodes - 1))
     guide_u = np.empty((n_u, n_nodes - 1), dtype=np.int64)
     s_sum = np.empty(n_nodes)
-    sig = np.empty((n_nodes, m))
     d = np.empty((m, n_nodes))
     dd = np.empty((m, n_nodes))
     dbl = np.empty((m, n_nodes))
@@ -314,7 +396,7 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
     for s in range(theta_draws.shape[0]):
         theta = theta_draws[s]
         if n_c:
-            _softplus_sigma_table(theta, nodes, s_sum, sig)
+            _softplus_table(theta, nodes, s_sum)
             for c in range(n_c):
                 for k in range(n_nodes):
                     x = nodes[k]

@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
+from benchmeasure.irt.collapsed import window_integral, window_steps
 from benchmeasure.irt.quadrature import Grid, cell_loglik, chord_cumulative, chord_draw, make_grid
 from benchmeasure.irt.rng import uniform
 
@@ -278,14 +279,20 @@ def marginal_logp_grad_holes(theta, nodes, log_weights, patterns, c_pattern, c_v
         s_tab = np.empty((patterns.shape[0], n_nodes))   # (P, G): Σ_j T_pj softplus(θ_j − x_k)
         _pattern_tables(theta, nodes, patterns, s_tab, sig)
         w = np.zeros((patterns.shape[0], n_nodes))    # Σ over a pattern's groups of n·softmax
-        row = np.empty(n_nodes)
+        # each pattern's integrands share log w_k − s_tab[p, k] and its increments (collapsed.window_integral)
+        base = np.empty((patterns.shape[0], n_nodes))
+        size = max(n_nodes - 1, 1)
+        incr, dx = np.empty((patterns.shape[0], size)), np.empty((patterns.shape[0], size))
+        up, down = np.empty((patterns.shape[0], size)), np.empty((patterns.shape[0], size))
+        for p in range(patterns.shape[0]):
+            for k in range(n_nodes):
+                base[p, k] = log_weights[k] - s_tab[p, k]
+            window_steps(base[p], nodes, incr[p], dx[p], up[p], down[p])
+        terms = np.empty(n_nodes)
         for c in range(c_values.shape[0]):
             p = c_pattern[c]
-            for k in range(n_nodes):
-                row[k] = log_weights[k] - c_values[c] * nodes[k] - s_tab[p, k]
-            value += c_counts[c] * _lse_into(row, n_nodes)
-            for k in range(n_nodes):
-                w[p, k] += c_counts[c] * row[k]
+            value += c_counts[c] * window_integral(base[p], nodes, incr[p], dx[p], up[p], down[p], c_values[c],
+                                                   c_counts[c], w[p], terms)
         for j in range(m):
             value += row_sums[j] * theta[j]
             grad[j] += row_sums[j]
