@@ -35,7 +35,7 @@ import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.quadrature import Grid, _logf_general, cell_loglik, chord_cumulative, chord_draw, make_grid
-from benchmeasure.irt.rng import states, uniform
+from benchmeasure.irt.rng import private_state, states, uniform
 
 
 class CollapsedData:
@@ -519,10 +519,10 @@ def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *
         stop = min(start + block, flat.shape[0])
         part = out[start:stop]   # the kernels write float32 in place (rounded as NumPy would)
         if hasattr(data, "draw_block"):  # holes or K per cell (collapsed_holes.CollapsedHolesData)
-            data.draw_block(flat[start:stop], nodes, step, delta, members, block_states[index], part)
+            data.draw_block(flat[start:stop], nodes, step, delta, members, private_state(block_states[index]), part)
         else:
             draw_b_block(flat[start:stop], nodes, step, delta, float(data.n_trials), data.c_values,
-                         data.yu, data.gu, data.gbounds, *members, block_states[index], part)
+                         data.yu, data.gu, data.gbounds, *members, private_state(block_states[index]), part)
         return stop
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
