@@ -265,3 +265,17 @@ def test_windowed_integrals_with_holes_equal_the_full_row_sums(n_models, k, n_it
         ref_grad -= trials[:, i] * ((e / e.sum()) @ sig)
     assert value == pytest.approx(ref_value, rel=1e-11, abs=1e-9)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(ref_grad).max()))
+
+
+def test_a_private_generator_state_is_a_copy_alone_on_its_cache_lines():
+    """Each block of b draws advances its own copy of its state, with a cache line of padding on either side:
+    the rows of rng.states share lines, and threads writing neighbouring rows ran no faster than one."""
+    from benchmeasure.irt.rng import next_u64, private_state, states
+
+    rows = states(7, 3)
+    mine = private_state(rows[1])
+    assert np.array_equal(mine, rows[1]) and not np.shares_memory(mine, rows)
+    start = mine.ctypes.data - mine.base.ctypes.data
+    assert start >= 64 and mine.base.nbytes - (start + mine.nbytes) >= 64
+    copy = rows[1].copy()
+    assert next_u64(mine) == next_u64(copy) and np.array_equal(rows, states(7, 3))   # the source is left alone
