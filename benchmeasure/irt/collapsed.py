@@ -23,8 +23,9 @@ Items share integrals:
   each distinct g the M × G tables log p and log(1 − p) are computed once and every
   column's log-integrand is one matrix product.
 
-Cost of one log-density and gradient: O(M·G + groups·G) (plus one U × M × G product per
-distinct g with guessing), independent of the number of items.
+Cost of one log-density and gradient: O(M·G) for the table S, then per column-sum group a bisection and a
+walk over the nodes within e^(−50) of its largest term (:func:`window_integral`: two exponentials per group,
+none per term), plus one U × M × G product per distinct g with guessing; independent of the number of items.
 """
 
 from __future__ import annotations
