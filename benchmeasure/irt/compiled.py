@@ -109,6 +109,17 @@ def _finish(value, grad, z, out, logp):
     return _OK if math.isfinite(value) else _BAD_VALUE
 
 
+@numba.njit(cache=True)
+def holes_loglik(theta, buf, first):
+    """The holes / K-per-cell marginal log-likelihood of θ and its gradient, its 12 arrays (those of
+    :meth:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData.args`) the buffer's fields ``first`` onwards."""
+    f = first
+    return marginal_logp_grad_holes(theta, _vec(buf, f), _vec(buf, f + 1), _mat(buf, f + 2),
+                                    _vec(buf, f + 3).astype(np.int64), _vec(buf, f + 4), _vec(buf, f + 5),
+                                    _vec(buf, f + 6), _mat(buf, f + 7), _mat(buf, f + 8), _vec(buf, f + 9),
+                                    _vec(buf, f + 10), _vec(buf, f + 11).astype(np.int64))
+
+
 # ---------------------------------------------------------------------------------------------
 # the collapsed route: θ = H·z, every b integrated out
 
@@ -124,10 +135,7 @@ def _collapsed_call(z, buf, out, logp):
                                                _vec(buf, 6), _vec(buf, 7), _mat(buf, 8), _vec(buf, 9), _vec(buf, 10),
                                                _vec(buf, 11).astype(np.int64))
     else:
-        value, grad_theta = marginal_logp_grad_holes(theta, _vec(buf, 2), _vec(buf, 3), _mat(buf, 4),
-                                                     _vec(buf, 5).astype(np.int64), _vec(buf, 6), _vec(buf, 7),
-                                                     _vec(buf, 8), _mat(buf, 9), _mat(buf, 10), _vec(buf, 11),
-                                                     _vec(buf, 12), _vec(buf, 13).astype(np.int64))
+        value, grad_theta = holes_loglik(theta, buf, 2)
     grad = np.empty(z.shape[0])
     _reflect(grad_theta, v, grad)
     return _finish(value, grad, z, out, logp)
@@ -241,8 +249,9 @@ def _joint_expand(dim, n_expanded, x, out, data):
 class Density:
     """A log density ready for nutpie: which compiled pair runs it, its data buffer, and what it stores.
 
-    ``variables`` are (name, dim) pairs of the stored draws, in the order ``expand`` writes them; ``coords``
-    the labels of each dim. ``route`` names the compiled pair (``collapsed`` or ``joint``).
+    ``variables`` are (name, dims) pairs of the stored draws, in the order ``expand`` writes them (C order),
+    ``dims`` one dim's name or a tuple of them; ``coords`` the labels of each dim. ``route`` names the compiled
+    pair (``collapsed``, ``joint``, or one added by :func:`register_pair`).
     """
 
     route: str
@@ -251,9 +260,13 @@ class Density:
     variables: tuple
     coords: dict
 
+    def shape(self, dims) -> tuple:
+        """The shape of a variable with ``dims``."""
+        return tuple(len(self.coords[d]) for d in ((dims,) if isinstance(dims, str) else dims))
+
     @property
     def n_expanded(self) -> int:
-        return sum(len(self.coords[dim]) for _, dim in self.variables)
+        return sum(math.prod(self.shape(dims)) for _, dims in self.variables)
 
     def logp(self, z) -> tuple[float, np.ndarray]:
         """(log density, gradient) at ``z`` through the compiled function itself (for tests and checks)."""
@@ -285,6 +298,12 @@ def _void(a):
 
 _SOURCES = {"collapsed": (_collapsed_logp, _collapsed_expand), "joint": (_joint_logp, _joint_expand)}
 _COMPILED: dict = {}
+
+
+def register_pair(route: str, logp, expand) -> None:
+    """Add a density's (log density, expand) pair, as plain functions of nutpie's C signatures that the kernel
+    cache compiles once (the suite's correlated-abilities density registers itself this way)."""
+    _SOURCES[route] = (logp, expand)
 
 
 def compiled_pair(route: str):
@@ -394,11 +413,12 @@ def sample_nutpie(nutpie, compiled, **options):
 def nutpie_model(density: Density):
     """The density as a nutpie compiled model (nutpie's own numba-backed model class, our functions)."""
     import_nutpie()
+    import pandas as pd
     from nutpie.compile_pymc import CompiledPyMCModel
 
     logp_fn, expand_fn = compiled_pair(density.route)
     names = [name for name, _ in density.variables]
-    shapes = [(len(density.coords[dim]),) for _, dim in density.variables]
+    shapes = [density.shape(dims) for _, dims in density.variables]
     n_dim = density.n_dim
 
     def initial_point(seed):   # PyMC's default for nutpie: the prior's centre 0 with U(−1, 1) jitter
@@ -407,7 +427,8 @@ def nutpie_model(density: Density):
     buffer = density.buffer
     buffer.flags.writeable = False
     return CompiledPyMCModel(
-        _n_dim=n_dim, dims={name: (dim,) for name, dim in density.variables}, _coords=dict(density.coords),
+        _n_dim=n_dim, dims={name: (d,) if isinstance(d, str) else tuple(d) for name, d in density.variables},
+        _coords={k: pd.Index(v) for k, v in density.coords.items()},
         _shapes=dict(zip(names, shapes)), compiled_logp_func=logp_fn, compiled_expand_func=expand_fn,
         initial_point_func=initial_point, shared_data={}, shared_var_keys={}, user_data=buffer,
         n_expanded=density.n_expanded, shape_info=(names, None, shapes), logp_func=None, expand_func=None)

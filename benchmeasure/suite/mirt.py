@@ -46,9 +46,10 @@ over them), so its cost is the number of present cells, whatever the holes.
 
 Two routes sample this posterior: ``route="collapsed"`` (default) integrates every b out per benchmark and draws
 them exactly afterwards (:mod:`.mirt_collapsed`; NUTS on (θ, μ, s, R) only), ``route="joint"`` samples
-:func:`build_model` as it stands. Sampling is nutpie on the PyMC model (the same compiler settings as
-:mod:`benchmeasure.irt.fit`: no fast-math, so a seed gives the same draws), with the same progress display
-(:class:`benchmeasure.irt.progress.Progress`).
+:func:`build_model` as it stands. Sampling is nutpie, by default on the collapsed density compiled once into the
+kernel cache (:mod:`.density`, in the default coordinates), else on the PyMC model's graph compiled in the
+process (the same compiler settings as :mod:`benchmeasure.irt.fit`: no fast-math, so a seed gives the same
+draws), with the same progress display (:class:`benchmeasure.irt.progress.Progress`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ log = logging.getLogger(__name__)
 SCALES = ("unit", "half-normal")
 ROUTES = ("collapsed", "joint")
 PARAMETRIZATIONS = ("centred", "non-centred", "partial")   # θ's coordinates (partial: suite/coordinates.py)
+DENSITIES = ("compiled", "pymc")   # the cached Numba density (suite/density.py) where it applies, or PyMC's graph
 MEANS = ("sampled", "integrated")   # the benchmark means μ: NUTS samples them, or they are integrated out
 MEAN_SD = 3.0  # prior sd of each benchmark's mean ability (several benchmarks only)
 INTERVAL = 0.94
@@ -246,7 +248,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
                    parametrization: str | None = None, adaptation: str = "low_rank", route: str = "collapsed",
-                   means: str | None = None, progress=None) -> CorrelatedFit:
+                   means: str | None = None, density: str = "compiled", progress=None) -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
@@ -256,14 +258,14 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     (:func:`theta_marginal_logp`, :func:`draw_means`); ``"sampled"`` (the default in the non-centred ones) has
     NUTS sample them (the model as written). ``parametrization`` (θ's coordinates; the same posterior): left
     unset, ``"partial"`` (:mod:`.coordinates`) with two or more benchmarks and the means integrated, else
-    ``"centred"``. ``progress`` is a
+    ``"centred"``. ``density="compiled"`` (default) hands nutpie the cached Numba density of
+    :mod:`.density` where it applies (the collapsed route in the partial coordinates, the means integrated out:
+    the default with two or more benchmarks), no PyTensor compilation; ``"pymc"`` compiles the PyMC model's graph
+    (the reference; every other combination uses it). ``progress`` is a
     :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
     draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
     """
-    import nutpie
-    import pytensor
-
-    from benchmeasure.irt.compiled import sample_nutpie
+    from benchmeasure.irt.compiled import import_nutpie, sample_nutpie
     from benchmeasure.irt.diagnostics import summarize_diagnostics, summarize_draws
     from benchmeasure.irt.fit import available_cpus
 
@@ -273,6 +275,8 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         fail(f"the LKJ shape eta must be > 0, got {eta}")
     if route not in ROUTES:
         fail(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
+    if density not in DENSITIES:
+        fail(f"density must be one of {', '.join(DENSITIES)}, got {density!r}")
     if route == "collapsed" and b_prior_sd != 1.0:
         fail(f"the collapsed route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
              "needs route='joint'")
@@ -283,25 +287,27 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         parametrization = "centred"   # one benchmark: nothing to correlate, the paper's 1PL
     means = default_means(parametrization) if means is None else means
     basis = coordinates_basis(counts, trials, item_benchmark, n_benchmarks, parametrization)
-    if route == "joint":
-        model = build_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
-                            scale_sd=scale_sd, b_prior_sd=b_prior_sd, parametrization=parametrization, means=means,
-                            basis=basis)
-    else:
-        from benchmeasure.suite.mirt_collapsed import build_collapsed_model
-
-        model, data = build_collapsed_model(counts, trials, item_benchmark, n_benchmarks, eta=eta, scales=scales,
-                                            scale_sd=scale_sd, parametrization=parametrization, means=means,
-                                            basis=basis)
     names = (["theta", "b", "corr"] + (["mu"] if n_benchmarks > 1 else [])
              + (["scale"] if scales == "half-normal" else []))
     integrated = means == "integrated" and n_benchmarks > 1
     sampled = [name for name in names if (route == "joint" or name != "b") and not (integrated and name == "mu")]
+    cached = density == "compiled" and route == "collapsed" and integrated and parametrization == "partial"
     start = time.perf_counter()
     if progress is not None:
         progress.update("compiling", 0, 0)
-    with pytensor.config.change_flags(numba__fastmath=False):
-        compiled = nutpie.compile_pymc_model(model, var_names=sampled)
+    if cached:
+        from benchmeasure.irt.compiled import nutpie_model
+        from benchmeasure.suite.density import suite_density
+        from benchmeasure.suite.mirt_collapsed import benchmark_data
+
+        data = benchmark_data(counts, trials, item_benchmark, n_benchmarks)
+        compiled = nutpie_model(suite_density(data, basis, n_models=np.asarray(counts).shape[0], eta=eta,
+                                              scales=scales, scale_sd=scale_sd, mean_sd=MEAN_SD))
+    else:
+        compiled, data = _pymc_compiled(counts, trials, item_benchmark, n_benchmarks, route=route, eta=eta,
+                                        scales=scales, scale_sd=scale_sd, b_prior_sd=b_prior_sd,
+                                        parametrization=parametrization, means=means, basis=basis, sampled=sampled)
+    nutpie = import_nutpie()
     compile_time = time.perf_counter() - start
     callback = progress.nutpie_callback(tune + draws) if progress is not None else None
     sample_start = time.perf_counter()
@@ -375,11 +381,30 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                          + ("s = 1 (unit scales)" if scales == "unit" else f"s_k ~ HalfNormal({scale_sd:g})"),
                 "means": means if n_benchmarks > 1 else None, "parametrization": parametrization,
                 "non_centred_directions": None if basis is None else int(basis[1]),
-                "sampler": "nutpie", "route": route, "adaptation": adaptation, "chains": chains, "tune": tune,
+                "sampler": "nutpie", "density": "compiled (cached)" if cached else "pymc", "route": route,
+                "adaptation": adaptation, "chains": chains, "tune": tune,
                 "draws": draws,
                 "target_accept": float(target_accept), "seed": int(seed), "interval": INTERVAL}
     reshape = {key: value.reshape(n_models, n_benchmarks) for key, value in theta_stats.items()}
     return CorrelatedFit(reshape, b_stats, correlation, scale_summary, diagnostics, settings, idata)
+
+
+def _pymc_compiled(counts, trials, item_benchmark, n_benchmarks: int, *, route: str, sampled: list, **options):
+    """nutpie's compiled form of the PyMC model (joint, or collapsed) and the collapsed route's per-benchmark data
+    (None for the joint route)."""
+    import nutpie
+    import pytensor
+
+    data = None
+    b_prior_sd = options.pop("b_prior_sd")
+    if route == "joint":
+        model = build_model(counts, trials, item_benchmark, n_benchmarks, b_prior_sd=b_prior_sd, **options)
+    else:
+        from benchmeasure.suite.mirt_collapsed import build_collapsed_model
+
+        model, data = build_collapsed_model(counts, trials, item_benchmark, n_benchmarks, **options)
+    with pytensor.config.change_flags(numba__fastmath=False):
+        return nutpie.compile_pymc_model(model, var_names=sampled), data
 
 
 def _draw_b(data, posterior, n_items: int, seed: int, progress):

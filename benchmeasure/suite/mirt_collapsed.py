@@ -11,8 +11,9 @@ items grouped by trials column and column sum, quadrature with a grid sized for 
 quadrature error is about 1e−17 relative and checked per fit). NUTS runs on (θ, s, R) only (μ integrated out
 as well by default, :func:`benchmeasure.suite.mirt.theta_marginal_logp`) — M·B + B + B(B − 1)/2 coordinates (511
 on MMLU-Pro's 29 models × 14 categories) whatever the number of items — with the
-log density and its gradient from the Numba kernels (one PyTensor Op for all benchmarks,
-:mod:`.mirt_kernel`). Then every b_i is drawn exactly from its
+log density and its gradient from the Numba kernels: by default one cached compiled function for the whole
+density (:mod:`.density`), else this PyMC model with one PyTensor Op for all benchmarks' likelihoods
+(:mod:`.mirt_kernel`). Then every b_i is drawn exactly from its
 one-dimensional conditional given each θ draw (:func:`benchmeasure.irt.collapsed.draw_difficulties`, per
 benchmark). The joint draws (θ, μ, s, R, b) are draws of the same posterior as the joint model's
 (:func:`.mirt.build_model`); only b's prior must be the paper's Normal(0, 1), which the quadrature weights carry.
