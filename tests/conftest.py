@@ -217,6 +217,17 @@ LONGEST_FIRST = ("test_benchfill_loop.py", "test_real_model.py", "test_fresh_ins
                  "test_sim_server.py", "test_benchfill_mass_fill.py", "test_lmms_backend.py")
 
 
+def pytest_configure(config):
+    """Ctrl-C must act in the tests of interruption: a runner that starts the suite as a background job (``cmd &``
+    in a script) hands it SIGINT ignored, which every child would inherit, and each Ctrl-C test would then fail
+    for the runner's sake (seen on a fresh-clone run started that way). The default handler is put back; the
+    children of the tests then start with SIGINT's default action, as they do from a terminal."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))   # stable: the rest keep order
