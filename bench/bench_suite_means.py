@@ -10,7 +10,9 @@ below sample the same posterior (`benchmeasure/suite/mirt.py`):
   `theta_marginal_logp`), then μ drawn exactly from its Gaussian conditional given each draw (`draw_means`);
 * ``partial`` — the same, with θ in the partially non-centred coordinates of `suite/coordinates.py` (the default of
   `fit-suite --abilities correlated`): centred along the directions of Σ the data resolve, non-centred along the
-  others.
+  others; its density is the one compiled once into the kernel cache (`suite/density.py`, the default);
+* ``partial-pymc`` — the same posterior in the same coordinates, on the PyMC model's graph compiled by nutpie in
+  this process (what ``partial`` was before 2026-12-05): the compiled density against its reference.
 
 Each row is one fit of the same data with the same seed, one after the other in this process. Printed per row:
 wall seconds (compilation included), sampling seconds, leapfrog steps per draw, divergences, max R-hat and min bulk
@@ -22,6 +24,8 @@ and the first row's, in units of their combined Monte Carlo standard error (≲ 
     .venv-irt/bin/python bench/bench_suite_means.py --items 60 --chains 2 --tune 300 --draws 300  # a quick look
     .venv-irt/bin/python bench/bench_suite_means.py --items 200 --chains 2 --tune 500 --draws 500 \
         --means integrated,partial                                     # the coordinates, side by side
+    .venv-irt/bin/python bench/bench_suite_means.py --items 200 --chains 2 --tune 500 --draws 500 \
+        --means partial-pymc,partial                   # the cached compiled density against the PyMC graph
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--means", default="sampled,integrated",
                         help="rows, comma-separated: sampled (centred, μ sampled), integrated (centred, μ integrated), "
-                             "partial (the partial coordinates of suite/coordinates.py, μ integrated)")
+                             "partial (the partial coordinates of suite/coordinates.py, μ integrated, the cached "
+                             "compiled density), partial-pymc (the same on the PyMC graph)")
     parser.add_argument("--target-accept", type=float, default=0.9)
     args = parser.parse_args(argv)
     from benchmeasure.suite.mirt import fit_correlated
@@ -82,15 +87,15 @@ def main(argv=None) -> int:
           f"{args.chains} chains x ({args.tune} + {args.draws}), seed {args.seed}; {_machine['cpu_name']()}; "
           f"{_machine['versions'](['nutpie', 'pymc', 'pytensor', 'numba'])}", flush=True)
     fits = {}
-    rows = {"sampled": ("centred", "sampled"), "integrated": ("centred", "integrated"),
-            "partial": ("partial", "integrated")}
+    rows = {"sampled": ("centred", "sampled", "pymc"), "integrated": ("centred", "integrated", "pymc"),
+            "partial": ("partial", "integrated", "compiled"), "partial-pymc": ("partial", "integrated", "pymc")}
     for means in args.means.split(","):
         if means not in rows:
             parser.error(f"--means: unknown row {means!r}; choose from {', '.join(rows)}")
         start = time.perf_counter()
         fit = fit_correlated(counts, trials, which, benchmarks, chains=args.chains, tune=args.tune,
                              draws=args.draws, seed=args.seed, parametrization=rows[means][0], means=rows[means][1],
-                             target_accept=args.target_accept)
+                             density=rows[means][2], target_accept=args.target_accept)
         wall = time.perf_counter() - start
         fits[means] = fit
         d = fit.diagnostics
@@ -99,7 +104,8 @@ def main(argv=None) -> int:
 
         mu_values = np.asarray(post["mu"].values, dtype=float)
         mu_ess = float(np.min(summarize_draws(mu_values)["ess_bulk"]))
-        print(f"{means:>10}: wall {wall:7.1f} s, sampling {d['sampling_time_s']:7.1f} s, "
+        print(f"{means:>12}: wall {wall:7.1f} s, compile {d['compile_time_s']:5.1f} s, "
+              f"sampling {d['sampling_time_s']:7.1f} s, "
               f"{d.get('leapfrog_steps_per_draw') or float('nan'):5.1f} steps/draw, {d['divergences']} divergences, "
               f"max R-hat {d['max_r_hat']:.4f} ({d['worst_r_hat']}), min bulk ESS {d['min_ess_bulk']:.0f} "
               f"({d['worst_ess_bulk']}), min ESS of mu {mu_ess:.0f}, "

@@ -67,7 +67,9 @@ pip_install() {
     for link in ${PIP_FIND_LINKS:-} $(python3 -m pip config get global.find-links 2>/dev/null || true); do
       [ -d "$link" ] && links+=(--find-links "$link")
     done
-    if "$uv" pip install --quiet --compile-bytecode --python "$dir/bin/python" "${links[@]}" "$@"; then
+    # no --compile-bytecode: Python compiles the modules that are imported when they first are, a small part
+    # of 4.5 GB of packages; compiling all of them up front took a minute of both cores
+    if "$uv" pip install --quiet --python "$dir/bin/python" "${links[@]}" "$@"; then
       return 0
     fi
     log "uv could not install into $dir; installing with pip instead"

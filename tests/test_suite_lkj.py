@@ -116,3 +116,18 @@ def test_bad_nuts_options_rejected(tmp_path):
                                "--output-dir", tmp_path / "o"), "--chains")
     assert_rejected(run_script("fit_suite.py", src, "--abilities", "correlated", "--target-accept", "1",
                                "--output-dir", tmp_path / "o"), "--target-accept")
+
+
+def test_strict_says_in_the_exit_status_that_the_posterior_did_not_converge(tmp_path):
+    """--strict: a correlated posterior that misses the rule (30 draws: bulk ESS far below 400) exits 3 after
+    writing its outputs; without --strict the same run exits 0 with the warning."""
+    rng = np.random.default_rng(3)
+    rows = [(f"m{j}", f"q{i}", 0, int(rng.random() < 0.5), "x" if i < 6 else "y") for j in range(8) for i in range(12)]
+    src = write_rows(tmp_path / "r.csv", ["model", "item_id", "trial", "correct", "benchmark"], rows)
+    common = ("--abilities", "correlated", "--chains", 2, "--tune", 30, "--draws", 30, "--quiet")
+    strict = run_script("fit_suite.py", src, *common, "--strict", "--output-dir", tmp_path / "strict")
+    assert strict.returncode == 3, strict.stderr
+    assert strict.stderr.strip().splitlines()[-1].startswith("error: --strict:") and "Traceback" not in strict.stderr
+    assert (tmp_path / "strict" / "suite.json").is_file()
+    plain = run_script("fit_suite.py", src, *common, "--output-dir", tmp_path / "plain")
+    assert plain.returncode == 0 and "warning:" in plain.stderr

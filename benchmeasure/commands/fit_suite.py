@@ -94,6 +94,9 @@ def parse_args(argv):
                       help="NUTS target acceptance rate in (0, 1) (default 0.9); raise it (e.g. 0.95) when the fit "
                            "warns of divergent transitions")
     nuts.add_argument("--seed", type=SEED, default=0, metavar="N", help="sampler seed (default 0)")
+    nuts.add_argument("--strict", action="store_true",
+                      help="exit with status 3 (after writing the outputs) when the correlated posterior misses the "
+                           "convergence rule: max R-hat > 1.01, min bulk ESS < 400 or any divergence")
     nuts.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
     args = parser.parse_args(argv)
@@ -236,6 +239,13 @@ def main(argv=None) -> int:
               file=sys.stderr)
     print(f"wrote {args.output_dir}: {len(suite.benchmarks)} benchmarks, {len(suite.models)} models, "
           f"{absent['total']} absent cells of {absent['cells']}, {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if args.strict and posterior is not None:
+        from benchmeasure.commands.fit_irt import converged
+
+        if not converged(posterior.diagnostics):
+            print("error: --strict: the correlated posterior did not converge (see the warnings above); its outputs "
+                  "are written for inspection", file=sys.stderr)
+            return 3
     return 0
 
 
