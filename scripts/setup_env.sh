@@ -67,9 +67,10 @@ pip_install() {
     for link in ${PIP_FIND_LINKS:-} $(python3 -m pip config get global.find-links 2>/dev/null || true); do
       [ -d "$link" ] && links+=(--find-links "$link")
     done
-    # no --compile-bytecode: Python compiles the modules that are imported when they first are, a small part
-    # of 4.5 GB of packages; compiling all of them up front took a minute of both cores
-    if "$uv" pip install --quiet --python "$dir/bin/python" "${links[@]}" "$@"; then
+    # --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (this project's machines set it), a
+    # package without its .pyc files is compiled from source again by every process that imports it (9 s of CPU
+    # for `import pymc`, each time; a test run then took several times as long)
+    if "$uv" pip install --quiet --compile-bytecode --python "$dir/bin/python" "${links[@]}" "$@"; then
       return 0
     fi
     log "uv could not install into $dir; installing with pip instead"

@@ -34,9 +34,7 @@ def fresh(tmp_path_factory):
     wheel, env_dir = wheel_and_venv(root)
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    # --no-compile: Python compiles each module when it is first imported (a few hundred of the tens of thousands
-    # that pip would compile up front); what is installed is the same
-    done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[benchfill]",
+    done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[benchfill]",
                  "-c", ROOT / "requirements_irt.txt", "-c", ROOT / "requirements-dev.txt"],
                 cwd=root, env=env, timeout=1800)
     if done.returncode != 0 and "No matching distribution" in done.stderr:
