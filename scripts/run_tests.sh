@@ -43,6 +43,12 @@ warm_kernels() {
   echo "==> kernels compiled ($(( SECONDS - start )) s)"
 }
 
+# Python writes each module's bytecode the first time it is imported, once for every later process: a machine that
+# sets PYTHONDONTWRITEBYTECODE would otherwise make every test process compile its imports from source, or the set-up
+# compile all 4.5 GB of packages up front (scripts/setup_env.sh). The .pyc files land in the venvs and in ignored
+# __pycache__ folders.
+unset PYTHONDONTWRITEBYTECODE
+
 # the two environments are created side by side (each is its own venv; pip's cache is safe to share)
 # .venv-irt: IRT stack + pytest, hypothesis, ruff, openai, graders; then the kernels (a failure there is the tests' to report)
 ( bash scripts/setup_env.sh dev && { warm_kernels || echo "==> compiling the kernels failed; the tests compile them"; } ) &

@@ -67,10 +67,14 @@ pip_install() {
     for link in ${PIP_FIND_LINKS:-} $(python3 -m pip config get global.find-links 2>/dev/null || true); do
       [ -d "$link" ] && links+=(--find-links "$link")
     done
-    # --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (this project's machines set it), a
-    # package without its .pyc files is compiled from source again by every process that imports it (9 s of CPU
-    # for `import pymc`, each time; a test run then took several times as long)
-    if "$uv" pip install --quiet --compile-bytecode --python "$dir/bin/python" "${links[@]}" "$@"; then
+    # Bytecode: where PYTHONDONTWRITEBYTECODE is set (this project's machines set it), a package without its .pyc
+    # files is compiled from source again by every process that imports it (9 s of CPU for `import pymc`, each
+    # time), so it is compiled here, all of it, as pip does. Elsewhere Python writes the .pyc of each module the
+    # first time it is imported, a fraction of the whole (run_tests.sh unsets the variable for that reason:
+    # compiling everything up front took about 110 s of the set-up's wall time on the 2-core machine).
+    local compile=()
+    [ -z "${PYTHONDONTWRITEBYTECODE:-}" ] || compile=(--compile-bytecode)
+    if "$uv" pip install --quiet "${compile[@]}" --python "$dir/bin/python" "${links[@]}" "$@"; then
       return 0
     fi
     log "uv could not install into $dir; installing with pip instead"

@@ -32,9 +32,12 @@ def fresh(tmp_path_factory):
     """(bin folder of the venv, a working folder outside the checkout, the environment to run in)."""
     root = tmp_path_factory.mktemp("fresh")
     wheel, env_dir = wheel_and_venv(root)
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # Python writes the .pyc of what the journeys import (pip --no-compile would otherwise leave every command to
+    # compile its imports from source where PYTHONDONTWRITEBYTECODE is set); the same packages either way
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", f"{wheel}[benchfill]",
+    done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[benchfill]",
                  "-c", ROOT / "requirements_irt.txt", "-c", ROOT / "requirements-dev.txt"],
                 cwd=root, env=env, timeout=1800)
     if done.returncode != 0 and "No matching distribution" in done.stderr:
