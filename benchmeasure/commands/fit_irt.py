@@ -291,18 +291,10 @@ def main(argv=None) -> int:
             say(line)
     say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"
         + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else ""))
+    from benchmeasure.irt.diagnostics import converged
+
     if args.strict and args.method == "nuts" and not converged(d):
         print("error: --strict: the fit did not converge (see the warnings above); its outputs are written for "
               "inspection", file=sys.stderr)
         return 3
     return 0
-
-
-def converged(d: dict) -> bool:
-    """The convergence rule every warning names: max R-hat ≤ 1.01, min bulk ESS ≥ 400, no divergence."""
-    from benchmeasure.core.difficulty_file import ESS_BULK_MIN, R_HAT_MAX
-
-    return ((d.get("max_r_hat") is None or d["max_r_hat"] <= R_HAT_MAX)
-            and (d.get("min_ess_bulk") is None or d["min_ess_bulk"] >= ESS_BULK_MIN)
-            and not d.get("divergences"))
-

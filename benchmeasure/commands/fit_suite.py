@@ -240,7 +240,7 @@ def main(argv=None) -> int:
     print(f"wrote {args.output_dir}: {len(suite.benchmarks)} benchmarks, {len(suite.models)} models, "
           f"{absent['total']} absent cells of {absent['cells']}, {time.perf_counter() - start:.1f} s", file=sys.stderr)
     if args.strict and posterior is not None:
-        from benchmeasure.commands.fit_irt import converged
+        from benchmeasure.irt.diagnostics import converged
 
         if not converged(posterior.diagnostics):
             print("error: --strict: the correlated posterior did not converge (see the warnings above); its outputs "

@@ -466,3 +466,13 @@ def warnings_for(summary: dict) -> list[str]:
         out.append(f"{divergences} divergent transition(s) after warm-up: the sampler met geometry it could not "
                    "follow; raise --target-accept (e.g. 0.99) and check the estimates near the divergences")
     return out
+
+
+def converged(d: dict) -> bool:
+    """The convergence rule every warning names (``--strict`` of ``fit`` and ``fit-suite``): max R-hat ≤ 1.01, min
+    bulk ESS ≥ 400, no divergence."""
+    from benchmeasure.core.difficulty_file import ESS_BULK_MIN, R_HAT_MAX
+
+    return ((d.get("max_r_hat") is None or d["max_r_hat"] <= R_HAT_MAX)
+            and (d.get("min_ess_bulk") is None or d["min_ess_bulk"] >= ESS_BULK_MIN)
+            and not d.get("divergences"))
