@@ -7,6 +7,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmeasure.benchfill.eventlog import EventLog
 from benchmeasure.verifier.llm_client import Endpoint, LLMCallError, LLMClient, MalformedReply
@@ -100,3 +102,25 @@ def test_journal_answers_recorded_calls(tmp_path):
     server.shutdown()
     assert len(hits) == 1 and usage["cached"] == 1 and result.texts == ["hello"]
     assert "TEST_SECRET_KEY" not in (tmp_path / "events.jsonl").read_text()
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                    max_leaves=12)
+CHOICE = st.fixed_dictionaries({"message": st.fixed_dictionaries({"content": st.one_of(st.text(max_size=5), JSON)})})
+BODY = st.one_of(JSON, st.fixed_dictionaries({"choices": st.lists(st.one_of(CHOICE, JSON), max_size=3)},
+                                             optional={"usage": st.one_of(JSON, st.dictionaries(
+                                                 st.sampled_from(["prompt_tokens", "completion_tokens"]), JSON))}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(BODY, st.integers(1, 3))
+def test_any_json_body_is_read_or_a_malformed_reply(body, n):
+    # the body of a reply is read as plain JSON (not through the SDK's types): any shape is either a result of
+    # n texts with whole token counts or a MalformedReply, which the client retries; nothing else escapes
+    try:
+        result = LLMClient._unpack(body, n)
+    except MalformedReply:
+        return
+    assert len(result.texts) == n and all(isinstance(t, str) for t in result.texts)
+    assert all(type(c) is int and c >= 0 for c in (result.prompt_tokens, result.completion_tokens))

@@ -76,11 +76,18 @@ class DirectRollouts:
         headers = {"extra_headers": {key_header: key}} if key_header else {}
         result = await self.client.chat(endpoint, self.messages(candidate.question), n=n_trials or self.n_trials,
                                         key=key, **headers)
-        # Grading may start a SymPy worker and block; keep the event loop free for other calls.
-        verdicts = await asyncio.to_thread(
-            lambda: [grade(self.kind, text, candidate.answer, **self.grade_options) for text in result.texts])
+        # Grading may start a SymPy worker and block; keep the event loop free for other calls. A grader is a
+        # function of (text, reference): samples that repeat a text (often, at a low temperature) are graded once.
+        verdicts = await asyncio.to_thread(self._grade_texts, result.texts, candidate.answer)
         return [Rollout(endpoint.model, trial, int(ok), text)
                 for trial, (text, ok) in enumerate(zip(result.texts, verdicts))]
+
+    def _grade_texts(self, texts: list, answer: str) -> list:
+        verdict = {}
+        for text in texts:
+            if text not in verdict:
+                verdict[text] = grade(self.kind, text, answer, **self.grade_options)
+        return [verdict[text] for text in texts]
 
     async def for_candidate(self, candidate, **options) -> list:
         """Every panel model's rollouts on ``candidate``, models in panel order (``options``: :meth:`for_model`)."""
