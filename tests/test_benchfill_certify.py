@@ -115,18 +115,19 @@ def test_kill_9_mid_race_then_resume_gives_the_same_keeps_with_no_call_lost_or_r
     from benchmeasure.serving.sim.server import serve
     from benchmeasure.serving.sim.world import World
 
-    # seed 3, one gap: round 1's race ends after 2 batches without a certificate, round 2's race certifies a child
-    # after 7 more, so the second kill lands in round 2's race: the resume must not race round 1 again with what
-    # came after it (it would keep the child in round 1, and the matched baseline would get fewer rewrites)
+    # seed 2, one gap: round 1's race ends after 4 batches without a certificate, round 2's race certifies a child
+    # after 3 more, so the first kill lands in round 1's race and the second in round 2's: the resume must not race
+    # round 1 again with what came after it (it would keep the child in round 1, and the matched baseline would get
+    # fewer rewrites)
     search = {"gaps": 1, "rounds": 3, "parents": 2, "children": 2}
     outputs = []
-    for name, kills in (("straight", ()), ("killed", (1, 4))):
-        folder, env, server = sim_run(tmp_path / name, 3, search=search)
+    for name, kills in (("straight", ()), ("killed", (2, 5))):
+        folder, env, server = sim_run(tmp_path / name, 2, search=search)
         server.shutdown()
         for count in (*kills, None):
             # a fresh server per process: the simulation seeds a repeated request differently, so the calls in
             # flight at the kill, asked again by the resumed run, get the replies the straight run got
-            server, url = serve(World.load(tmp_path / name / "data3" / "world.json"), seed=3)
+            server, url = serve(World.load(tmp_path / name / "data2" / "world.json"), seed=2)
             env = {**env, "BENCHFILL_SIM_URL": url}
             try:
                 if count is None:

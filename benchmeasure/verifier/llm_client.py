@@ -248,16 +248,17 @@ class LLMClient:
         ``n`` = 32 choices that took 15 ms of CPU per call (40 % of a simulated BenchFill run, 2026-12-05),
         more than the rest of the client. The SDK's documented ``post`` for endpoints it does not type keeps
         its transport (base URL, key, headers, status errors that :func:`_retryable` sorts) and hands back
-        the HTTP response, whose JSON :meth:`_unpack` reads.
+        the body as text (``cast_to=str``: the same in every SDK version, whichever HTTP library it uses), read
+        here as JSON (a body that is not JSON is a ``ValueError``, retried like a malformed reply).
         """
-        import httpx
+        import json
 
         args = dict(args)
         headers = args.pop("extra_headers", None)
         body = {"model": endpoint.model, "messages": messages, "n": n, **args}
-        response = await self._client(endpoint).post("/chat/completions", cast_to=httpx.Response, body=body,
-                                                      options={"headers": headers} if headers else {})
-        return response.json()
+        text = await self._client(endpoint).post("/chat/completions", cast_to=str, body=body,
+                                                  options={"headers": headers} if headers else {})
+        return json.loads(text)
 
     @staticmethod
     def _unpack(reply, n: int) -> ChatResult:

@@ -66,8 +66,12 @@ class SimState:
     def resume(self):
         self.open.set()
 
-    def rng_for(self, body: bytes, key: str | None = None) -> random.Random:
-        """The randomness of one reply: seed, request key (if sent), body, and repetitions of that pair."""
+    def rng_for(self, request: dict, key: str | None = None) -> random.Random:
+        """The randomness of one reply: seed, request key (if sent), request, and repetitions of that pair.
+
+        The request counts by its content (keys sorted), not by the bytes a client happened to serialize, so
+        two clients that send the same request in a different key order or spacing get the same replies."""
+        body = json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
         digest = hashlib.sha256(body if key is None else key.encode() + b"\0" + body).hexdigest()
         with self.lock:
             count = self.seen.get(digest, 0)
@@ -137,7 +141,7 @@ def make_handler(state: SimState):
                 request = json.loads(body)
                 model, n = request["model"], int(request.get("n") or 1)
                 prompt = "\n".join(str(m.get("content", "")) for m in request["messages"])
-                rng = state.rng_for(body, self.headers.get(KEY_HEADER))
+                rng = state.rng_for(request, self.headers.get(KEY_HEADER))
                 texts = (state.world.respond(model, prompt, n, rng) if hasattr(state.world, "respond")
                          else respond(state.world, model, prompt, n, rng))
             except KeyError as exc:
