@@ -306,3 +306,66 @@ def test_run_rollout_refuses_clashing_outputs_before_any_request(sure_server, tm
                       "--output", out, *extra, timeout=120)
     assert_rejected(done, message)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl", "panel.toml"]
+
+
+FAKE_LMMS = """#!/bin/sh
+# stands in for lmms-eval: notes when it started, waits, then fails (a model named in FAIL) or writes a samples log
+date +%s.%N > started
+sleep "$SLEEP"
+case " $FAIL " in *" $(basename "$PWD") "*) exit 7 ;; esac
+out=$(echo "$@" | sed 's/.*--output_path \\([^ ]*\\).*/\\1/')
+mkdir -p "$out/run" && cp "$SAMPLES" "$out/run/20261205_000000_samples_benchfill_items.jsonl"
+date +%s.%N > finished
+"""
+
+
+def _fake_lmms(tmp_path, monkeypatch, sleep, fail=""):
+    program = tmp_path / "fake-lmms-eval"
+    program.write_text(FAKE_LMMS)
+    program.chmod(0o755)
+    monkeypatch.setenv("SLEEP", str(sleep))
+    monkeypatch.setenv("FAIL", fail)
+    monkeypatch.setenv("SAMPLES", str(fixture_samples()))
+    return str(program)
+
+
+def test_models_run_side_by_side_and_rows_keep_the_model_order(tmp_path, monkeypatch):
+    from benchmeasure.verifier.lmms_backend import LmmsRollouts
+
+    program = _fake_lmms(tmp_path, monkeypatch, sleep=0.5)
+    models = [dataclasses.replace(PANEL.models[0], name=name) for name in ("m1", "m2", "m3")]
+    rows = LmmsRollouts(models, 3, "math", tmp_path / "w", base_url="http://127.0.0.1:9/v1", executable=program,
+                        processes=3).run(fixture_candidates())
+    times = {m.name: [float((tmp_path / "w" / m.name / f).read_text()) for f in ("started", "finished")]
+             for m in models}
+    assert max(start for start, _ in times.values()) < min(end for _, end in times.values())  # all ran at once
+    assert [[r.model for r in per_item] for per_item in rows] == [["m1"] * 3 + ["m2"] * 3 + ["m3"] * 3] * len(rows)
+    one_by_one = LmmsRollouts(models, 3, "math", tmp_path / "v", base_url="http://127.0.0.1:9/v1",
+                              executable=program).run(fixture_candidates())
+    assert one_by_one == rows
+
+
+def test_a_failed_model_stops_the_others_at_once(tmp_path, monkeypatch):
+    import time
+
+    from benchmeasure.verifier.lmms_backend import run_lmms_many
+
+    program = _fake_lmms(tmp_path, monkeypatch, sleep=0.2, fail="m1")
+    models = [dataclasses.replace(PANEL.models[0], name=name) for name in ("m1", "m2")]
+    start = time.monotonic()
+    with pytest.raises(LmmsEvalError, match="exited with 7 for m1"):
+        # m2 would sleep 31.7 s: its process is killed when m1 fails
+        run_lmms_many(fixture_candidates(), models, "math", 3, [tmp_path / "m1", tmp_path / "m2"],
+                      base_url="http://127.0.0.1:9/v1", executable=_slow_for(program, tmp_path, "m2"), processes=2)
+    assert time.monotonic() - start < 10
+    assert (tmp_path / "m2" / "started").exists() and not (tmp_path / "m2" / "finished").exists()
+    alive = subprocess.run(["pgrep", "-f", "sleep 31.7"], capture_output=True, text=True).stdout.split()
+    assert not alive, "a child of the stopped lmms-eval is still running"
+
+
+def _slow_for(program, tmp_path, name):
+    """A wrapper around the fake program that sleeps 31.7 s for model ``name``."""
+    wrapper = tmp_path / "slow-lmms-eval"
+    wrapper.write_text(f'#!/bin/sh\n[ "$(basename "$PWD")" = "{name}" ] && export SLEEP=31.7\nexec {program} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)

@@ -105,7 +105,7 @@ def run_lmms_eval(candidates, models, n_trials: int, kind: str, args, program: s
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or stack.enter_context(tempfile.TemporaryDirectory(prefix="run_rollout_lmms_"))
         backend = LmmsRollouts(models, n_trials, kind, Path(workdir), executable=program,
-                               num_concurrent=args.concurrency)
+                               num_concurrent=args.concurrency, processes=args.processes)
         try:
             return backend.run(candidates)
         except LmmsEvalError as exc:
@@ -132,7 +132,7 @@ def run_record(args, models, n_trials: int, kind: str, candidates, results, raw:
         "inputs": [{"path": args.candidates, "sha256": hashes["candidates"], "items": len(candidates)}],
         "rows": sum(len(r) for r in results),
         "settings": {"concurrency": args.concurrency, "timeout": args.timeout, "retries": args.retries,
-                     "workdir": args.workdir},
+                     "workdir": args.workdir, "processes": args.processes},
         "command": command_line(),
         "package_versions": package_versions(PACKAGES),
     }
@@ -157,6 +157,9 @@ def main(argv=None) -> int:
                                           "(default: a temporary folder, removed afterwards)")
     parser.add_argument("--concurrency", type=integer(1, 4096), default=16,
                         help="requests in flight (lmms-eval: its num_concurrent, per model)")
+    parser.add_argument("--processes", type=integer(1, 256), default=1,
+                        help="lmms-eval only: models evaluated at once, one lmms-eval process each (default 1; "
+                             "each process starts by importing torch, ~0.5 GB of memory)")
     parser.add_argument("--timeout", type=SECONDS, default=600.0, help="seconds per request (direct)")
     parser.add_argument("--retries", type=integer(0, 100), default=6, help="retries per request (direct)")
     args = parser.parse_args(argv)
@@ -166,6 +169,8 @@ def main(argv=None) -> int:
 
     if args.workdir and args.backend != "lmms-eval":
         fail("--workdir applies to --backend lmms-eval only")
+    if args.processes != 1 and args.backend != "lmms-eval":
+        fail("--processes applies to --backend lmms-eval only (the direct backend sends --concurrency requests)")
     if not os.path.exists(args.panel):  # a shipped panel by name (cpu_smollm, paper): hash the file read
         args.panel = str(example_path(args.panel, "panel"))
     panel = load_panel(args.panel)

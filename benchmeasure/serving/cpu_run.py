@@ -229,7 +229,9 @@ def run_chain(panel, base_url: str, workdir: Path, n_trials: int = 3) -> dict:
         start = time.monotonic()
         folder = workdir / "lmms"
         first = LmmsRollouts(greedy, n_trials, KIND, folder, base_url=base_url, num_concurrent=1).run(valid)
-        rest = LmmsRollouts(sampled, n_trials, KIND, folder, base_url=base_url, num_concurrent=4).run(valid)
+        # the sampled models' lmms-eval processes side by side (their start-up overlaps; their requests may batch)
+        rest = LmmsRollouts(sampled, n_trials, KIND, folder, base_url=base_url, num_concurrent=4,
+                            processes=max(1, len(sampled))).run(valid)
         lmms = [a + b for a, b in zip(first, rest)]
         timings["lmms_rollouts_s"] = time.monotonic() - start
     report = {

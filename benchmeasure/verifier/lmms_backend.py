@@ -27,9 +27,11 @@ responses (:class:`LmmsEvalError`). Checked with lmms-eval 0.7.3.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -172,6 +174,78 @@ def run_lmms(candidates, model, kind: str, n_trials: int, workdir: Path, base_ur
     LmmsEvalError
         Non-zero exit, time-out, or no sample log; the message carries the log's tail.
     """
+    return run_lmms_many(candidates, [model], kind, n_trials, [workdir], base_url=base_url, executable=executable,
+                         num_concurrent=num_concurrent, timeout_s=timeout_s)[0]
+
+
+def run_lmms_many(candidates, models, kind: str, n_trials: int, workdirs, base_url: str | None = None,
+                  executable: str | None = None, num_concurrent: int = 4, timeout_s: float = 1800.0,
+                  processes: int = 1) -> list:
+    """lmms-eval for each model (``workdirs[k]`` for ``models[k]``), ``processes`` of them running at once.
+
+    Each run is its own lmms-eval process (its sampling settings are per task), most of whose time alone is
+    starting up (importing torch and lmms-eval: 11 s on an idle 2-core machine, 30 s beside other work); runs
+    side by side overlap that start-up and send the server their requests together. The processes are started
+    and waited for from this thread, so Ctrl-C (or any error) stops every one of them at once. Returns one
+    :class:`LmmsRun` per model, in model order.
+
+    Raises
+    ------
+    LmmsEvalError
+        The first run (in model order) that exited non-zero, ran past ``timeout_s`` or wrote no sample log.
+    """
+    import time
+
+    if processes < 1:
+        raise ValueError(f"processes must be >= 1, got {processes}")
+    results, running = [None] * len(models), []
+    try:
+        for batch in range(0, len(models), processes):
+            running = []   # filled one by one: a start that fails still leaves the earlier ones to stop
+            for k in range(batch, min(batch + processes, len(models))):
+                started = _start_lmms(candidates, models[k], kind, n_trials, workdirs[k], base_url, executable,
+                                      num_concurrent)
+                running.append((*started, k))
+            deadline = time.monotonic() + timeout_s
+            while [proc.poll() for proc, *_ in running].count(None):
+                if any(proc.returncode not in (None, 0) for proc, *_ in running):
+                    break   # one failed: its error is raised below, and the others are stopped (finally)
+                if time.monotonic() > deadline:
+                    late = next(k for proc, *_, k in running if proc.returncode is None)
+                    raise LmmsEvalError(f"lmms-eval ran past {timeout_s:.0f} s for {models[late].name}"
+                                        f"{_tail(_log_of(running, late))}")
+                time.sleep(0.05)
+            for proc, _, log_path, _, k in running:
+                if proc.returncode is None:
+                    continue
+                if proc.returncode != 0:
+                    raise LmmsEvalError(f"lmms-eval exited with {proc.returncode} for {models[k].name}"
+                                        f"{_tail(log_path)}")
+            for _, log, log_path, out, k in running:
+                log.close()
+                found = find_lmms_samples(out, TASK)
+                if not found:
+                    raise LmmsEvalError(f"lmms-eval exited 0 but wrote no samples_{TASK}.jsonl under {out}"
+                                        f"{_tail(log_path)}")
+                results[k] = LmmsRun(log_path.parent, found[-1])
+            running = []
+    finally:
+        for proc, log, *_ in running:   # an error or Ctrl-C: no lmms-eval (nor a child of it) is left running
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            log.close()
+    return results
+
+
+def _log_of(running, k) -> Path:
+    """The log of model ``k``'s running lmms-eval."""
+    return next(log_path for _, _, log_path, _, index in running if index == k)
+
+
+def _start_lmms(candidates, model, kind, n_trials, workdir, base_url, executable, num_concurrent):
+    """Write one model's task and start its lmms-eval: (process, open log, log path, output folder)."""
     workdir = Path(workdir).resolve()  # lmms-eval runs with cwd=workdir: the paths it gets must be absolute
     tasks = write_task(workdir, item_documents(candidates, kind), model, n_trials)
     out = workdir / "out"
@@ -179,18 +253,15 @@ def run_lmms(candidates, model, kind: str, n_trials: int, workdir: Path, base_ur
                         out, num_concurrent=num_concurrent)
     env = lmms_environment(model, workdir)
     log_path = workdir / "lmms-eval.log"
-    with open(log_path, "w", encoding="utf-8") as log:
-        try:
-            done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                  timeout=timeout_s, cwd=workdir)
-        except subprocess.TimeoutExpired:
-            raise LmmsEvalError(f"lmms-eval ran past {timeout_s:.0f} s for {model.name}{_tail(log_path)}") from None
-    if done.returncode != 0:
-        raise LmmsEvalError(f"lmms-eval exited with {done.returncode} for {model.name}{_tail(log_path)}")
-    found = find_lmms_samples(out, TASK)
-    if not found:
-        raise LmmsEvalError(f"lmms-eval exited 0 but wrote no samples_{TASK}.jsonl under {out}{_tail(log_path)}")
-    return LmmsRun(workdir, found[-1])
+    log = open(log_path, "w", encoding="utf-8")
+    try:
+        # its own process group, so that stopping it stops whatever it started too
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                cwd=workdir, start_new_session=True)
+    except BaseException:
+        log.close()
+        raise
+    return proc, log, log_path, out
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -253,10 +324,13 @@ class LmmsRollouts:
         Overrides every model's resolved base URL.
     num_concurrent : int
         Requests lmms-eval keeps in flight (its ``num_concurrent`` model argument).
+    processes : int
+        lmms-eval processes (one per model) running at once (:func:`run_lmms_many`).
     """
 
     def __init__(self, models, n_trials: int, kind: str, workdir: Path, base_url: str | None = None,
-                 grade_options: dict | None = None, executable: str | None = None, num_concurrent: int = 4):
+                 grade_options: dict | None = None, executable: str | None = None, num_concurrent: int = 4,
+                 processes: int = 1):
         self.models = list(models)
         self.n_trials = n_trials
         self.kind = kind
@@ -265,17 +339,17 @@ class LmmsRollouts:
         self.grade_options = grade_options
         self.executable = executable
         self.num_concurrent = num_concurrent
+        self.processes = processes
 
     def run(self, candidates) -> list:
         """One list of rollouts per candidate, models in panel order: the shape of ``DirectRollouts.for_candidate``.
 
-        lmms-eval runs once per panel model (its sampling settings are per task).
+        lmms-eval runs once per panel model (its sampling settings are per task), ``processes`` at a time.
         """
-        per_model = []
-        for model in self.models:
-            done = run_lmms(candidates, model, self.kind, self.n_trials, self.workdir / model.name,
-                            base_url=self.base_url, executable=self.executable,
-                            num_concurrent=self.num_concurrent)
-            per_model.append(rollouts_from_samples(done.samples, candidates, model.name, self.kind, self.n_trials,
-                                                   self.grade_options))
+        runs = run_lmms_many(candidates, self.models, self.kind, self.n_trials,
+                             [self.workdir / model.name for model in self.models], base_url=self.base_url,
+                             executable=self.executable, num_concurrent=self.num_concurrent,
+                             processes=self.processes)
+        per_model = [rollouts_from_samples(done.samples, candidates, model.name, self.kind, self.n_trials,
+                                           self.grade_options) for model, done in zip(self.models, runs)]
         return [[rollout for part in per_model for rollout in part[k]] for k in range(len(candidates))]
