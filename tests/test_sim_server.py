@@ -174,8 +174,9 @@ def test_run_rollout_backend_options_are_checked(sure_server, tmp_path):
                     reason=".venv-benchfill is absent (bash scripts/setup_env.sh benchfill creates it)")
 def test_run_rollout_backends_write_the_same_rows(sure_server, tmp_path):
     direct, direct_out = _rollout_cli(BENCHFILL_PYTHON, tmp_path, sure_server, "direct")
+    # both models' lmms-eval at once (--processes 2): the rows keep the panel's order all the same
     lmms, lmms_out = _rollout_cli(BENCHFILL_PYTHON, tmp_path, sure_server, "lmms-eval",
-                                  "--workdir", str(tmp_path / "lmms"))
+                                  "--workdir", str(tmp_path / "lmms"), "--processes", "2")
     assert direct.returncode == 0, direct.stderr
     assert lmms.returncode == 0, lmms.stderr[-3000:]
     assert lmms_out.read_text() == direct_out.read_text()  # rows named after the panel models, same order
