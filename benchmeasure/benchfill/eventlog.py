@@ -22,6 +22,7 @@ import os
 import time
 from pathlib import Path
 
+from benchmeasure.base.durable_lines import DurableLines
 from benchmeasure.base.errors import fail, file_errors
 from benchmeasure.benchfill.records import Call, Record, event_from_dict
 
@@ -69,39 +70,37 @@ class EventLog:
         self.path = Path(path)
         self.events = read_events(self.path)
         self._calls = {e.key: e.result for e in self.events if isinstance(e, Call)}
-        self._truncate_partial_tail()
-        self._handle = open(self.path, "ab")
-
-    def _truncate_partial_tail(self) -> None:
-        if not self.path.exists():
-            return
-        with open(self.path, "rb+") as handle:
-            data = handle.read()
-            end = data.rfind(b"\n") + 1
-            if end != len(data):
-                handle.truncate(end)
-                handle.flush()
-                os.fsync(handle.fileno())
+        self._file = DurableLines(self.path)   # cuts a torn last line
 
     def append(self, event: Record) -> Record:
         """Write one event durably, then remember it; returns the event (with its time)."""
+        event, line = self._stamped(event)
+        self._file.write(line)
+        self._remember(event)
+        return event
+
+    def _stamped(self, event: Record) -> tuple:
         event = dataclasses.replace(event, time=round(time.time(), 3))
-        line = json.dumps(event.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
-        self._handle.write(line)
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        return event, json.dumps(event.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+
+    def _remember(self, event: Record) -> None:
         self.events.append(event)
         if isinstance(event, Call):
             self._calls[event.key] = event.result
-        return event
 
     def call_result(self, key: str):
         """The recorded result of the call ``key``, or None."""
         return self._calls.get(key)
 
-    def record_call(self, key: str, model: str, result: dict) -> None:
-        if key not in self._calls:
-            self.append(Call(key, model, result))
+    async def record_call_async(self, key: str, model: str, result: dict) -> None:
+        """Record a call's result (once per key): durable when this returns, its fsync shared with the calls that
+        finish beside it (:meth:`DurableLines.write_async`). The call is remembered as soon as it is written, so
+        a second record of the same key is never written."""
+        if key in self._calls:
+            return
+        event, line = self._stamped(Call(key, model, result))
+        self._remember(event)
+        await self._file.write_async(line)
 
     def find(self, kind: type, **match):
         """The first event of class ``kind`` whose attributes equal ``match``, or None."""
@@ -112,7 +111,7 @@ class EventLog:
         return select(self.events, kind, **match)
 
     def close(self) -> None:
-        self._handle.close()
+        self._file.close()
 
 
 def select(events, kind: type, **match) -> list:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 from pathlib import Path
 
+from benchmeasure.base.durable_lines import DurableLines
 from benchmeasure.base.errors import fail
 
 JOURNAL = "journal.jsonl"
@@ -24,42 +24,43 @@ LOCK = "scope.lock"
 
 
 class Journal:
+    """The calls of a search (``call_result`` and ``record_call_async``: the protocol
+    :class:`benchmeasure.verifier.llm_client.LLMClient` uses), each line durable before the call returns."""
+
     def __init__(self, path):
         self.path = Path(path)
         self.calls: dict = {}
         if self.path.exists():
             self._load()
-        self._handle = open(self.path, "ab")
+        self._file = DurableLines(self.path)   # cuts a torn last line
 
     def _load(self) -> None:
-        with open(self.path, "rb+") as handle:
-            data = handle.read()
-            end = data.rfind(b"\n") + 1
-            for number, raw in enumerate(data[:end].split(b"\n")[:-1], start=1):  # JSON Lines end at '\n' only
-                try:
-                    entry = json.loads(raw)
-                    self.calls[str(entry["key"])] = entry["result"]
-                except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
-                    fail(f"{self.path}: line {number} is damaged (move the journal away to start afresh)")
-            if end != len(data):
-                handle.truncate(end)
-                handle.flush()
-                os.fsync(handle.fileno())
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1          # a torn last line is ignored here and cut when the file is opened
+        for number, raw in enumerate(data[:end].split(b"\n")[:-1], start=1):  # JSON Lines end at '\n' only
+            try:
+                entry = json.loads(raw)
+                self.calls[str(entry["key"])] = entry["result"]
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+                fail(f"{self.path}: line {number} is damaged (move the journal away to start afresh)")
 
     def call_result(self, key: str):
         return self.calls.get(key)
 
-    def record_call(self, key: str, model: str, result: dict) -> None:
+    @staticmethod
+    def _line(key: str, model: str, result: dict) -> bytes:
+        return (json.dumps({"key": key, "model": model, "result": result}, ensure_ascii=False) + "\n").encode("utf-8")
+
+    async def record_call_async(self, key: str, model: str, result: dict) -> None:
+        """Record a call's result (once per key): durable when this returns, its fsync shared among the calls
+        that finish together (group commit)."""
         if key in self.calls:
             return
-        line = json.dumps({"key": key, "model": model, "result": result}, ensure_ascii=False) + "\n"
-        self._handle.write(line.encode("utf-8"))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
         self.calls[key] = result
+        await self._file.write_async(self._line(key, model, result))
 
     def close(self) -> None:
-        self._handle.close()
+        self._file.close()
 
 
 @contextlib.contextmanager

@@ -9,9 +9,11 @@ API, or the simulation server of :mod:`benchmeasure.serving.sim`) and adds what 
   or one the caller's ``parse`` rejects); a 4xx other than 429 is not retried;
 * a clear :class:`LLMCallError` after the last attempt, naming model, endpoint and the last error;
 * token counts per call, kept in :attr:`LLMClient.usage` and in the journal;
-* an optional journal (:class:`benchmeasure.benchfill.eventlog.EventLog`): a call made under a
-  ``key`` is looked up there first and its result is appended (flushed and fsynced) before it
-  is returned, so a resumed run never repeats a finished call.
+* an optional journal (:class:`benchmeasure.benchfill.eventlog.EventLog` or
+  :class:`benchmeasure.scope.journal.Journal`): a call made under a ``key`` is looked up there first
+  and its result is appended (flushed and fsynced, the fsync shared with the calls that finish beside
+  it: :mod:`benchmeasure.base.durable_lines`) before it is returned, so a resumed run never repeats a
+  finished call.
 
 API keys are read from the environment variable an :class:`Endpoint` names, at call time;
 they are never written to logs, journals or error messages.
@@ -207,7 +209,7 @@ class LLMClient:
             result = ChatResult([t for p in parts for t in p.texts], sum(p.prompt_tokens for p in parts),
                                 sum(p.completion_tokens for p in parts))
         if key is not None and self.journal is not None:
-            self.journal.record_call(key, endpoint.model, result.as_record())
+            await self.journal.record_call_async(key, endpoint.model, result.as_record())
         return result
 
     async def _request(self, endpoint: Endpoint, messages: list, n: int, parse, overrides: dict) -> ChatResult:
