@@ -160,6 +160,9 @@ def test_run_rollout_backend_options_are_checked(sure_server, tmp_path):
     done, out = _rollout_cli(sys.executable, tmp_path, sure_server, "direct", "--workdir", str(tmp_path / "w"))
     assert_rejected(done, "--workdir applies to --backend lmms-eval only")
     assert not out.exists()
+    done, out = _rollout_cli(sys.executable, tmp_path, sure_server, "direct", "--processes", "2")
+    assert_rejected(done, "--processes applies to --backend lmms-eval only")
+    assert not out.exists()
     done, _ = _rollout_cli(sys.executable, tmp_path, sure_server, "vllm")
     assert done.returncode == 2 and "invalid choice: 'vllm'" in done.stderr
     done, out = _rollout_cli(sys.executable, tmp_path, sure_server, "direct")  # the default backend, named
