@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import logging
 import os
 import random
@@ -253,8 +254,6 @@ class LLMClient:
         the body as text (``cast_to=str``: the same in every SDK version, whichever HTTP library it uses), read
         here as JSON (a body that is not JSON is a ``ValueError``, retried like a malformed reply).
         """
-        import json
-
         args = dict(args)
         headers = args.pop("extra_headers", None)
         body = {"model": endpoint.model, "messages": messages, "n": n, **args}
