@@ -294,6 +294,47 @@ def test_plain_kernels_equal_the_direct_sums(cells, x):
         assert soft2 == pytest.approx(soft, rel=1e-12, abs=1e-12)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-45, 45), st.integers(1, 9)), min_size=1, max_size=23), st.floats(-45, 45),
+       st.integers(0, 5))
+def test_dense_kernels_equal_the_indexed_ones_bit_for_bit(cells, x, lo):
+    """A complete coordinate's cells read in order (``_softplus_dense``, ``_sums_dense``, ``_sums_all``) give the
+    very floats the indexed kernels give on indices 0, 1, …: the fast path cannot change a draw. ``lo``: where the
+    coordinate's T values start in the block."""
+    other = np.array([c[0] for c in cells])
+    n = len(cells)
+    tt = np.r_[np.full(lo, 7.0), [float(c[1]) for c in cells]].astype(np.float32)
+    idx = np.r_[np.zeros(lo), np.arange(n)].astype(np.int32)
+    w = np.exp(other)
+    for binary in (True, False):
+        t = np.ones_like(tt) if binary else tt
+        assert gibbs._sums_dense(np.exp(x), w, t, lo, binary) == gibbs._sums_plain(np.exp(x), lo, lo + n, idx, t, w,
+                                                                                    binary)
+        if gibbs._plain_ok(x, float(np.abs(other).max()), float(t.max())):
+            sum_o, sum_o2, soft = gibbs._sum_and_softplus_plain(np.exp(x), lo, lo + n, idx, t, other, w, binary)
+            assert gibbs._softplus_dense(np.exp(x), w, t, lo, binary) == soft
+            assert gibbs._sums_all(other) == (sum_o, sum_o2)
+
+
+@pytest.mark.parametrize("n_trials, holes", [(1, 0.0), (4, 0.0), (1, 0.3), (3, 0.1)])
+def test_complete_rows_and_columns_read_in_order_give_the_same_chains(n_trials, holes):
+    """The chains with complete rows and columns read in order (the default) equal, draw for draw, the chains that
+    read every coordinate through its cells' indices; with holes, some rows and columns kept complete."""
+    rng = np.random.default_rng(11)
+    m, n = 14, 60
+    t = np.full((m, n), n_trials)
+    if holes:
+        t[rng.random((m, n)) < holes] = 0
+        t[:3] = n_trials
+        t[:, :5] = n_trials
+    y = rng.binomial(t, 1 / (1 + np.exp(-(rng.normal(0, 1.5, m)[:, None] - rng.normal(0, 1.5, n)[None, :]))))
+    data = gibbs.SparseData(y, t)
+    fast = gibbs.run_chains(data, chains=2, tune=220, draws=30, seed=4, cores=1)
+    indexed = gibbs.run_chains(data, chains=2, tune=220, draws=30, seed=4, cores=1, dense=False)
+    assert np.array_equal(fast[0], indexed[0]) and np.array_equal(fast[1], indexed[1])
+    assert fast[2]["acceptance_b"] == indexed[2]["acceptance_b"] > 0.5
+
+
 def test_product_kernels_fold_long_products_into_logarithms():
     """5,000 cells with factors (1 + e^η)^T up to the kernels' bound (T_max·|η| < 230): the running products pass
     RESCALE many times and stay finite; the sums equal the direct ones, for T = 1 and for T up to 9."""
