@@ -52,6 +52,35 @@ def _agree(density, reference, dim, seed):
         np.testing.assert_allclose(g, rg, rtol=1e-8, atol=1e-7)
 
 
+@pytest.mark.parametrize("kind", ["collapsed", "joint"])
+def test_the_trace_is_read_into_the_tree_nutpies_own_conversion_gives(kind):
+    """``trace_tree`` (the fit's reading of nutpie's raw trace) gives the draws, dims, coordinates and sampler
+    statistics that nutpie's own ArviZ conversion gives for the same seed (but the text ``divergence_message``)."""
+    from benchmeasure.irt.collapsed import collapsed_data
+    from benchmeasure.irt.compiled import collapsed_density, import_nutpie, joint_density, nutpie_model, trace_tree
+
+    counts, _ = _counts(6, 40, 3, seed=4)
+    models, items = [f"m{j}" for j in range(6)], [f"q{i}" for i in range(40)]
+    density = (collapsed_density(collapsed_data(counts, 3), models) if kind == "collapsed" else
+               joint_density(counts, 3, 0.0, models=models, items=items))
+    nutpie = import_nutpie()
+    compiled = nutpie_model(density)
+    options = dict(chains=2, tune=60, draws=40, seed=7, cores=1, progress_bar=False, save_warmup=False)
+    theirs = nutpie.sample(compiled, **options)
+    ours = trace_tree(nutpie.sample(compiled, return_raw_trace=True, **options), compiled, 40)
+    for group in ("posterior", "sample_stats"):
+        a, b = theirs[group].to_dataset(), ours[group].to_dataset()
+        assert set(b.data_vars) == set(a.data_vars) - {"divergence_message"}, group
+        for name in b.data_vars:
+            assert a[name].dims == b[name].dims and a[name].dtype == b[name].dtype, name
+            np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    for dim in ("model", "item"):
+        if dim in ours["posterior"].dims:
+            assert list(ours["posterior"][dim].values) == list(theirs["posterior"][dim].values)
+    with pytest.raises(RuntimeError, match="draws"):
+        trace_tree(nutpie.sample(compiled, return_raw_trace=True, **options), compiled, 41)
+
+
 @pytest.mark.parametrize("case", ["complete", "guessing", "holes", "holes+guessing"])
 def test_collapsed_density_is_the_pymc_collapsed_model(case):
     from benchmeasure.irt.collapsed import collapsed_data

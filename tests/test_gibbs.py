@@ -39,14 +39,17 @@ def _item_block(y, t, g, n):
             np.full(n, float(y.sum())), np.full(n, plain), np.full(n, float(t.sum())))
 
 
-def _one_update(y, t, theta, start, seed, g=0.0, steps=gibbs.NEWTON_STEPS):
-    """Every start value of one item's b moved by one update of the route (each a separate coordinate)."""
+def _one_update(y, t, theta, start, seed, g=0.0, steps=gibbs.NEWTON_STEPS, more=0):
+    """Every start value of one item's b moved by one update of the route (each a separate coordinate); ``more``:
+    further MH steps from the same proposal, as the route gives them in fits with floors (``gibbs.FLOOR_STEPS``)."""
     n = start.size
     rng = np.random.default_rng(seed)
     values = start.copy()
-    accepted = gibbs.update_block(values, -1.0, _item_block(y, t, g, n), theta, rng.standard_t(gibbs.NU, n),
-                                  1.0 - rng.random(n), rng.random(n), gibbs.NU, 0, -1,
-                                  np.full(n, steps, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    draws = rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n), rng.random(n)
+    extra = np.stack([row for _ in range(more) for row in (rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n),
+                                                          rng.random(n))]) if more else None
+    accepted = gibbs.update_block(values, -1.0, _item_block(y, t, g, n), theta, *draws, gibbs.NU, 0, -1,
+                                  np.full(n, steps, dtype=np.int64), np.zeros(n, dtype=np.int64), True, extra)
     return values, accepted / n
 
 
@@ -63,10 +66,14 @@ def test_one_update_leaves_the_exact_conditional_invariant(g, rate, binary):
     y = rng.binomial(t, rate)                            # below the floor: the wide mixture proposal
     grid, cdf = _exact_cdf(y, t, theta, g)
     start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
-    for steps in gibbs.STEP_CHOICES:   # every number of Newton steps a coordinate may be given in burn-in
-        moved, acceptance = _one_update(y, t, theta, start, seed=1 + steps, g=g, steps=steps)
+    # every number of Newton steps a coordinate may be given in burn-in; then the further steps of a fit with floors
+    for steps, more in [(k, 0) for k in gibbs.STEP_CHOICES] + [(1, gibbs.FLOOR_STEPS - 1)]:
+        moved, acceptance = _one_update(y, t, theta, start, seed=1 + steps + 7 * more, g=g, steps=steps, more=more)
         assert 0.3 < acceptance < 1.0, steps
-        assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01, steps
+        assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01, (steps, more)
+        if more:   # the further steps move coordinates that the first left in place
+            again, _ = _one_update(y, t, theta, start, seed=1 + steps + 7 * more, g=g, steps=steps)
+            assert np.mean(moved == start) < 0.6 * np.mean(again == start)
     # the test can fail: the proposal alone (every step accepted) is not the conditional
     block = _item_block(y, t, g, 1)
     centre, scale, wide = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, t.size, block[1],
@@ -75,6 +82,27 @@ def test_one_update_leaves_the_exact_conditional_invariant(g, rate, binary):
     assert wide == (rate < g)
     proposed = centre + scale * rng.standard_t(gibbs.NU, 20_000)
     assert stats.kstest(proposed, lambda q: np.interp(q, grid, cdf)).pvalue < 1e-3
+
+
+@pytest.mark.parametrize("g, rate", [(0.0, 0.6), (0.25, 0.6), (0.25, 0.05)])
+def test_further_steps_equal_separate_updates_with_the_same_numbers(g, rate):
+    """The further steps of a fit with floors (``extra``) are the same Markov kernel as that many separate updates:
+    with the same random numbers the values agree exactly (the proposal does not depend on the current value)."""
+    rng = np.random.default_rng(2)
+    theta = rng.normal(size=12)
+    t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])
+    y = rng.binomial(t, rate)
+    n = 500
+    start = rng.normal(0.0, 1.5, n)
+    draws = [(rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n), rng.random(n)) for _ in range(3)]
+    block, steps = _item_block(y, t, g, n), np.ones(n, dtype=np.int64)
+    together, apart = start.copy(), start.copy()
+    gibbs.update_block(together, -1.0, block, theta, *draws[0], gibbs.NU, 0, -1, steps, None, True,
+                       np.stack([row for d in draws[1:] for row in d]))
+    for d in draws:
+        gibbs.update_block(apart, -1.0, block, theta, *d, gibbs.NU, 0, -1, steps, None, True, None)
+    assert np.array_equal(together, apart)
+    assert np.mean(together != start) > 0.9
 
 
 def test_shift_move_keeps_differences_and_draws_the_common_level_exactly():

@@ -361,9 +361,10 @@ def joint_density(counts, n_trials: int, guessing, *, models, items, parametriza
 
 
 class _ArvizBase(types_module.ModuleType):
-    """Stands in for ``arviz`` while nutpie is imported: nutpie's sampler calls only ``arviz.from_dict`` and
-    ``arviz.dict_to_dataset``, which are ArviZ's own ``arviz_base`` functions; the whole of ArviZ (statistics,
-    plots, SciPy) would add about 1.3 s to every fit. Any other name imports ArviZ itself."""
+    """Stands in for ``arviz`` while nutpie is imported: nutpie imports ArviZ at its top but uses it only to
+    convert a finished trace (``arviz.from_dict``, ``arviz.dict_to_dataset``, ArviZ's own ``arviz_base``
+    functions), which :func:`trace_tree` does here instead, so neither ArviZ (statistics, plots, SciPy: about
+    1.3 s) nor ``arviz_base`` loads during a fit. Any name asked for imports what it names."""
 
     def __getattr__(self, name):
         import importlib
@@ -390,7 +391,8 @@ def import_nutpie():
 
 
 def sample_nutpie(nutpie, compiled, **options):
-    """``nutpie.sample(compiled, **options)`` to the end, as an ArviZ tree; Ctrl-C stops it and raises.
+    """``nutpie.sample(compiled, **options)`` to the end, as an ArviZ tree (:func:`trace_tree`); Ctrl-C stops it
+    and raises.
 
     nutpie's own blocking wait turns Ctrl-C into a partial trace (the fit ran on with it), so the sampler is
     started in the background and waited for here. While it is being started (nutpie's threads spawned, their
@@ -402,12 +404,63 @@ def sample_nutpie(nutpie, compiled, **options):
     sampler = None
     try:
         with held():
-            sampler = nutpie.sample(compiled, blocking=False, **options)
-        return sampler.wait()
+            sampler = nutpie.sample(compiled, blocking=False, return_raw_trace=True, **options)
+        return trace_tree(sampler.wait(), compiled, int(options["draws"]))
     except KeyboardInterrupt:
         if sampler is not None:
             sampler.cancel()
         raise
+
+
+def trace_tree(trace, compiled, draws: int):
+    """nutpie's finished trace (Arrow record batches per chain: the stored variables, and the sampler's statistics
+    with a ``tuning`` flag per row) as a DataTree with ``posterior`` and ``sample_stats`` over the kept draws (as
+    nutpie's own conversion gives them, but for the text statistic ``divergence_message``).
+
+    nutpie's own conversion builds warm-up groups too and goes through ArviZ's general ``from_dict`` (about a
+    tenth of a second and ArviZ's import on a small fit); this reads each column once. Kept: every stored
+    variable, in the shape and dims its Arrow field records, with the model's coordinates; every numeric statistic
+    with one value per draw (vector statistics are not stored by default; text ones are dropped, as
+    :func:`benchmeasure.irt.fit_folder.save_posterior_zarr` drops them)."""
+    import pyarrow as pa
+    import xarray as xr
+
+    draw_batches, stat_batches = trace.get_arrow_trace()
+    posterior, stats = {}, {}
+    for chain, (draw, stat) in enumerate(zip(draw_batches, stat_batches)):
+        draw, stat = pa.record_batch(draw), pa.record_batch(stat)
+        tuning = np.asarray(stat.column("tuning").to_numpy(zero_copy_only=False), dtype=bool)
+        kept = np.flatnonzero(~tuning)
+        if kept.size != draws:
+            raise RuntimeError(f"nutpie returned {kept.size} draws for chain {chain}, not {draws}")
+        for field, column in zip(draw.schema, draw.columns):
+            meta = field.metadata or {}
+            shape = tuple(int(v) for v in meta.get(b"shape", b"").decode().split(",") if v)
+            dims = tuple(d for d in meta.get(b"dims", b"").decode().split(",") if d)
+            flat = column.flatten().to_numpy() if pa.types.is_list(column.type) or pa.types.is_large_list(
+                column.type) else column.to_numpy(zero_copy_only=False)
+            values = flat.reshape(len(tuning), *shape)[kept]
+            posterior.setdefault(field.name, (dims, []))[1].append(values)
+        for field, column in zip(stat.schema, stat.columns):
+            kind = field.type
+            if field.name in ("chain", "draw") or not (
+                    pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+                continue
+            if not pa.types.is_floating(kind):   # a missing count or flag is 0, in the column's own type
+                column = column.fill_null(0 if pa.types.is_integer(kind) else False)
+            values = column.to_numpy(zero_copy_only=False)
+            stats.setdefault(field.name, []).append(values[kept])
+    coords = {name: list(values) for name, values in (compiled.coords or {}).items()}
+    chain_draw = {"chain": np.arange(len(draw_batches)), "draw": np.arange(draws)}
+    data_vars = {}
+    for name, (dims, chains) in posterior.items():
+        dims = dims or tuple(f"{name}_dim_{i}" for i in range(chains[0].ndim - 1))
+        data_vars[name] = (("chain", "draw", *dims), np.stack(chains))
+    used = {d for dims, _ in data_vars.values() for d in dims}
+    tree = {"posterior": xr.Dataset(data_vars, coords={**chain_draw, **{k: v for k, v in coords.items() if k in used}}),
+            "sample_stats": xr.Dataset({name: (("chain", "draw"), np.stack(chains)) for name, chains in stats.items()},
+                                       coords=chain_draw)}
+    return xr.DataTree.from_dict(tree)
 
 
 def nutpie_model(density: Density):

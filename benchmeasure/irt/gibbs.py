@@ -53,6 +53,8 @@ NU = 5.0            # degrees of freedom of the t proposal
 NEWTON_STEPS = 1    # Newton steps to the mode of each conditional from the start of _proposal (more: slower)
 FLOOR_BOUND = 0.1   # a rate this close to the guessing floor, (p̂ − ḡ)/(1 − ḡ) below it, gets the wide mixture
 WIDE_SCALE = 1.0    # the wide component's scale: the prior's sd
+FLOOR_STEPS = 2     # MH steps per sweep of each coordinate of a fit with guessing floors (one proposal: one pass each
+                    # after the first), whose acceptance is lower (about 0.79 against 0.93)
 BLOCK = 25          # sweeps per kernel call (between progress updates and random-number refills)
 STEP_CHOICES = (0, 1, 2)   # the Newton steps a coordinate may be given (each fixed before the kept sweeps)
 ADAPT_MIN_TUNE = 200       # burn-in at least this long chooses each coordinate's steps (shorter: NEWTON_STEPS)
@@ -615,7 +617,7 @@ def _log_t(z, nu):
 
 @numba.njit(cache=True, nogil=True)
 def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, kind=-1, steps=None, per=None,
-                 dense=True):
+                 dense=True, extra=None):
     """One independence-MH step for every coordinate of ``values`` given ``other``; returns how many accepted.
     ``block``: (ptr, idx, Y, T, g per cell, Y total, Y total over g = 0 cells, T total) per coordinate.
     A coordinate whose success rate lies near or below its guessing floor (a conditional with a long flat side
@@ -625,7 +627,9 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
     Newton steps of each coordinate (None: ``n_newton`` for all); ``per``: each coordinate's acceptances are added
     there (None: not kept). ``dense``: a coordinate with a cell for every other coordinate (a complete row or
     column) reads ``other`` in order instead of through its cells' indices (:func:`_softplus_dense`): the same
-    values bit for bit, so False only serves to check that."""
+    values bit for bit, so False only serves to check that. ``extra``: (3·R, coordinates) draws (t, u, mixture
+    choice) of R more steps of every coordinate from the same proposal (None: one step each; the acceptances
+    counted are the first step's)."""
     ptr, idx, yy, tt, gg, ytot, yplain, ttot = block
     if kind < 0:
         kind = block_kind(tt, gg)
@@ -660,16 +664,9 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
         n_steps = n_newton if steps is None else steps[c]
         centre, scale, wide = _proposal(sign, ytot[c], yplain[c], ttot[c], lo, hi, idx, yy, tt, gg, other, w_other,
                                         max_other, n_steps, guessed, binary, sum_o, sum_o2, sum_g, complete)
-        if wide:
-            new = centre + (WIDE_SCALE if cdraw[c] < 0.5 else scale) * tdraw[c]
-            log_q_new = np.logaddexp(_log_t((new - centre) / scale, nu) - math.log(scale),
-                                     _log_t((new - centre) / WIDE_SCALE, nu) - math.log(WIDE_SCALE))
-            log_q_cur = np.logaddexp(_log_t((cur - centre) / scale, nu) - math.log(scale),
-                                     _log_t((cur - centre) / WIDE_SCALE, nu) - math.log(WIDE_SCALE))
-        else:
-            new = centre + scale * tdraw[c]
-            log_q_new = _log_t((new - centre) / scale, nu)
-            log_q_cur = _log_t((cur - centre) / scale, nu)
+        new = _propose(centre, scale, wide, tdraw[c], cdraw[c])
+        log_q_new = _log_q(new, centre, scale, wide, nu)
+        log_q_cur = _log_q(cur, centre, scale, wide, nu)
         f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed, binary,
                       t_max, complete)
         if math.isnan(f_cur):
@@ -677,10 +674,38 @@ def update_block(values, sign, block, other, tdraw, udraw, cdraw, nu, n_newton, 
                           binary, t_max, complete)
         if math.log(udraw[c]) < (f_new - log_q_new) - (f_cur - log_q_cur):
             values[c] = new
+            f_cur, log_q_cur = f_new, log_q_new
             accepted += 1
             if per is not None:
                 per[c] += 1
+        if extra is not None:   # more steps from the same proposal: one pass over the cells each
+            for r in range(extra.shape[0] // 3):
+                t_r, u_r, c_r = extra[3 * r, c], extra[3 * r + 1, c], extra[3 * r + 2, c]
+                new = _propose(centre, scale, wide, t_r, c_r)
+                log_q_new = _log_q(new, centre, scale, wide, nu)
+                f_new = _logf(new, sign, yplain[c], lo, hi, idx, yy, tt, gg, w_other, other, max_other, guessed,
+                              binary, t_max, complete)
+                if math.log(u_r) < (f_new - log_q_new) - (f_cur - log_q_cur):
+                    values[c] = new
+                    f_cur, log_q_cur = f_new, log_q_new
     return accepted
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _propose(centre, scale, wide, t, choice):
+    """A draw of the proposal from a standard t draw: the t at (centre, scale), or for a ``wide`` coordinate the
+    mixture's component that ``choice`` (uniform) picks."""
+    return centre + ((WIDE_SCALE if choice < 0.5 else scale) if wide else scale) * t
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_q(x, centre, scale, wide, nu):
+    """log density of the proposal at x, without its constant: the t at (centre, scale), or for a ``wide``
+    coordinate the half-and-half mixture of it and the t of scale :data:`WIDE_SCALE` at the same centre."""
+    if wide:
+        return np.logaddexp(_log_t((x - centre) / scale, nu) - math.log(scale),
+                            _log_t((x - centre) / WIDE_SCALE, nu) - math.log(WIDE_SCALE))
+    return _log_t((x - centre) / scale, nu)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -703,10 +728,10 @@ def sweeps(theta, b, d_i, d_m, draws_b, draws_th, z, nu, steps_b, steps_t, per_b
     acc_t = 0
     kind = block_kind(d_i[3], d_i[4])   # the same cells in both blocks
     for s in range(z.shape[0]):
-        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[-1, s], nu, 0, kind,
-                              steps_b, per_b, dense)
-        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[-1, s], nu, 0, kind,
-                              steps_t, per_t, dense)
+        acc_b += update_block(b, -1.0, d_i, theta, draws_b[0, s], draws_b[1, s], draws_b[2, s], nu, 0, kind,
+                              steps_b, per_b, dense, draws_b[3:, s])
+        acc_t += update_block(theta, 1.0, d_m, -b, draws_th[0, s], draws_th[1, s], draws_th[2, s], nu, 0, kind,
+                              steps_t, per_t, dense, draws_th[3:, s])
         shift(theta, b, z[s])
         if record:
             out_theta[s] = theta
@@ -733,6 +758,19 @@ def choose_steps(accepted, sweeps_per_choice) -> np.ndarray:
     a = (np.asarray(accepted, dtype=float) + 1.0) / (np.asarray(sweeps_per_choice, dtype=float)[:, None] + 2.0)
     cost = 2.0 + np.asarray(STEP_CHOICES, dtype=float)[:, None]
     return np.asarray(STEP_CHOICES, dtype=np.int64)[np.argmax(a / (2.0 - a) / cost, axis=0)]
+
+
+def _step_draws(rng, size: int, n: int, guessed: bool) -> np.ndarray:
+    """The random numbers of ``size`` sweeps' MH steps over n coordinates: (t, u, mixture choice) for the first
+    step of each, and without a floor that is all (the choice is then u again, never read); with one, as many
+    again for each of the :data:`FLOOR_STEPS` − 1 further steps."""
+    if not guessed:
+        t, u = rng.standard_t(NU, (size, n)), 1.0 - rng.random((size, n))
+        return np.stack([t, u, u])
+    rows = []
+    for _ in range(FLOOR_STEPS):
+        rows += [rng.standard_t(NU, (size, n)), 1.0 - rng.random((size, n)), rng.random((size, n))]
+    return np.stack(rows)
 
 
 def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: int, cores: int = 1,
@@ -772,10 +810,7 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
                                                                                           dtype=np.int64)
                     per_b, per_t = tried_b[k], tried_t[k]
                     tried_sweeps[k] += size
-                t_b = np.stack([rng.standard_t(NU, (size, n)), 1.0 - rng.random((size, n))]
-                               + ([rng.random((size, n))] if guessed else []))   # + the mixture's choices
-                t_t = np.stack([rng.standard_t(NU, (size, m)), 1.0 - rng.random((size, m))]
-                               + ([rng.random((size, m))] if guessed else []))
+                t_b, t_t = _step_draws(rng, size, n, guessed), _step_draws(rng, size, m, guessed)
                 z = rng.standard_normal(size)
                 record = phase == "draws"
                 out_t = theta_out[chain, start:start + size] if record else np.empty((0, m))
