@@ -21,6 +21,8 @@ sampling. Then the largest difference between each later row's posterior means o
 and the first row's, in units of their combined Monte Carlo standard error (≲ 4 expected: the same posterior).
 
     nice -n 10 .venv-irt/bin/python bench/bench_suite_means.py                                   # MMLU-Pro in full
+    nice -n 10 .venv-irt/bin/python bench/bench_suite_means.py --means partial --draws 2500 --seed 3  # the default
+                                                   # command's posterior (fit-suite --abilities correlated), one seed
     .venv-irt/bin/python bench/bench_suite_means.py --items 60 --chains 2 --tune 300 --draws 300  # a quick look
     .venv-irt/bin/python bench/bench_suite_means.py --items 200 --chains 2 --tune 500 --draws 500 \
         --means integrated,partial                                     # the coordinates, side by side
