@@ -131,9 +131,9 @@ def _collapsed_call(z, buf, out, logp):
     theta = np.empty(z.shape[0])
     _reflect(z, v, theta)
     if kind == 0:
-        value, grad_theta = marginal_logp_grad(theta, _vec(buf, 2), _vec(buf, 3), _vec(buf, 4)[0], _vec(buf, 5),
-                                               _vec(buf, 6), _vec(buf, 7), _mat(buf, 8), _vec(buf, 9), _vec(buf, 10),
-                                               _vec(buf, 11).astype(np.int64))
+        value, grad_theta = marginal_logp_grad(theta, _vec(buf, 2), _mat(buf, 3), _vec(buf, 4), _vec(buf, 5)[0],
+                                               _vec(buf, 6), _vec(buf, 7), _vec(buf, 8), _mat(buf, 9), _vec(buf, 10),
+                                               _vec(buf, 11), _vec(buf, 12).astype(np.int64))
     else:
         value, grad_theta = holes_loglik(theta, buf, 2)
     grad = np.empty(z.shape[0])
@@ -329,8 +329,7 @@ def collapsed_density(data, models) -> Density:
         args = data.args()
         fields = (1.0, v, *args)
     else:
-        nodes, log_weights, n_trials, *rest = data.args()
-        fields = (0.0, v, nodes, log_weights, n_trials, *rest)
+        fields = (0.0, v, *data.args())
     return Density("collapsed", pack(*fields), data.n_models, (("theta", "model"),), {"model": list(models)})
 
 

@@ -18,7 +18,7 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from benchmeasure.irt.collapsed import CollapsedData, marginal_logp_grad
+from benchmeasure.irt.collapsed import CollapsedData, marginal_logp_grad, node_exps
 from benchmeasure.irt.collapsed_holes import CollapsedHolesData, marginal_logp_grad_holes
 from benchmeasure.irt.kernel import LoglikData, loglik_and_grad
 
@@ -86,8 +86,8 @@ class MarginalLoglikGrad(Op):
 
     def perform(self, node, inputs, outputs):
         theta, nodes, log_w, c_values, c_counts, row_sums, yu, nu, gu, gbounds, scalars = inputs
-        value, grad = marginal_logp_grad(np.ascontiguousarray(theta), nodes, log_w, scalars[0], c_values, c_counts,
-                                         row_sums, yu, nu, gu, gbounds)
+        value, grad = marginal_logp_grad(np.ascontiguousarray(theta), nodes, node_exps(nodes), log_w, scalars[0],
+                                         c_values, c_counts, row_sums, yu, nu, gu, gbounds)
         outputs[0][0] = np.asarray(value, dtype=np.float64)
         outputs[1][0] = grad
 
@@ -169,8 +169,9 @@ def _register_numba():
     def _funcify_marginal(op, node=None, **kwargs):
         @numba_njit
         def marginal(theta, nodes, log_w, c_values, c_counts, row_sums, yu, nu, gu, gbounds, scalars):
+            nodes = np.ascontiguousarray(nodes)
             value, grad = marginal_logp_grad(
-                np.ascontiguousarray(theta), np.ascontiguousarray(nodes), np.ascontiguousarray(log_w), scalars[0],
+                np.ascontiguousarray(theta), nodes, node_exps(nodes), np.ascontiguousarray(log_w), scalars[0],
                 np.ascontiguousarray(c_values), np.ascontiguousarray(c_counts), np.ascontiguousarray(row_sums),
                 np.ascontiguousarray(yu), np.ascontiguousarray(nu), np.ascontiguousarray(gu),
                 np.ascontiguousarray(gbounds), )
