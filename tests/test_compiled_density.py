@@ -54,10 +54,12 @@ def _agree(density, reference, dim, seed):
 
 @pytest.mark.parametrize("kind", ["collapsed", "joint"])
 def test_the_trace_is_read_into_the_tree_nutpies_own_conversion_gives(kind):
-    """``trace_tree`` (the fit's reading of nutpie's raw trace) gives the draws, dims, coordinates and sampler
-    statistics that nutpie's own ArviZ conversion gives for the same seed (but the text ``divergence_message``)."""
+    """``trace_draws`` (the fit's reading of nutpie's raw trace) gives the draws, dims, coordinates and sampler
+    statistics that nutpie's own ArviZ conversion gives for the same seed (but the text ``divergence_message``),
+    and its DataTree is the same tree."""
     from benchmeasure.irt.collapsed import collapsed_data
-    from benchmeasure.irt.compiled import collapsed_density, import_nutpie, joint_density, nutpie_model, trace_tree
+    from benchmeasure.irt.compiled import collapsed_density, joint_density
+    from benchmeasure.irt.nutpie_run import import_nutpie, nutpie_model, trace_draws
 
     counts, _ = _counts(6, 40, 3, seed=4)
     models, items = [f"m{j}" for j in range(6)], [f"q{i}" for i in range(40)]
@@ -67,7 +69,8 @@ def test_the_trace_is_read_into_the_tree_nutpies_own_conversion_gives(kind):
     compiled = nutpie_model(density)
     options = dict(chains=2, tune=60, draws=40, seed=7, cores=1, progress_bar=False, save_warmup=False)
     theirs = nutpie.sample(compiled, **options)
-    ours = trace_tree(nutpie.sample(compiled, return_raw_trace=True, **options), compiled, 40)
+    draws = trace_draws(nutpie.sample(compiled, return_raw_trace=True, **options), compiled, 40)
+    ours = draws.tree()
     for group in ("posterior", "sample_stats"):
         a, b = theirs[group].to_dataset(), ours[group].to_dataset()
         assert set(b.data_vars) == set(a.data_vars) - {"divergence_message"}, group
@@ -78,7 +81,7 @@ def test_the_trace_is_read_into_the_tree_nutpies_own_conversion_gives(kind):
         if dim in ours["posterior"].dims:
             assert list(ours["posterior"][dim].values) == list(theirs["posterior"][dim].values)
     with pytest.raises(RuntimeError, match="draws"):
-        trace_tree(nutpie.sample(compiled, return_raw_trace=True, **options), compiled, 41)
+        trace_draws(nutpie.sample(compiled, return_raw_trace=True, **options), compiled, 41)
 
 
 @pytest.mark.parametrize("case", ["complete", "guessing", "holes", "holes+guessing"])

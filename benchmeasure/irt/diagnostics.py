@@ -21,23 +21,11 @@ from benchmeasure.core.difficulty_file import ESS_BULK_MIN, R_HAT_MAX  # the rul
 QUADRATURE_TOLERANCE = 1e-6  # collapsed route: end-node weight and |Δ log-integral| on a grid of half the step
 
 
-def _posterior(idata):
-    return idata["posterior"] if "posterior" in idata.children else idata.posterior
-
-
-def _sample_stats(idata):
-    try:
-        return idata["sample_stats"]
-    except KeyError:
-        return None
-
-
-def _variables(idata, var_names):
-    posterior = _posterior(idata)
-    names = list(posterior.data_vars) if var_names is None else list(var_names)
-    missing = [name for name in names if name not in posterior.data_vars]
+def _variables(draws, var_names):
+    names = draws.names() if var_names is None else list(var_names)
+    missing = [name for name in names if name not in draws.variables]
     if missing:
-        raise KeyError(f"posterior has no variable(s) {missing}; it has {list(posterior.data_vars)}")
+        raise KeyError(f"posterior has no variable(s) {missing}; it has {draws.names()}")
     return names
 
 
@@ -238,12 +226,14 @@ def _ess_tail_block(x: np.ndarray) -> np.ndarray:
     tails = []
     for q in (0.05, 0.95):
         cut = np.quantile(flat, q, axis=1)
-        indicator = (values <= cut[:, None, None]).astype(float)
+        # constancy is judged on the split chains, as ArviZ does: with an odd number of draws the split leaves
+        # out each chain's middle draw, which can be the only one on a side of the cut
+        indicator = _split_chains((values <= cut[:, None, None]).astype(float))
         spread = np.ptp(indicator.reshape(indicator.shape[0], -1), axis=1)
         ess = np.full(values.shape[0], float(values.shape[1] * (values.shape[2] // 2) * 2))
         varying = spread > 0
         if varying.any():
-            ess[varying] = _ess_geyer(_split_chains(indicator[varying]))
+            ess[varying] = _ess_geyer(indicator[varying])
         tails.append(ess)
     out[ok] = np.minimum(*tails)
     return out
@@ -256,9 +246,9 @@ def per_parameter(idata, var_name: str) -> dict:
     per element, in the variable's order); the R-hat and ESS are ArviZ's definitions
     (:func:`rhat_rank`, :func:`ess_bulk`). R-hat is NaN with a single chain.
     """
-    draws = _posterior(idata)[var_name]
-    dims = [d for d in draws.dims if d not in ("chain", "draw")]
-    values = np.asarray(draws.transpose("chain", "draw", *dims).values)
+    from benchmeasure.irt.draws import Draws
+
+    values = Draws.of(idata).values(var_name)
     n_chains, n_draws = values.shape[:2]
     return summarize_draws(values.reshape(n_chains, n_draws, -1))
 
@@ -348,11 +338,12 @@ def _finite_or_none(x) -> float | None:
 
 def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | None = None,
                           stats: dict | None = None) -> dict:
-    """Convergence and cost of a posterior sample (any ArviZ DataTree from PyMC, nutpie or numpyro).
+    """Convergence and cost of a posterior sample (a :class:`~benchmeasure.irt.draws.Draws`, or any ArviZ
+    DataTree from PyMC, nutpie or numpyro).
 
     Parameters
     ----------
-    idata : xarray.DataTree / arviz InferenceData
+    idata : Draws, xarray.DataTree or arviz InferenceData
         Must have a ``posterior`` group; ``sample_stats`` (with ``diverging`` and
         ``n_steps``/``tree_depth``) is used when present.
     var_names : sequence of str, optional
@@ -372,15 +363,16 @@ def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | Non
         ``ess_ok`` / ``converged`` against R-hat ≤ 1.01 and bulk ESS ≥ 400. NaN figures
         (e.g. R-hat of a single chain) are ``None``.
     """
-    names = _variables(idata, var_names)
-    posterior = _posterior(idata)
-    n_chains = int(posterior.sizes.get("chain", 1))
-    n_draws = int(posterior.sizes.get("draw", 0))
+    from benchmeasure.irt.draws import Draws
+
+    draws = Draws.of(idata)
+    names = _variables(draws, var_names)
+    n_chains, n_draws = draws.shape
     max_r_hat, worst_r_hat = -np.inf, None
     min_ess, worst_ess = np.inf, None
     for name in names:
-        st = stats[name] if stats is not None and name in stats else per_parameter(idata, name)
-        labels = _labels(posterior[name])
+        st = stats[name] if stats is not None and name in stats else per_parameter(draws, name)
+        labels = draws.labels(name)
         if np.any(np.isfinite(st["r_hat"])):
             k = int(np.nanargmax(st["r_hat"]))
             if st["r_hat"][k] > max_r_hat:
@@ -389,23 +381,22 @@ def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | Non
             k = int(np.nanargmin(st["ess_bulk"]))
             if st["ess_bulk"][k] < min_ess:
                 min_ess, worst_ess = float(st["ess_bulk"][k]), labels[k]
-    sample_stats = _sample_stats(idata)
+    sample_stats = draws.stats
     divergences = 0
     steps = None
     depth_hits = None
-    if sample_stats is not None:
-        if "diverging" in sample_stats.data_vars:
-            divergences = int(np.asarray(sample_stats["diverging"].values).sum())
-        if "n_steps" in sample_stats.data_vars:
-            steps = float(np.asarray(sample_stats["n_steps"].values, dtype=float).mean())
-        elif "num_steps" in sample_stats.data_vars:
-            steps = float(np.asarray(sample_stats["num_steps"].values, dtype=float).mean())
-        elif "tree_depth" in sample_stats.data_vars:
-            steps = float((2.0 ** np.asarray(sample_stats["tree_depth"].values, dtype=float) - 1).mean())
-        for key in ("maxdepth_reached", "reached_max_treedepth"):
-            if key in sample_stats.data_vars:
-                depth_hits = int(np.asarray(sample_stats[key].values).sum())
-                break
+    if "diverging" in sample_stats:
+        divergences = int(np.asarray(sample_stats["diverging"]).sum())
+    if "n_steps" in sample_stats:
+        steps = float(np.asarray(sample_stats["n_steps"], dtype=float).mean())
+    elif "num_steps" in sample_stats:
+        steps = float(np.asarray(sample_stats["num_steps"], dtype=float).mean())
+    elif "tree_depth" in sample_stats:
+        steps = float((2.0 ** np.asarray(sample_stats["tree_depth"], dtype=float) - 1).mean())
+    for key in ("maxdepth_reached", "reached_max_treedepth"):
+        if key in sample_stats:
+            depth_hits = int(np.asarray(sample_stats[key]).sum())
+            break
     max_r_hat_out = _finite_or_none(max_r_hat) if worst_r_hat is not None else None
     min_ess_out = _finite_or_none(min_ess) if worst_ess is not None else None
     summary = {
@@ -428,18 +419,6 @@ def summarize_diagnostics(idata, var_names=None, *, sampling_time_s: float | Non
         summary["min_ess_bulk_per_s"] = (min_ess_out / sampling_time_s
                                          if min_ess_out is not None and sampling_time_s > 0 else None)
     return summary
-
-
-def _labels(data_array) -> list:
-    """'name[label]' for each element of a posterior variable, in flat order."""
-    name = data_array.name
-    dims = [d for d in data_array.dims if d not in ("chain", "draw")]
-    if not dims:
-        return [name]
-    grids = np.meshgrid(*[np.asarray(data_array.coords[d].values) if d in data_array.coords
-                          else np.arange(data_array.sizes[d]) for d in dims], indexing="ij")
-    flat = [g.ravel() for g in grids]
-    return [f"{name}[{', '.join(str(f[k]) for f in flat)}]" for k in range(flat[0].size)]
 
 
 def warnings_for(summary: dict) -> list[str]:

@@ -266,9 +266,13 @@ def summarize_block(split, order, ordered_all, n_chains, table, out):
         tail = np.inf
         for q in (0.05, 0.95):
             cut = _quantile(ordered, q)
-            varies = ordered[0] <= cut and not ordered[ordered.shape[0] - 1] <= cut   # draws on each side
+            below = 0
             for k in range(size):
                 indicator[k] = 1.0 if x[k] <= cut else 0.0
+                below += x[k] <= cut
+            # draws of the split chains on each side (with an odd number of draws the split leaves out each
+            # chain's middle draw, which can be the only one on a side)
+            varies = 0 < below < size
             ess = _ess_geyer(indicator, split_chains, half) if varies else float(size)
             tail = min(tail, ess)
         out[p, 2] = tail

@@ -70,7 +70,9 @@ class FitResult:
     ``settings`` records how the fit was run (method, route, sampler, chains, tune, draws,
     target_accept, seed, seed_used, guessing). On the collapsed route the ``b`` draws are
     stored as float32 (4 bytes × chains × draws × N); every summary is computed in float64.
-    ``posterior`` is the ArviZ DataTree with ``theta`` (dim ``model``) and ``b`` (dim ``item``) draws, or None for MAP.
+    ``posterior`` holds the ``theta`` (dim ``model``) and ``b`` (dim ``item``) draws, or None for MAP: a
+    :class:`~benchmeasure.irt.draws.Draws` (plain arrays, which also answers as the ArviZ DataTree of the same,
+    made when first asked for) or an ArviZ DataTree.
     """
 
     models: list
@@ -101,7 +103,9 @@ class FitResult:
         (``None``: as stored, float32 b on the collapsed route, with no copy)."""
         if self.posterior is None:
             raise ValueError("a MAP fit has no posterior draws")
-        values = np.asarray(self.posterior["posterior"][var_name].values, dtype=dtype)
+        from benchmeasure.irt.draws import Draws
+
+        values = np.asarray(Draws.of(self.posterior).values(var_name), dtype=dtype)
         return values.reshape(-1, values.shape[-1])
 
     def interval(self, var_name: str = "b", prob: float = 0.94) -> tuple[np.ndarray, np.ndarray]:
@@ -310,14 +314,16 @@ class _Run:
 
 
 def _run_nuts(model, var_names, run: _Run):
-    """Sample ``model`` with nutpie or PyMC's NUTS; returns (idata, compile_time_s, sampling_time_s)."""
+    """Sample ``model`` with nutpie or PyMC's NUTS; returns (:class:`~benchmeasure.irt.draws.Draws` of
+    ``var_names``, compile_time_s, sampling_time_s)."""
     s, progress, seed_used, cores = run.settings, run.progress, run.seed_used, run.cores
     sampler, chains, tune, draws, target_accept = s.sampler, s.chains, s.tune, s.draws, s.target_accept
     compile_start = time.perf_counter()
     if progress is not None:
         progress.update("loading the compiled sampler" if _is_density(model) else "compiling", 0, 0)
     if sampler == "nutpie":
-        from benchmeasure.irt.compiled import Density, import_nutpie, nutpie_model, sample_nutpie
+        from benchmeasure.irt.compiled import Density
+        from benchmeasure.irt.nutpie_run import import_nutpie, nutpie_model, sample_nutpie
 
         nutpie = import_nutpie()
 
@@ -387,8 +393,7 @@ def _collapsed(matrix, plan, run, g, settings) -> FitResult:
                                             trials=getattr(matrix, "trials", None))
     idata, compile_time, sampling_time = _run_nuts(model, ["theta"], run)
     progress, seed_used = run.progress, run.seed_used
-    posterior = idata["posterior"].to_dataset()
-    theta_draws = np.asarray(posterior["theta"].transpose("chain", "draw", "model").values, dtype=float)
+    theta_draws = np.asarray(idata.values("theta"), dtype=float)   # (chain, draw, model)
     draw_start = time.perf_counter()
     total_draws = theta_draws.shape[0] * theta_draws.shape[1]
 
@@ -401,8 +406,7 @@ def _collapsed(matrix, plan, run, g, settings) -> FitResult:
     b_draws = draw_difficulties(data, theta_draws, b_seed, on_block=on_block)
     draw_time = time.perf_counter() - draw_start
     check = quadrature_check(data, theta_draws, seed=seed_used)
-    idata["posterior"] = posterior.assign_coords(item=list(matrix.items)).assign(
-        b=(("chain", "draw", "item"), b_draws))
+    idata = idata.with_variable("b", ("item",), b_draws, {"item": list(matrix.items)})
     summary_start = time.perf_counter()
 
     def on_chunk(done, total):
@@ -506,12 +510,11 @@ def run_map(matrix, plan: FitPlan, progress=None) -> FitResult:
 
 
 def _keep(idata, names):
-    """The DataTree with only ``names`` in its posterior (drops the sampler's internal coordinates)."""
-    posterior = idata["posterior"].to_dataset()
-    extra = [v for v in posterior.data_vars if v not in names]
-    if extra:
-        idata["posterior"] = posterior.drop_vars(extra)
-    return idata
+    """The draws of ``names`` only (drops the sampler's internal variables), as a
+    :class:`~benchmeasure.irt.draws.Draws`."""
+    from benchmeasure.irt.draws import Draws
+
+    return Draws.of(idata).keep(names)
 
 
 @contextlib.contextmanager

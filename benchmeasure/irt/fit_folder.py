@@ -155,15 +155,14 @@ def tail_ess_summary(result, progress=None) -> dict:
     if result.posterior is None:
         return {"min_ess_tail": None, "worst_ess_tail": None}
     from benchmeasure.irt.diagnostics import ess_tail
+    from benchmeasure.irt.draws import Draws
 
-    posterior = result.posterior["posterior"]
+    posterior = Draws.of(result.posterior)
     worst, where = None, None
     for var in ("theta", "b"):
-        if var not in posterior.data_vars:
+        if var not in posterior.variables:
             continue
-        draws = posterior[var]
-        dim = next(d for d in draws.dims if d not in ("chain", "draw"))
-        values = draws.transpose("chain", "draw", dim).values  # a view when already in this order
+        values = posterior.values(var)   # (chain, draw, element), as stored
 
         def on_chunk(done, total, var=var):
             if progress is not None:
@@ -174,7 +173,7 @@ def tail_ess_summary(result, progress=None) -> dict:
         if np.any(np.isfinite(tails)):
             k = int(np.nanargmin(tails))
             if worst is None or tails[k] < worst:
-                worst, where = float(tails[k]), f"{var}[{draws[dim].values[k]}]"
+                worst, where = float(tails[k]), posterior.labels(var)[k]
     return {"min_ess_tail": worst, "worst_ess_tail": where}
 
 

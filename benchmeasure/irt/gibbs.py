@@ -858,11 +858,11 @@ def run_chains(data: SparseData, *, chains: int, tune: int, draws: int, seed: in
 
 def gibbs_posterior(counts, trials, *, models, items, chains: int, tune: int, draws: int, seed: int, cores: int,
                     guessing=0.0, progress=None):
-    """The gibbs route's posterior of a fit: (ArviZ DataTree with θ and b, per-item stats of b, per-model stats of
-    θ, diagnostics), the figures computed as on the other routes (:mod:`benchmeasure.irt.diagnostics`)."""
-    import xarray as xr
-
+    """The gibbs route's posterior of a fit: (:class:`~benchmeasure.irt.draws.Draws` of θ and b, per-item stats of
+    b, per-model stats of θ, diagnostics), the figures computed as on the other routes
+    (:mod:`benchmeasure.irt.diagnostics`)."""
     from benchmeasure.irt.diagnostics import summarize_diagnostics, summarize_draws
+    from benchmeasure.irt.draws import Draws
 
     data = SparseData(counts, trials, guessing)
 
@@ -880,10 +880,8 @@ def gibbs_posterior(counts, trials, *, models, items, chains: int, tune: int, dr
 
     b_stats = summarize_draws(b_draws, on_chunk=on_chunk)
     theta_stats = summarize_draws(theta_draws)
-    coords = {"chain": np.arange(chains), "draw": np.arange(draws), "model": list(models), "item": list(items)}
-    posterior = xr.Dataset({"theta": (("chain", "draw", "model"), theta_draws),
-                            "b": (("chain", "draw", "item"), b_draws)}, coords=coords)
-    idata = xr.DataTree.from_dict({"posterior": posterior})
+    idata = Draws({"theta": (("model",), theta_draws), "b": (("item",), b_draws)},
+                  {"model": list(models), "item": list(items)})
     diagnostics = summarize_diagnostics(idata, ["theta", "b"], sampling_time_s=info["sampling_time_s"],
                                         stats={"theta": theta_stats, "b": b_stats})
     diagnostics["compile_time_s"] = 0.0

@@ -265,9 +265,9 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
     draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
     """
-    from benchmeasure.irt.compiled import import_nutpie, sample_nutpie
     from benchmeasure.irt.diagnostics import summarize_diagnostics, summarize_draws
     from benchmeasure.irt.fit import available_cpus
+    from benchmeasure.irt.nutpie_run import import_nutpie, sample_nutpie
 
     if scales not in SCALES:
         fail(f"scales must be one of {', '.join(SCALES)}, got {scales!r}")
@@ -296,7 +296,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     if progress is not None:
         progress.update("compiling", 0, 0)
     if cached:
-        from benchmeasure.irt.compiled import nutpie_model
+        from benchmeasure.irt.nutpie_run import nutpie_model
         from benchmeasure.suite.density import suite_density
         from benchmeasure.suite.mirt_collapsed import benchmark_data
 
@@ -313,7 +313,8 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     sample_start = time.perf_counter()
     idata = sample_nutpie(nutpie, compiled, chains=chains, tune=tune, draws=draws, seed=int(seed),
                           cores=cores or min(chains, available_cpus()), target_accept=float(target_accept),
-                          adaptation=adaptation, progress_bar=False, progress_callback=callback, save_warmup=False)
+                          adaptation=adaptation, progress_bar=False, progress_callback=callback,
+                          save_warmup=False).tree()
     sampling_time = time.perf_counter() - sample_start
     posterior = idata["posterior"].to_dataset()
     extra = [v for v in posterior.data_vars if v not in names]
