@@ -103,3 +103,48 @@ def test_draws_answer_as_the_datatree_of_the_same_draws():
     from benchmeasure.irt.diagnostics import summarize_diagnostics
 
     assert summarize_diagnostics(draws) == summarize_diagnostics(tree)
+
+
+pa = pytest.importorskip("pyarrow")
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TYPES = [pa.bool_(), pa.int8(), pa.int32(), pa.int64(), pa.uint64(), pa.float32(), pa.float64()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(_TYPES), data=st.data())
+def test_arrow_columns_are_read_as_pyarrow_reads_them(kind, data):
+    """``_numbers`` (Arrow buffers → NumPy, without pandas) against pyarrow's own conversion, missing values and
+    sliced arrays included: NaN in a float column, 0 / False elsewhere, in the column's own type."""
+    from benchmeasure.irt.nutpie_run import _numbers
+
+    if pa.types.is_boolean(kind):
+        element = st.booleans()
+    elif pa.types.is_floating(kind):
+        element = st.floats(width=kind.bit_width, allow_nan=False)
+    else:
+        info = np.iinfo(kind.to_pandas_dtype())
+        element = st.integers(int(info.min), int(info.max))
+    values = data.draw(st.lists(st.one_of(st.none(), element), max_size=40))
+    array = pa.array(values, type=kind)
+    start = data.draw(st.integers(0, len(values)))
+    array = array.slice(start, data.draw(st.integers(0, len(values) - start)))
+    ours = _numbers(array)
+    filled = array if pa.types.is_floating(kind) else array.fill_null(False if pa.types.is_boolean(kind) else 0)
+    theirs = filled.to_numpy(zero_copy_only=False)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows=st.integers(0, 6), width=st.integers(1, 4), start=st.integers(0, 3), large=st.booleans())
+def test_list_columns_of_draws_are_read_whole_rows_in_order(rows, width, start, large):
+    from benchmeasure.irt.nutpie_run import _flat
+
+    flat = np.arange((rows + start) * width, dtype=float)
+    kind = pa.large_list(pa.float64()) if large else pa.list_(pa.float64())
+    column = pa.array([list(flat[i * width:(i + 1) * width]) for i in range(rows + start)], type=kind).slice(start)
+    np.testing.assert_array_equal(_flat(column), flat[start * width:])
+    np.testing.assert_array_equal(_flat(pa.array(flat).slice(start)), flat[start:])

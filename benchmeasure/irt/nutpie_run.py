@@ -139,9 +139,7 @@ def trace_draws(trace, compiled, draws: int):
             meta = field.metadata or {}
             shape = tuple(int(v) for v in meta.get(b"shape", b"").decode().split(",") if v)
             dims = tuple(d for d in meta.get(b"dims", b"").decode().split(",") if d)
-            flat = _numbers(column.flatten() if pa.types.is_list(column.type) or pa.types.is_large_list(
-                column.type) else column)
-            values = flat.reshape(len(tuning), *shape)[kept]
+            values = _flat(column).reshape(len(tuning), *shape)[kept]
             posterior.setdefault(field.name, (dims, []))[1].append(values)
         for field, column in zip(stat.schema, stat.columns):
             kind = field.type
@@ -156,6 +154,16 @@ def trace_draws(trace, compiled, draws: int):
     used = {d for dims, _ in variables.values() for d in dims}
     coords = {name: list(values) for name, values in (compiled.coords or {}).items() if name in used}
     return Draws(variables, coords, {name: np.stack(chains) for name, chains in stats.items()})
+
+
+def _flat(column) -> np.ndarray:
+    """A column of draws (a list per row, every row of one shape, or a number per row) as one flat array."""
+    import pyarrow as pa
+
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        offsets = _numbers(column.offsets)   # (flatten() would load pyarrow.compute)
+        return _numbers(column.values)[offsets[0]: offsets[-1]]
+    return _numbers(column)
 
 
 def _numbers(column) -> np.ndarray:
