@@ -7,7 +7,7 @@
     result.b_mean, result.b_sd, result.r_hat, result.ess_bulk     # per item, matrix order
     result.theta_mean, result.theta_sd                            # per model
     result.diagnostics["max_r_hat"], result.diagnostics["min_ess_bulk"], result.diagnostics["divergences"]
-    result.posterior                                              # ArviZ DataTree (theta, b), None for MAP
+    result.posterior                   # theta and b draws (Draws, also read as their ArviZ DataTree), None for MAP
 
 Two routes sample the same posterior (``route``):
 

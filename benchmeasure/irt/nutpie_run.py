@@ -17,6 +17,7 @@ Three pieces, shared by ``fit`` and ``fit-suite``:
 from __future__ import annotations
 
 import sys
+import threading
 import types as types_module
 
 import numpy as np
@@ -68,8 +69,16 @@ def _keeps_placeholder(module) -> bool:
     return False
 
 
+_IMPORTING = threading.Lock()   # the stand-ins are process-wide: one import at a time
+
+
 def import_nutpie():
     """The ``nutpie`` module, imported without loading ArviZ, pandas or xarray (see the module docstring)."""
+    with _IMPORTING:
+        return _import_nutpie()
+
+
+def _import_nutpie():
     if "nutpie" in sys.modules:
         return sys.modules["nutpie"]
     stand_ins = {name: _Deferred(name) for name in _DEFERRED if name not in sys.modules}
