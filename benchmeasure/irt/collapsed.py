@@ -133,11 +133,12 @@ def _softplus_table(theta, nodes, exps, s_sum):
     As in :mod:`benchmeasure.irt.kernel`, e^(±η) = e^(±θ_j)·e^(∓x_k) are products of
     per-row and per-node factors and softplus(η) = max(η, 0) + log(1 + min(e^η, e^(−η))),
     the logarithm taken once per block of 512 factors (each in (1, 2]); no transcendental
-    function per cell. The loop runs over the models outside and the nodes inside, with one
-    running product and one running sum per node: every node's operations come in the same
-    order as in a loop over the models for each node (the same bits), but the inner loop has
-    no dependency from one step to the next, so it runs on SIMD lanes. Falls back to one exp
-    and one log1p per cell if some |θ_j| + |x_k| could exceed 600 (:func:`_far`).
+    function per cell; the per-node factors e^(∓x_k) come from :func:`node_exps`, found once per
+    grid. The loop runs over the models outside and the nodes inside, one running product and
+    one running sum per node, so every node's operations come in the same order as in a loop
+    over the models for each node (the same bits; measured no faster nor slower at 12 models).
+    Falls back to one exp and one log1p per cell if some |θ_j| + |x_k| could exceed 600
+    (:func:`_far`).
     """
     m, n_nodes = theta.shape[0], nodes.shape[0]
     if _far(theta, nodes):

@@ -88,9 +88,8 @@ class Draws:
 
     def with_variable(self, name: str, dims: tuple, values: np.ndarray, coords: dict | None = None) -> Draws:
         """A copy with ``name`` added (or replaced); the arrays are shared, not copied."""
-        out = Draws({**self.variables, name: (tuple(dims), values)}, {**self.coords, **(coords or {})},
-                    self.stats, self.attrs)
-        return out
+        return Draws({**self.variables, name: (tuple(dims), values)}, {**self.coords, **(coords or {})},
+                     self.stats, self.attrs)
 
     def keep(self, names) -> Draws:
         """A copy with only ``names`` among the variables (in their order)."""
