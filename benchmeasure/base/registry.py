@@ -11,6 +11,24 @@ line's ``choices`` and ``--help`` import no grader, sampler or reader).
     GRADERS.register(Grader(name="exact", grade="mypkg.exact:grade", options=()))
     GRADERS["exact"].grade(response, reference)
 
+**One idiom: a decorator beside the code.** A registry knows its entry type and the modules that hold its
+built-in entries; each of those modules registers its entry with :meth:`Registry.add` on the function (or
+class) the entry is about, so the entry's declaration stands beside its code::
+
+    ROUTES = Registry("fit route", GROUPS["route"], entry=Route,
+                      builtins=("benchmeasure.irt.routes.collapsed", ...))
+
+    # benchmeasure/irt/routes/collapsed.py
+    @ROUTES.add("collapsed", summary="...", refusals={...})
+    def run(matrix, plan, progress): ...
+
+The entry type names the field the decorated object fills in its ``DECORATES`` class attribute (``"run"``,
+``"grade"``…); a tuple there means the decorated object is a class or module whose attributes of those names
+fill the fields (a strategy's ``plan``, ``prompt``…). The built-in modules are imported the first time the
+registry is read, in the order given, before the entry points of other packages; a module that must stay cheap
+to import (the command line's ``choices`` and ``--help`` read registries) keeps its heavy imports inside its
+functions.
+
 A registry is ordered (registration order) and refuses a second entry under a taken name unless
 ``replace=True``; :meth:`Registry.unregister` removes one (tests registering a toy entry use it).
 
@@ -83,17 +101,49 @@ def lazy(target):
 class Registry:
     """Entries of one kind of extension, keyed by their ``name`` attribute."""
 
-    def __init__(self, kind: str, group: str | None = None):
+    def __init__(self, kind: str, group: str | None = None, *, entry=None, builtins: tuple = ()):
         self.kind = kind
         self.group = group
+        self.entry_type = entry
+        self.builtins = tuple(builtins)
         self._entries: dict = {}
-        self._outside_loaded = group is None
+        self._origin: dict = {}   # name -> the module whose decorator registered it
+        self._outside_loaded = group is None and not self.builtins
+
+    def add(self, name: str, **fields):
+        """A decorator that registers ``entry(name=name, <DECORATES>=the decorated object, **fields)``.
+
+        Returns the decorated object unchanged, so the function or class stays usable under its own name.
+        """
+        if self.entry_type is None:
+            raise TypeError(f"the {self.kind} registry has no entry type: register entries with register()")
+        target = self.entry_type.DECORATES
+
+        def decorate(obj):
+            if isinstance(target, str):
+                values = {target: obj}
+            else:
+                values = {field: getattr(obj, field) for field in target if hasattr(obj, field)}
+            self.register(self.entry_type(name=name, **values, **fields))
+            self._origin[name] = getattr(obj, "__module__", None)
+            return obj
+
+        return decorate
 
     def _load_outside(self) -> None:
-        """Register the entries installed packages declare under :attr:`group` (once, on first read)."""
+        """Import the built-in modules, then register the entries installed packages declare under
+        :attr:`group` (once, on first read)."""
         if self._outside_loaded:
             return
         self._outside_loaded = True
+        for module in self.builtins:
+            importlib.import_module(module)
+        # the built-ins in the order of `builtins`, whatever imported one of them first; then the rest as registered
+        rank = {module: i for i, module in enumerate(self.builtins)}
+        order = sorted(self._entries, key=lambda n: rank.get(self._origin.get(n), len(rank)))
+        self._entries = {name: self._entries[name] for name in order}
+        if self.group is None:
+            return
         from importlib.metadata import entry_points
 
         for point in sorted(entry_points(group=self.group), key=lambda p: p.name):
