@@ -2,9 +2,10 @@
 
 Three numbers are reported for each metric (docs/gap_noise.md explains why they differ):
 
-* ``plugin`` — the paper's value: the metric of the posterior-mean difficulties, min–max
-  normalized. It is kept everywhere; it is *not* a posterior summary, and noise biases it:
-  it fills gaps (Max Gap too small) and, at one trial per cell, makes a staircase.
+* ``plugin`` — the paper's value: the metric of the posterior-mean difficulties (tied items' draws
+  pooled, :mod:`benchmeasure.analyses.plugin`), min–max normalized. It is kept everywhere; it is *not* a
+  posterior summary, and noise biases it: it fills gaps (Max Gap too small) and, at one trial per cell, makes a
+  staircase. The interval to quote beside it is the calibrated one, for the true metric, with its estimate.
 * ``per_draw_min_max`` — the metric of every posterior draw, each draw normalized by its own
   min and max (what this project reported before). A draw's extremes carry the noise of
   the two most extreme items, so its range is wider than the posterior means' range (on
@@ -24,8 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmeasure.analyses.plugin import pooled_moments
 from benchmeasure.analyses.posterior_metrics import metric_draws, summarize_draws
-from benchmeasure.core.metrics import diagnose
+from benchmeasure.core.metrics import plugin_values
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 from benchmeasure.irt.deconvolution import population_draws
 
@@ -49,6 +51,17 @@ def fixed_range_draws(b_draws, low: float, high: float, top_k: int = 5) -> dict:
             f"top{top_k}_gap_sum": gaps[:, :top_k].sum(axis=1)}
 
 
+#: which quantity each value and interval of a metric's entry is for (``for`` in the JSON record)
+INTERVAL_FOR = {
+    "plugin": "the paper's value: the metric of the posterior means, tied items pooled (not the true value)",
+    "estimate, low, high": "the true metric: the noise-aware estimate and its interval",
+    "calibrated": "the true metric: the calibrated estimate and interval (the one to quote beside the plug-in)",
+    "per_draw_min_max": "the per-draw metric, each draw normalized by its own min and max (not the true value)",
+    "per_draw_fixed_range": "the per-draw metric, each draw normalized by the posterior means' min and max "
+                            "(not the true value)",
+}
+
+
 K1_REFUSAL = ("not reported: the fit has one trial per cell (K = 1), where the noise-aware estimator is biased "
               "(bench/bench_gap_calibration.py: DDM +0.04 to +0.11, Max Gap up to +0.18 at n = 40); the plug-in "
               "and the per-draw intervals are reported, and each gap's resolution says whether it can be trusted")
@@ -66,8 +79,12 @@ HUGE = 1e100
 
 
 def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: int = 0,
-           replicates: int = 200, n_trials: int | None = None) -> dict:
+           replicates: int = 200, n_trials: int | None = None, posterior_path=None) -> dict:
     """Everything ``posterior-metrics`` prints: per metric the four summaries, plus the resolution and gaps.
+
+    The plug-in, the fixed range and the gaps use the posterior means and sds of
+    :func:`benchmeasure.analyses.plugin.pooled_moments`: tied items' draws pooled, as ``fit`` pools them, when the
+    fit folder holding ``posterior_path`` says which items are tied (``means`` in the result says which).
 
     With ``n_trials == 1`` the noise-aware ``estimate``/``low``/``high`` are None and ``refused``
     says why (:data:`K1_REFUSAL`).
@@ -85,8 +102,8 @@ def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: i
         b = np.ldexp(b, -int(np.ceil(np.log2(largest))))
         refused = refused or (f"difficulty draws reach {largest:.3g}, far outside the scale the learned "
                               "population is fitted on")
-    mean, sd = b.mean(axis=0), b.std(axis=0, ddof=1) if b.shape[0] > 1 else np.zeros(b.shape[1])
-    point = diagnose(list(mean), top_k=top_k).as_dict()
+    mean, sd, means = pooled_moments(items, b, posterior_path)
+    point = plugin_values(mean, top_k=top_k)
     own = metric_draws(b, top_k)
     fixed = fixed_range_draws(b, float(mean.min()), float(mean.max()), top_k)
     if refused is None:
@@ -99,9 +116,11 @@ def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: i
         s = summarize_draws(aware[name], probability) if refused is None else None
         entry = {"plugin": point[name], "estimate": s and s.mean, "low": s and s.low, "high": s and s.high,
                  "refused": refused,
-                 "per_draw_min_max": summarize_draws(own[name], probability).as_dict(),
-                 "per_draw_fixed_range": summarize_draws(fixed[name], probability).as_dict(),
-                 "at_posterior_mean": point[name]}
+                 "per_draw_min_max": {**summarize_draws(own[name], probability).as_dict(),
+                                      "for": INTERVAL_FOR["per_draw_min_max"]},
+                 "per_draw_fixed_range": {**summarize_draws(fixed[name], probability).as_dict(),
+                                          "for": INTERVAL_FOR["per_draw_fixed_range"]},
+                 "at_posterior_mean": point[name], "for": INTERVAL_FOR}
         if name == "max_gap":
             entry["resolved"] = gaps[0]["resolved"]
             entry["filled_corrected"] = gaps[0]["filled_corrected_width"]
@@ -114,4 +133,4 @@ def report(items, b_draws, *, top_k: int = 5, probability: float = 0.94, seed: i
         "replicates": replicates, "seed": seed, "min_effective_draws": population["min_effective_draws"],
         "median_effective_draws": population["median_effective_draws"]}
     return {"metrics": metrics, "resolution": resolution["resolution"], "resolution_detail": resolution,
-            "gaps": gaps, "population": pop, "labels": METRIC_NOTE}
+            "gaps": gaps, "population": pop, "labels": METRIC_NOTE, "means": means}

@@ -286,8 +286,12 @@ def main(argv=None) -> int:
             f"wall {diagnostics['wall_time_s']:.1f} s")
     if "calibrated_intervals" in diagnostics:
         from benchmeasure.core.calibrated_text import checked, lines
+        from benchmeasure.core.resolution import gap_table
 
-        for line in lines(checked(diagnostics["calibrated_intervals"])):
+        # the widest gaps' resolution from the same pooled means and sds diagnose reads back from difficulty.csv
+        gaps = (gap_table(result.b_mean, result.b_sd, matrix.items, 5, n_trials=matrix.n_trials)
+                if np.all(np.isfinite(result.b_sd)) else None)
+        for line in lines(checked(diagnostics["calibrated_intervals"]), gaps):
             say(line)
     say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"
         + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else ""))

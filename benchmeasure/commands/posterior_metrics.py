@@ -8,7 +8,7 @@ import os
 import sys
 
 from benchmeasure.analyses.gap_calibration import CALIBRATION_WORLDS, GOAL_BIAS, METRICS, calibrate
-from benchmeasure.analyses.noise_aware import n_trials_beside, report
+from benchmeasure.analyses.noise_aware import INTERVAL_FOR, n_trials_beside, report
 from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
 from benchmeasure.base.errors import ArgumentParser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
@@ -30,19 +30,21 @@ NetCDF; group 'posterior', variable b), an .npz with array b, or a CSV of draws 
 item IDs, one row per draw).
 
 what is printed, per metric (docs/gap_noise.md):
-  plug-in        the paper's value: the metric of the posterior-mean difficulties. Noise
-                 biases it (fills gaps; a staircase at one trial per cell).
-  per draw, own min-max     each draw normalized by its own min and max; a draw's range
-                 is wider than the means' range, so this interval can exclude the plug-in.
-  per draw, fixed range     the same draws normalized by the posterior means' min and max.
-  noise-aware    draws under a population of difficulties learned from the data, with its
-                 uncertainty (estimate = mean, interval = central quantiles); its bias and
-                 coverage are measured in docs/gap_noise.md.
-  resolution     the narrowest band this fit can reveal (normalized units); a gap narrower
-                 than about this, or whose edges are < 2 posterior sds apart, is not resolved.
+  plug-in        the paper's value: the metric of the posterior-mean difficulties (tied items'
+                 draws pooled, as fit does). Noise biases it (fills gaps; a staircase at one
+                 trial per cell), so it is not an estimate of the true metric.
+  true value     the calibrated interval the fit made by simulation at itself (diagnostics.json;
+                 docs/gap_noise.md, "Calibrated intervals") with the estimate it is built around:
+                 "≈ estimate [low, high]" is for the TRUE metric, not for the plug-in.
+  resolved       whether the widest gap(s) are real: edges at least 2 posterior sds apart.
+  resolution     the narrowest band this fit can reveal (normalized units).
 
-calibrated interval: the one the fit made by simulation at itself and stored in diagnostics.json
-(docs/gap_noise.md, "Calibrated intervals"); shown beside the others unless --no-calibrate.
+--all-intervals adds the other intervals (all are always in --json, each with what it is for):
+  per draw, own min-max     the per-draw metric, each draw normalized by its own min and max;
+                 a draw's range is wider than the means' range, so it can exclude the plug-in.
+  per draw, fixed range     the same draws normalized by the posterior means' min and max.
+  noise-aware    the true metric: draws under a population of difficulties learned from the data
+                 (estimate = mean, interval = central quantiles; refused at K = 1).
 
 --calibrate R: a slower check by full refits: can the per-draw and noise-aware intervals be trusted on
 THIS benchmark? Simulates R benchmarks per world
@@ -81,6 +83,8 @@ def parse_args(argv):
     parser.add_argument("--no-calibrate", action="store_true",
                         help="leave out the calibrated intervals the fit stored (diagnostics.json beside POSTERIOR): "
                              "the report is then labelled uncalibrated")
+    parser.add_argument("--all-intervals", action="store_true",
+                        help="also print the per-draw and noise-aware intervals (always in --json)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--output", metavar="JSON", help="also write the JSON record here")
     return parser.parse_args(argv)
@@ -135,8 +139,10 @@ def attach_calibrated(args, metrics: dict) -> str:
     for name, entry in metrics.items():
         stored = block["metrics"].get(name)
         if stored is not None and abs(stored["probability"] - args.hdi_prob) < 1e-9:
-            entry["calibrated"] = {k: stored[k] for k in ("plugin", "low", "high", "known_world_width", "spans_most",
-                                                          "consistent_worlds", "no_world_consistent") if k in stored}
+            entry["calibrated"] = {k: stored[k] for k in ("plugin", "estimate", "low", "high", "known_world_width",
+                                                          "spans_most", "consistent_worlds", "no_world_consistent")
+                                   if k in stored}
+            entry["calibrated"]["for"] = INTERVAL_FOR["calibrated"]
             found = True
     return LABEL if found else (f"uncalibrated at --hdi-prob {args.hdi_prob:g} / --top-k {args.top_k} (the fit "
                                 "calibrated other ones)")
@@ -150,20 +156,20 @@ def main(argv=None) -> int:
     items, draws = read_posterior_b(args.posterior, args.variable)
     if draws.shape[0] < 2:
         fail(f"{args.posterior}: {draws.shape[0]} posterior draw; intervals need at least 2")
-    if args.posterior.rstrip("/").endswith(".zarr") or not os.path.isdir(args.posterior):
-        n_trials = n_trials_beside(args.posterior)
-    else:
-        n_trials = n_trials_beside(os.path.join(args.posterior, "posterior.zarr"))
+    store = args.posterior.rstrip("/")
+    if not (store.endswith(".zarr") or not os.path.isdir(store)):
+        store = os.path.join(store, "posterior.zarr")   # a fit folder: what lies beside its posterior.zarr
+    n_trials = n_trials_beside(store)
     if args.calibrate:
         abilities, worlds = calibration_inputs(args, items, n_trials)
     rec = report(items, draws, top_k=args.top_k, probability=args.hdi_prob, seed=args.seed,
-                 replicates=args.replicates, n_trials=n_trials)
+                 replicates=args.replicates, n_trials=n_trials, posterior_path=store)
     record = {
         "items": len(items), "draws": int(draws.shape[0]), "top_k": args.top_k,
         "interval": f"central {args.hdi_prob:g} (equal-tailed quantiles)",
         "metrics": rec["metrics"], "resolution": rec["resolution"],
         "resolution_detail": rec["resolution_detail"], "gaps": rec["gaps"], "population": rec["population"],
-        "labels": rec["labels"],
+        "labels": rec["labels"], "means": rec["means"],
         "input": args.posterior, "input_sha256": input_sha256(args.posterior), "command": command_line(),
         "settings": {"seed": args.seed, "replicates": args.replicates, "hdi_prob": args.hdi_prob,
                      "n_trials": n_trials},
@@ -191,30 +197,13 @@ def main(argv=None) -> int:
         print(f"absent cells: {absent['total']} in the fit (masked likelihood: an item answered by fewer models "
               f"has a wider posterior), {len(absent.get('per_item', {}))} items and "
               f"{len(absent.get('per_model', {}))} models with some; per model and item in --json / diagnostics.json")
-    calibrated = any("calibrated" in m for m in record["metrics"].values())
-    print("| Metric | Plug-in (paper) | " + (f"Calibrated {pct} | " if calibrated else "") +
-          f"Per draw, own min-max {pct} | Per draw, fixed range {pct} | "
-          f"Noise-aware estimate [{pct}] | Widest gap(s) resolved |")
-    print("|---|---|---|---|---|---|" + ("---|" if calibrated else ""))
-    for name, m in record["metrics"].items():
-        own, fixed = m["per_draw_min_max"], m["per_draw_fixed_range"]
-        resolved = {True: "yes", False: "NO"}.get(m.get("resolved"), "")
-        if "resolved_gaps" in m:
-            resolved = f"{m['resolved_gaps']} of {len(rec['gaps'])}"
-        if m["refused"]:
-            aware = "refused (K = 1)" if "K = 1" in m["refused"] else "refused (see note)"
-        else:
-            aware = f"{m['estimate']:.4f} [{m['low']:.4f}, {m['high']:.4f}]"
-        cal = m.get("calibrated")
-        cal = "" if not calibrated else "- | " if cal is None else f"{interval_text(cal, 4)} | "
-        print(f"| {name} | {m['plugin']:.4f} | {cal}[{own['low']:.4f}, {own['high']:.4f}] | "
-              f"[{fixed['low']:.4f}, {fixed['high']:.4f}] | {aware} | {resolved} |")
-    print(f"intervals: {record['calibrated_intervals']}")
-    for name, m in record["metrics"].items():
-        if not m["per_draw_min_max"]["low"] <= m["plugin"] <= m["per_draw_min_max"]["high"]:
-            print(f"note: the plug-in {name} lies outside the own-min-max interval: each draw's range is wider "
-                  "than the posterior means' range (tails of noise); see the fixed-range interval")
-    if rec["metrics"]["ddm"]["refused"]:
+    print_table(record, pct, args.all_intervals)
+    if args.all_intervals:
+        for name, m in record["metrics"].items():
+            if not m["per_draw_min_max"]["low"] <= m["plugin"] <= m["per_draw_min_max"]["high"]:
+                print(f"note: the plug-in {name} lies outside the own-min-max interval: each draw's range is wider "
+                      "than the posterior means' range (tails of noise); see the fixed-range interval")
+    if args.all_intervals and rec["metrics"]["ddm"]["refused"]:
         print(f"note: noise-aware estimate {rec['metrics']['ddm']['refused']}")
     if rec["metrics"]["max_gap"].get("resolved") is False:
         g = rec["gaps"][0]
@@ -226,6 +215,31 @@ def main(argv=None) -> int:
     if args.calibrate:
         print_calibration(record["calibration"])
     return 0
+
+
+def print_table(record: dict, pct: str, everything: bool) -> None:
+    """One row per metric: the plug-in, the calibrated estimate and interval for the true value, whether the widest
+    gaps are resolved; with ``everything`` (--all-intervals) also the per-draw and noise-aware intervals."""
+    more = (f"Per draw, own min-max {pct} (per-draw metric) | Per draw, fixed range {pct} (per-draw metric) | "
+            f"Noise-aware: true value ≈ estimate [{pct}] | ") if everything else ""
+    print(f"| Metric | Plug-in (paper) | True value ≈ estimate [calibrated {pct}] | {more}Widest gap(s) resolved |")
+    print("|---|---|---|" + ("---|---|---|" if everything else "") + "---|")
+    for name, m in record["metrics"].items():
+        resolved = {True: "yes", False: "NO"}.get(m.get("resolved"), "")
+        if "resolved_gaps" in m:
+            resolved = f"{m['resolved_gaps']} of {len(record['gaps'])}"
+        cal = m.get("calibrated")
+        cells = [name, f"{m['plugin']:.4f}", "uncalibrated" if cal is None else interval_text(cal, 4)]
+        if everything:
+            own, fixed = m["per_draw_min_max"], m["per_draw_fixed_range"]
+            aware = (f"≈ {m['estimate']:.4f} [{m['low']:.4f}, {m['high']:.4f}]" if not m["refused"] else
+                     "refused (K = 1)" if "K = 1" in m["refused"] else "refused (see note)")
+            cells += [f"[{own['low']:.4f}, {own['high']:.4f}]", f"[{fixed['low']:.4f}, {fixed['high']:.4f}]", aware]
+        print("| " + " | ".join([*cells, resolved]) + " |")
+    print(f"intervals: {record['calibrated_intervals']}")
+    print(f"plug-in: {record['means']}")
+    if not everything:
+        print("per-draw and noise-aware intervals: --all-intervals (all are in --json, each with what it is for)")
 
 
 def _cell(c: dict | None, key: str = "coverage") -> str:

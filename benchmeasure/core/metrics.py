@@ -190,3 +190,12 @@ def diagnose(difficulties: Sequence[float], top_k: int = 5, normalized: bool = F
             fail(f"{where}: {name} came out as {getattr(result, name)} (normalized difficulties not finite); "
                  "no result is reported")
     return result
+
+
+def plugin_values(b_mean: Sequence[float], top_k: int = 5, where: str = "difficulties") -> dict:
+    """The paper's plug-in value of each metric, ``{"ddm", "max_gap", "top{k}_gap_sum"}``: :func:`diagnose` of the
+    posterior means with tied items' draws pooled (``fit`` pools them, :mod:`benchmeasure.irt.ties`; posterior-metrics
+    and the explorer with :func:`benchmeasure.analyses.plugin.pooled_moments`). Every command reports the plug-in
+    through this function or :func:`diagnose` itself, so one fit gives one number everywhere."""
+    d = diagnose([float(v) for v in b_mean], top_k=top_k, where=where)
+    return {"ddm": d.ddm, "max_gap": d.max_gap, f"top{top_k}_gap_sum": d.top_k_gap_sum}
