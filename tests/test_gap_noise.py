@@ -50,6 +50,9 @@ def test_posterior_metrics_json_fields_and_resolution(tmp_path):
     again = json.loads(run_script("posterior_metrics.py", path, "--json", "--replicates", "20", "--seed", "3").stdout)
     assert again["metrics"] == rec["metrics"]
     text = run_script("posterior_metrics.py", path, "--replicates", "20").stdout
+    assert "Plug-in (paper)" in text and "resolution" in text and "fixed range" not in text   # one interval first
+    assert "uncalibrated" in text and "--all-intervals" in text
+    text = run_script("posterior_metrics.py", path, "--replicates", "20", "--all-intervals").stdout
     assert "Plug-in (paper)" in text and "resolution" in text and "fixed range" in text
 
 
@@ -160,4 +163,4 @@ def test_noise_aware_estimate_refused_for_a_k1_fit(tmp_path):
         assert m["estimate"] is m["low"] is m["high"] is None and "K = 1" in m["refused"]
         assert m["plugin"] == pytest.approx(diagnose(list(d.mean(axis=0))).as_dict()[name], abs=1e-12)
     assert rec["settings"]["n_trials"] == 1 and rec["population"] is None
-    assert "refused (K = 1)" in run_script("posterior_metrics.py", path).stdout
+    assert "refused (K = 1)" in run_script("posterior_metrics.py", path, "--all-intervals").stdout

@@ -41,8 +41,9 @@ def test_rows_by_hand(root):
 def test_markdown_layout_and_marks(root):
     table = markdown_table(summarize(find_benchmarks([root]), {"AIME24": "Math"}))
     assert table.splitlines()[0] == (
-        "| Benchmark | Domain | DDM (plug-in) | calibrated 94 % | Max Gap (plug-in) | "
-        "calibrated 94 % | widest gap resolved | Top-5 Sum (plug-in) | calibrated 94 % | # |")
+        "| Benchmark | Domain | DDM (plug-in) | true ≈ estimate [calibrated 94 %] | Max Gap (plug-in) | "
+        "true ≈ estimate [calibrated 94 %] | widest gap resolved | Top-5 Sum (plug-in) | "
+        "true ≈ estimate [calibrated 94 %] | # |")
     # a hand-made difficulty file: no fit beside it, so no interval and no b_sd to judge the gap by
     assert ("| AIME24 | Math | **0.125** | uncalibrated | **0.500** | uncalibrated | ? | **1.000** | uncalibrated | 4 |"
             in table)

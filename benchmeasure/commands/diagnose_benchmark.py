@@ -18,7 +18,8 @@ from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
 
 PLUGIN_LABEL = ("plug-in (the paper's value: metric of the posterior-mean difficulties; noise fills gaps, "
-                "so a gap that is not resolved may be noise; the calibrated intervals beside it cover the truth)")
+                "so a gap that is not resolved may be noise; the calibrated intervals below are for the true "
+                "metric, printed with their own estimate of it)")
 
 EXAMPLES = """\
 examples:
@@ -151,12 +152,13 @@ def main(argv=None) -> int:
     else:
         width = max(len("Benchmark"), *(len(r["benchmark"]) for r in results))
         print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}  "
-              "calibrated intervals (DDM; Max Gap)")
+              f"{'widest gap resolved':>19}  true DDM; true Max Gap: ≈ estimate [calibrated intervals]")
         for r in results:
             block = r.get("calibrated_intervals")
             cal = ("uncalibrated" if block is None else "not calibrated" if "refused" in block else
                    f"{interval_text(block['metrics']['ddm'])}; {interval_text(block['metrics']['max_gap'])}")
+            resolved = {True: "yes", False: "NO"}.get(r["gaps"][0]["resolved"]) if r.get("gaps") else "?"
             print(f"{r['benchmark']:<{width}}  {r['ddm']:8.3f}  {r['max_gap']:8.3f}  "
-                  f"{r[f'top{k}_gap_sum']:10.3f}  {r['items']:6d}  {cal}")
+                  f"{r[f'top{k}_gap_sum']:10.3f}  {r['items']:6d}  {resolved:>19}  {cal}")
     return 0
 

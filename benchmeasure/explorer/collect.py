@@ -213,7 +213,7 @@ def attach_posteriors(entries: list, specs: list, probability: float) -> list:
         log.info("%s: reading posterior %s", entry.name, path)
         items, draws = read_posterior_b(path)
         _check_items(entry, items, path)
-        entry.posterior = posterior_view(draws, probability, str(path))
+        entry.posterior = posterior_view(draws, probability, str(path), items=items)
         read[str(path)] = input_sha256(path)
     return read
 
@@ -227,7 +227,7 @@ def _check_items(entry: Entry, items: list, path: Path) -> None:
              f"give the posterior of this benchmark's fit")
 
 
-def posterior_view(draws, probability: float, source: str) -> dict:
+def posterior_view(draws, probability: float, source: str, items=None) -> dict:
     """Labelled intervals of the metrics and the pointwise band of ECDF draws, ready for the page.
 
     The metric cells keep the paper's plug-in value; beside each, the noise-aware interval of
@@ -241,7 +241,9 @@ def posterior_view(draws, probability: float, source: str) -> dict:
     from benchmeasure.core.difficulty_file import fit_n_trials
 
     # K from the fit folder: at K = 1 the noise-aware interval is refused, as posterior-metrics refuses it
-    rec = report(None, draws, top_k=TOP_K, probability=probability, n_trials=fit_n_trials(source))
+    # ``items`` lets the plug-in pool tied items' draws as fit does (benchmeasure.analyses.plugin)
+    rec = report(items, draws, top_k=TOP_K, probability=probability, n_trials=fit_n_trials(source),
+                 posterior_path=source)
     from benchmeasure.core.calibrated_text import calibrated_beside
 
     stored = calibrated_beside(source)  # the fit's calibrated intervals, shown instead where it made them
@@ -261,13 +263,14 @@ def posterior_view(draws, probability: float, source: str) -> dict:
         else:
             text = f"[{fmt(m['low'])}, {fmt(m['high'])}]"
             aware = f"interval: noise-aware {pct} (estimate {fmt(m['estimate'])})"
-        low_, high_ = m["low"], m["high"]
+        low_, high_, estimate = m["low"], m["high"], m["estimate"]
         if k in calibrated:  # covers the truth at its rate in simulations at this fit (docs/gap_noise.md)
-            low_, high_ = calibrated[k]["low"], calibrated[k]["high"]
-            text = f"[{fmt(low_)}, {fmt(high_)}]"
-            aware = (f"interval: calibrated {pct} (simulated at this fit's models, items, trials and holes; width "
-                     f"{fmt(high_ - low_)} against {fmt(calibrated[k]['known_world_width'])} if the world were known)")
-        intervals[k] = {"low": low_, "high": high_, "estimate": m["estimate"], "plugin": m["plugin"],
+            low_, high_, estimate = calibrated[k]["low"], calibrated[k]["high"], calibrated[k].get("estimate")
+            text = ("" if estimate is None else f"≈ {fmt(estimate)} ") + f"[{fmt(low_)}, {fmt(high_)}]"
+            aware = (f"≈ estimate [interval] of the TRUE value: calibrated {pct} (simulated at this fit's models, "
+                     f"items, trials and holes; width {fmt(high_ - low_)} against "
+                     f"{fmt(calibrated[k]['known_world_width'])} if the world were known)")
+        intervals[k] = {"low": low_, "high": high_, "estimate": estimate, "plugin": m["plugin"],
                         "calibrated": k in calibrated,
                         "per_draw_min_max": own, "resolved": m.get("resolved"), "refused": m["refused"],
                         "text": text,
