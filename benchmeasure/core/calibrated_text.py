@@ -46,7 +46,8 @@ def _estimate(entry: dict) -> float | None:
         return None
     rows = [w for w in worlds.values() if isinstance(w, dict) and _number(w.get("bias"))]
     used = [w for w in rows if w.get("consistent") is True] or rows
-    return true_estimate(observed, [w["bias"] for w in used], entry["low"], entry["high"]) if used else None
+    value = true_estimate(observed, [w["bias"] for w in used], entry["low"], entry["high"]) if used else None
+    return value if _number(value) else None
 
 
 def checked(block) -> dict | None:
