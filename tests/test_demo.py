@@ -59,10 +59,13 @@ def check_chembench(real, stdout):
     assert (real / "difficulty_ecdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     intervals = json.loads((real / "metric_intervals.json").read_text())
     part = stdout[stdout.index("==> C5. "):stdout.index("==> C6. ")]
-    for m in intervals["metrics"].values():  # K = 1: the noise-aware estimate is refused, the per-draw one printed
-        own = m["per_draw_min_max"]
-        assert own["low"] <= own["median"] <= own["high"] and f"[{own['low']:.4f}, {own['high']:.4f}]" in part
-        assert m["low"] is None and "K = 1" in m["refused"] and f"{m['plugin']:.4f}" in part
+    for key, m in intervals["metrics"].items():  # K = 1: the noise-aware estimate is refused
+        own, cal = m["per_draw_min_max"], m["calibrated"]   # the per-draw interval is in the record, labelled
+        assert own["low"] <= own["median"] <= own["high"] and "per-draw" in own["for"]
+        assert m["low"] is None and "K = 1" in m["refused"]
+        # printed first: the plug-in, and the calibrated interval with the estimate of the true value it contains
+        assert f"| {key} | {m['plugin']:.4f} | ≈ {cal['estimate']:.4f} [{cal['low']:.4f}, {cal['high']:.4f}]" in part
+        assert m["plugin"] == pytest.approx(diagnose(b, top_k=5).as_dict()[key], abs=1e-7)
     validity = json.loads((real / "validity.json").read_text())
     labels = validity["labels"]
     assert labels["label_counts"] == {"easy": 859, "intermediate": 1973, "hard": 22}
