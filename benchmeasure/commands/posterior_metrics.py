@@ -181,8 +181,11 @@ def main(argv=None) -> int:
     record["calibrated_intervals"] = attach_calibrated(args, record["metrics"])
     if args.calibrate:
         show_progress("benchmeasure.analyses.gap_calibration", stream=sys.stderr)
+        from benchmeasure.analyses.plugin import pooled_moments
+
+        mean, sd, _ = pooled_moments(items, draws, store)   # the means the plug-in is computed from
         record["calibration"] = calibrate(
-            abilities, draws.mean(axis=0), draws.std(axis=0, ddof=1), n_trials, worlds=worlds, reps=args.calibrate,
+            abilities, mean, sd, n_trials, worlds=worlds, reps=args.calibrate,
             seed=args.seed, tune=args.calibrate_draws, draws=args.calibrate_draws, replicates=args.replicates)
         record["settings"]["calibrate"] = {"reps": args.calibrate, "worlds": worlds, "draws": args.calibrate_draws}
     if args.output:
