@@ -284,7 +284,7 @@ def main(argv=None) -> int:
             + (f"min tail ESS {tail:.0f}, " if tail is not None else "") +
             f"{d['divergences']} divergences; sampling {d['sampling_time_s']:.1f} s, "
             f"wall {diagnostics['wall_time_s']:.1f} s")
-    if "calibrated_intervals" in diagnostics:
+    if "calibrated_intervals" in diagnostics and not args.quiet:
         from benchmeasure.core.calibrated_text import checked, lines
         from benchmeasure.core.resolution import gap_table
 
