@@ -101,3 +101,17 @@ def test_every_command_prints_the_same_numbers(k1_fit):
     # the bug this guards against: each item's own draws give another plug-in than the pooled ones
     own = plugin_values(draws.mean(axis=0))
     assert any(own[key] != rec["metrics"][key]["plugin"] for key in NAMES)
+
+
+def test_a_record_written_before_the_estimate_gives_the_same_estimate(k1_fit):
+    """The estimate is recomputed from the stored worlds for a calibration record that predates it, and lies in
+    its interval."""
+    from benchmeasure.core.calibrated_text import checked
+
+    root, _ = k1_fit
+    block = json.loads((root / "fit" / "diagnostics.json").read_text())["calibrated_intervals"]
+    old = {**block, "metrics": {k: {x: v for x, v in e.items() if x != "estimate"}
+                                for k, e in block["metrics"].items()}}
+    for key, e in checked(old)["metrics"].items():
+        assert e["estimate"] == block["metrics"][key]["estimate"]
+        assert e["low"] <= e["estimate"] <= e["high"]
