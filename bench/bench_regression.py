@@ -47,23 +47,31 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---------------------------------------------------------------------------------------------------------------
 # what legitimately differs between two runs of one revision (found by running one revision twice)
 
-# JSON keys dropped wherever they occur (any depth): provenance, not results.
+# JSON keys dropped wherever they occur (any depth). Found by two runs of one revision: the first four differed
+# between them; the last two are the software that ran (the same interpreter runs both sides, but a refactor may
+# change which packages a record lists, or a pin; the numbers must agree regardless).
 VOLATILE_KEYS = {
-    # wall-clock times and durations
-    "created", "created_at", "started", "started_at", "finished", "finished_at", "timestamp", "time", "date",
-    "wall_s", "seconds", "elapsed_s", "duration_s", "sampling_time", "compile_s", "fit_s",
-    # the software that ran (the refactor may bump a pin; the numbers must still agree)
-    "package_versions", "versions", "arviz_version", "inference_library_version", "python",
-    # where it ran
-    "git_commit", "commit", "host", "hostname", "pid",
+    "wall_time_s",      # every command's record: its own wall time
+    "timing",           # fit diagnostics.json: compile/sampling/summary seconds and min ESS per second
+    "created",          # BenchFill config.json: when the run folder was made
+    "time",             # BenchFill events.jsonl: when each event happened
+    "package_versions", "versions",
 }
 
 # Regular expressions blanked in text files and stdout (each replaced by the replacement given).
 TEXT_MASKS = [
     (re.compile(r"sim-seed(\d+)-\d{8}-\d{6}"), r"sim-seed\1-<TIME>"),  # run_experiment.sh sim names its run by time
-    (re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms|min)\b(?=[),;]| wall|\s*$)", re.M), "<DURATION>"),
+    (re.compile(r"(?<=done in )\d+(?:\.\d+)? s\b"), "<DURATION>"),  # BenchFill's last line: "done in 19.1 s; …"
     (re.compile(r"http://127\.0\.0\.1:\d+"), "http://127.0.0.1:<PORT>"),
 ]
+
+# Files whose line order is volatile: compared as multisets of (masked) lines. Concurrent model calls finish in
+# arrival order, so their journals, and BenchFill's per-round progress lines, interleave differently per run.
+UNORDERED = [
+    (re.compile(r"(^|/)events\.jsonl$"), "BenchFill's event journal, written as concurrent calls finish"),
+    (re.compile(r"(^|/)journal\.jsonl$"), "scope's pull journal, written as concurrent calls finish"),
+]
+# (and a case's own ``unordered`` files: benchfill_sim's run output, whose gaps' progress lines interleave)
 
 # Files left out of the comparison, with the reason (matched against the path relative to the side's out folder).
 SKIPPED = [
@@ -87,6 +95,7 @@ class Case:
     needs: list = field(default_factory=list)
     env: dict = field(default_factory=dict)
     server: list | None = None      # a background server started first; its 'listening on URL' line gives {url}
+    unordered: list = field(default_factory=list)   # regexes of this case's files compared as multisets of lines
     note: str = ""
 
 
@@ -129,7 +138,10 @@ CASES = [
     Case("summarize", [["{py}", "scripts/summarize_benchmarks.py", "{in}/table1", "--output-dir", "{out}"]],
          note="Table 1 of two released-style benchmark folders"),
     Case("posterior_metrics", [["{py}", "scripts/posterior_metrics.py", "{case:fit_collapsed}/posterior.zarr",
-                                "--replicates", "20", "--output", "{out}/metric_intervals.json"]],
+                                "--replicates", "20", "--output", "{out}/metric_intervals.json"],
+                               ["{py}", "scripts/posterior_metrics.py", "{case:fit_collapsed}/posterior.zarr",
+                                "--replicates", "20", "--calibrate", "1", "--calibrate-worlds", "band",
+                                "--calibrate-draws", "50", "--json"]],
          needs=["fit_collapsed"], note="issue 53 rewrites its human table and its plug-in"),
     Case("calibrate_items", [["{py}", "scripts/calibrate_items.py", MATRIX, "--abilities",
                               "{case:fit_collapsed}/ability.csv", "--n-trials", "8", "--reference-difficulty",
@@ -153,6 +165,7 @@ CASES = [
                             "{out}/results/math_sim/data-seed1", "--seed", "1", "--truth"],
                            ["bash", "run_experiment.sh", "sim", "1"]],
          env={"BENCHFILL_RESULTS": "{out}/results", "BENCHFILL_PYTHON": "{py}", "BENCHMEASURE_IRT_PYTHON": "{py}"},
+         unordered=[r"^stdout\.1\.txt$"],
          note="run_experiment.sh sim 1 on a data set calibrated from its ground truth (sim-data --truth), which "
               "skips the slow first-use NUTS ability fit"),
     Case("scope", [["{py}", "scripts/scope.py", "--space", "{in}/hard_space.yaml", "--generator",
@@ -288,6 +301,19 @@ def skipped(relative: str):
     return None
 
 
+def unordered(relative: str, extra=()):
+    return any(pattern.search(relative) for pattern, _ in UNORDERED) or any(re.search(x, relative) for x in extra)
+
+
+def canonical_line(relative: str, line: str, roots: dict) -> str:
+    if relative.endswith(".jsonl"):
+        try:
+            return json.dumps(mask_json(json.loads(line), roots), sort_keys=True)
+        except json.JSONDecodeError:
+            pass
+    return normalize_text(line, roots)
+
+
 def normalize_text(text: str, roots: dict, raw: bool = False) -> str:
     """The side's folders as placeholders (longest first), then (unless ``raw``) the volatile patterns blanked."""
     for path, token in sorted(roots.items(), key=lambda kv: -len(kv[0])):
@@ -353,7 +379,8 @@ if a.shape != b.shape or a.dtype != b.dtype:
     print(f"shape/dtype {a.shape} {a.dtype} != {b.shape} {b.dtype}")
 elif not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
     bad = np.argwhere(~((a == b) | ((a != a) & (b != b))))[0] if a.dtype.kind in "fc" else np.argwhere(a != b)[0]
-    print(f"{int((a != b).sum())} values differ, first at {tuple(int(i) for i in bad)}: {a[tuple(bad)]!r} != {b[tuple(bad)]!r}")
+    at = tuple(int(i) for i in bad)
+    print(f"{int((a != b).sum())} values differ, first at {at}: {a[at]!r} != {b[at]!r}")
 """
 
 
@@ -367,7 +394,8 @@ def compare_zarr_array(before: Path, after: Path, python: str | None):
     return done.stdout.strip() or None
 
 
-def compare_file(relative: str, a: Path, b: Path, roots_a: dict, roots_b: dict, raw: bool = False):
+def compare_file(relative: str, a: Path, b: Path, roots_a: dict, roots_b: dict, raw: bool = False,
+                 unordered_files=()):
     """None when the two files agree after masking; else a short description of the first difference."""
     data_a, data_b = a.read_bytes(), b.read_bytes()
     if data_a == data_b:
@@ -385,6 +413,15 @@ def compare_file(relative: str, a: Path, b: Path, roots_a: dict, roots_b: dict, 
             pass
         else:
             return first_json_difference(mask_json(ja, roots_a, raw), mask_json(jb, roots_b, raw))
+    if not raw and unordered(relative, unordered_files):
+        la, lb = (sorted(canonical_line(relative, line, roots) for line in text.splitlines())
+                  for text, roots in ((text_a, roots_a), (text_b, roots_b)))
+        if la == lb:
+            return None
+        only_a = next((x for x in la if x not in set(lb)), None)
+        only_b = next((x for x in lb if x not in set(la)), None)
+        return (f"unordered lines: {len(la)} != {len(lb)}; only before: {(only_a or '')[:90]!r}; "
+                f"only after: {(only_b or '')[:90]!r}")
     if relative.endswith(".jsonl"):
         la, lb = text_a.splitlines(), text_b.splitlines()
         for n, (x, y) in enumerate(zip(la, lb), 1):
@@ -410,7 +447,7 @@ def listing(folder: Path) -> dict:
 
 
 def compare_trees(before: Path, after: Path, roots_a: dict | None = None, roots_b: dict | None = None,
-                  python: str | None = None, raw: bool = False) -> list:
+                  python: str | None = None, raw: bool = False, unordered_files=()) -> list:
     """Every difference between two output folders, as (relative file, description); [] when the same."""
     roots_a = {str(before): "<OUT>", **(roots_a or {})}
     roots_b = {str(after): "<OUT>", **(roots_b or {})}
@@ -423,7 +460,7 @@ def compare_trees(before: Path, after: Path, roots_a: dict | None = None, roots_
         if relative not in files_b or relative not in files_a:
             differences.append((relative, f"only in {'before' if relative in files_a else 'after'}"))
             continue
-        found = compare_file(relative, files_a[relative], files_b[relative], roots_a, roots_b, raw)
+        found = compare_file(relative, files_a[relative], files_b[relative], roots_a, roots_b, raw, unordered_files)
         if found == "chunk bytes differ":
             array = relative.split("/c/")[0]
             if array not in zarr_arrays:
@@ -569,7 +606,7 @@ def main(argv=None) -> int:
         a, b = out / "before" / case.name, out / "after" / case.name
         roots_a = {str(sides["before"][0]): "<CHECKOUT>", str(inputs): "<IN>", str(out / "before"): "<SIDE>"}
         roots_b = {str(sides["after"][0]): "<CHECKOUT>", str(inputs): "<IN>", str(out / "after"): "<SIDE>"}
-        found = compare_trees(a, b, roots_a, roots_b, python=python, raw=args.raw)
+        found = compare_trees(a, b, roots_a, roots_b, python=python, raw=args.raw, unordered_files=case.unordered)
         if not found:
             print(f"{case.name:<18} same")
             continue

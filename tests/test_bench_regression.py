@@ -19,11 +19,13 @@ def write_side(folder, b_mean="0.52", seconds=1.25, versions="2.5.5", extra=None
     (folder / "difficulty.csv").write_text(f"item,b_mean,b_sd\nq0,-1.10,0.31\nq1,{b_mean},0.29\n")
     record = {"max_r_hat": 1.004, "settings": {"seed": 1, "route": "collapsed"},
               "input": {"path": str(folder / "m.csv"), "sha256": "ab12"},
-              "wall_s": seconds, "package_versions": {"numpy": versions}, "created_at": f"2026-12-07T0{seconds}"}
+              "wall_time_s": seconds, "timing": {"sampling_time_s": seconds / 2},
+              "package_versions": {"numpy": versions}, "created": f"2026-12-07T0{seconds}"}
     (folder / "diagnostics.json").write_text(json.dumps(record, indent=1))
-    (folder / "stdout.0.txt").write_text(f"wrote {folder}/difficulty.csv: 12 models x 2 items ({seconds} s)\n")
+    (folder / "stdout.0.txt").write_text(f"done in {seconds} s; outputs in {folder}/run\n")
     (folder / "stderr.0.txt").write_text(f"1PL fit: done, elapsed {seconds} s\n")
-    (folder / "events.jsonl").write_text(json.dumps({"type": "call", "n": 3, "timestamp": seconds}) + "\n")
+    (folder / "events.jsonl").write_text("".join(json.dumps({"type": "call", "n": n, "time": seconds * n}) + "\n"
+                                                 for n in ((1, 2) if seconds < 2 else (2, 1))))  # arrival order
     for name, text in (extra or {}).items():
         (folder / name).write_text(text)
     return folder
@@ -48,7 +50,7 @@ def test_volatile_json_fields_are_ignored_and_the_rest_compared_exactly(tmp_path
     assert bench.compare_trees(a, b) == []
     # without the masks (--raw) the volatile fields show; the side's own folder still counts as the same
     found = dict(bench.compare_trees(a, b, raw=True))
-    assert found["diagnostics.json"] == "$.wall_s: 1.25 != 9.0"
+    assert found["diagnostics.json"] == "$.wall_time_s: 1.25 != 9.0"
     assert "events.jsonl" in found and "stdout.0.txt" in found
     record["settings"]["route"] = "joint"
     (b / "diagnostics.json").write_text(json.dumps(record))
