@@ -7,20 +7,21 @@
 
 Each side is a ``git worktree add --detach`` of its revision in a temporary folder (the after side defaults to
 this checkout as it is on disk, uncommitted edits included). In each, the fixed cases below run through the
-real wrappers, ``scripts/*.py`` (and ``propose/benchfill.py``, ``run_experiment.sh``) with
-``.venv-irt/bin/python`` from the folder the commands run in, exactly as a user would, on inputs made once
-and shared by both sides. Then every output file is compared (docs/regression.md):
+real wrappers, ``scripts/*.py`` (and ``propose/benchfill.py``, ``run_experiment.sh``) run from the side's
+checkout with one interpreter for both sides (this checkout's ``.venv-irt/bin/python``, or ``--python``), as a
+user would, on inputs made once and shared by both sides. Then every output file is compared (docs/regression.md):
 
 * CSV, text and a command's stdout: byte for byte, after the side's own folders are written as ``<OUT>``,
   ``<CHECKOUT>`` and ``<IN>`` and the volatile text patterns of ``TEXT_MASKS`` are blanked;
 * JSON (and each line of JSONL): parsed, with the volatile keys of ``VOLATILE_KEYS`` dropped, then exactly;
+* the files of ``UNORDERED`` (journals written as concurrent calls finish): as multisets of masked lines;
 * zarr stores: metadata as JSON, chunks byte for byte, and where the bytes differ the decoded arrays;
 * stderr (progress lines with elapsed times) and the files of ``SKIPPED`` are not compared (reasons there).
 
-The volatile sets were found by running one revision twice (``--before HEAD --after HEAD --raw``): whatever
-differed between the two runs of one revision is masked, nothing else. One line per case, ``same`` or
-``differs: FILE (first difference)``; exit 0 when every case is the same (or differs only where ``--allow``
-permits it, the diff printed), 1 otherwise. Each step's exit status is an output too (``exit_codes.txt``).
+The volatile sets were found by running one revision twice (``--before HEAD`` against the unchanged checkout,
+then ``--compare-only --raw``): whatever differed between the two runs of one revision is masked, nothing
+else. One line per case, ``same`` or ``differs: FILE (first difference)``; exit 0 when every case is the same
+(or differs only where ``--allow`` permits it, the diff printed), 1 otherwise. Each step's exit status is an output too (``exit_codes.txt``).
 
 The diff logic (``compare_trees``) needs only the standard library; the zarr array comparison runs
 the bench's Python interpreter (``--python``) when chunk bytes differ.
@@ -98,6 +99,8 @@ class Case:
     unordered: list = field(default_factory=list)   # regexes of this case's files compared as multisets of lines
     note: str = ""
 
+
+STEP_TIMEOUT_S = 900  # one command; a hang is exit status 124
 
 FIT = ["--n-trials", "8", "--chains", "2", "--tune", "100", "--draws", "100", "--seed", "1", "--no-calibrate",
        "--quiet"]
@@ -271,7 +274,12 @@ def run_side(label: str, checkout: Path, out: Path, inputs: Path, python: str, c
             for i, step in enumerate(case.steps):
                 argv = [fill(a, values) for a in step]
                 with open(folder / f"stdout.{i}.txt", "w") as so, open(folder / f"stderr.{i}.txt", "w") as se:
-                    code = subprocess.run(argv, cwd=checkout, stdout=so, stderr=se, env=env).returncode
+                    try:
+                        code = subprocess.run(argv, cwd=checkout, stdout=so, stderr=se, env=env,
+                                              timeout=STEP_TIMEOUT_S).returncode
+                    except subprocess.TimeoutExpired:
+                        code = 124
+                        se.write(f"\nbench_regression: killed after {STEP_TIMEOUT_S} s\n")
                 codes.append(code)
                 if code != 0:
                     tail = (folder / f"stderr.{i}.txt").read_text(errors="replace").strip().splitlines()[-3:]
@@ -604,8 +612,9 @@ def main(argv=None) -> int:
     print(f"\n{'case':<18} result   (outputs in {out})")
     for case in cases:
         a, b = out / "before" / case.name, out / "after" / case.name
-        roots_a = {str(sides["before"][0]): "<CHECKOUT>", str(inputs): "<IN>", str(out / "before"): "<SIDE>"}
-        roots_b = {str(sides["after"][0]): "<CHECKOUT>", str(inputs): "<IN>", str(out / "after"): "<SIDE>"}
+        shared = {python: "<PYTHON>", os.path.realpath(python): "<PYTHON>", str(inputs): "<IN>"}
+        roots_a = {str(sides["before"][0]): "<CHECKOUT>", str(out / "before"): "<SIDE>", **shared}
+        roots_b = {str(sides["after"][0]): "<CHECKOUT>", str(out / "after"): "<SIDE>", **shared}
         found = compare_trees(a, b, roots_a, roots_b, python=python, raw=args.raw, unordered_files=case.unordered)
         if not found:
             print(f"{case.name:<18} same")
