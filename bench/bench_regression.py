@@ -21,7 +21,8 @@ user would, on inputs made once and shared by both sides. Then every output file
 The volatile sets were found by running one revision twice (``--before HEAD`` against the unchanged checkout,
 then ``--compare-only --raw``): whatever differed between the two runs of one revision is masked, nothing
 else. One line per case, ``same`` or ``differs: FILE (first difference)``; exit 0 when every case is the same
-(or differs only where ``--allow`` permits it, the diff printed), 1 otherwise. Each step's exit status is an output too (``exit_codes.txt``).
+(or differs only where ``--allow`` permits it, the diff printed), 1 otherwise. Each step's exit status is an
+output too (``exit_codes.txt``).
 
 The diff logic (``compare_trees``) needs only the standard library; the zarr array comparison runs
 the bench's Python interpreter (``--python``) when chunk bytes differ.
