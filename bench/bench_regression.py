@@ -375,7 +375,9 @@ def first_line_difference(name: str, a: str, b: str):
                     if u != v:
                         column = header[col] if col < len(header) else f"#{col + 1}"
                         return f"line {n}, column {column}: {u!r} != {v!r}"
-            return f"line {n}: {x[:100]!r} != {y[:100]!r}"
+            k = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), min(len(x), len(y)))
+            start = max(0, k - 40)
+            return f"line {n}, char {k + 1}: {x[start:k + 50]!r} != {y[start:k + 50]!r}"
     if len(la) != len(lb):
         return f"{min(len(la), len(lb)) + 1}: {len(la)} lines != {len(lb)} lines"
     return "line endings or trailing bytes differ"
@@ -562,7 +564,8 @@ def run_both(args, cases, python):
                                    capture_output=True)
             shutil.rmtree(trees, ignore_errors=True)
             subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
-    record = {"sides": {k: {"checkout": str(v[0]), "what": v[1]} for k, v in sides.items()}, "wall": wall}
+    record = {"sides": {k: {"checkout": str(v[0]), "what": v[1]} for k, v in sides.items()}, "wall": wall,
+              "out": str(out)}
     (out / "sides.json").write_text(json.dumps(record, indent=1) + "\n")
     return out, sides, wall
 
@@ -602,20 +605,25 @@ def main(argv=None) -> int:
         out = args.out.resolve()
         record = json.loads((out / "sides.json").read_text())
         sides = {label: (Path(v["checkout"]), v["what"]) for label, v in record["sides"].items()}
+        moved = record.get("out", str(out))  # the folder the commands wrote into, if it was moved since
         wall = record["wall"]
         inputs = out / "inputs"
         cases = [c for c in cases if (out / "before" / c.name).exists()]
     else:
         out, sides, wall = run_both(args, cases, python)
         inputs = out / "inputs"
+        moved = str(out)
 
     status = 0
     print(f"\n{'case':<18} result   (outputs in {out})")
     for case in cases:
         a, b = out / "before" / case.name, out / "after" / case.name
-        shared = {python: "<PYTHON>", os.path.realpath(python): "<PYTHON>", str(inputs): "<IN>"}
-        roots_a = {str(sides["before"][0]): "<CHECKOUT>", str(out / "before"): "<SIDE>", **shared}
-        roots_b = {str(sides["after"][0]): "<CHECKOUT>", str(out / "after"): "<SIDE>", **shared}
+        shared = {python: "<PYTHON>", os.path.realpath(python): "<PYTHON>", str(inputs): "<IN>",
+                  f"{moved}/inputs": "<IN>"}
+        roots_a = {str(sides["before"][0]): "<CHECKOUT>", str(out / "before"): "<SIDE>",
+                   f"{moved}/before": "<SIDE>", f"{moved}/before/{case.name}": "<OUT>", **shared}
+        roots_b = {str(sides["after"][0]): "<CHECKOUT>", str(out / "after"): "<SIDE>",
+                   f"{moved}/after": "<SIDE>", f"{moved}/after/{case.name}": "<OUT>", **shared}
         found = compare_trees(a, b, roots_a, roots_b, python=python, raw=args.raw, unordered_files=case.unordered)
         if not found:
             print(f"{case.name:<18} same")
