@@ -563,7 +563,6 @@ def run_both(args, cases, python):
                     subprocess.run(["git", "worktree", "remove", "--force", str(trees / label)], cwd=ROOT,
                                    capture_output=True)
             shutil.rmtree(trees, ignore_errors=True)
-            subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
     record = {"sides": {k: {"checkout": str(v[0]), "what": v[1]} for k, v in sides.items()}, "wall": wall,
               "out": str(out)}
     (out / "sides.json").write_text(json.dumps(record, indent=1) + "\n")
