@@ -14,6 +14,7 @@ from benchmeasure.core.harness import FORMATS, Format, HarnessLog, ReadOptions, 
 from benchmeasure.grading import GRADERS, Grader, grade, kind_for
 from benchmeasure.verifier.rollouts import PROMPTS, rollout_template
 from benchmeasure.verifier.validity import ValidityPolicy, near_duplicate, reference_parseable, well_formed
+from conftest import assert_rejected, run_script
 
 
 @pytest.mark.parametrize("name", list(GRADERS))
@@ -118,3 +119,29 @@ def test_a_format_registered_from_outside_reads_logs_into_a_matrix(tmp_path, toy
             read_log("toy-jsonl", tmp_path / "m1.jsonl", ReadOptions(metric="acc"))
     finally:
         FORMATS.unregister("toy-jsonl")
+
+
+TOY_OPTION_GRADER = "tests/fixtures/toy_option_grader.py"   # registers "toy-tolerant" (option: tolerance)
+
+
+def test_a_grader_option_reaches_the_command_line():
+    """A grader registered from outside the package gets its own option from ``grade --option KEY=VALUE``."""
+    common = ["--kind", "toy-tolerant", "--reference", "1.0", "--response", "1.04"]
+    strict = run_script(TOY_OPTION_GRADER, *common)
+    assert strict.returncode == 0 and strict.stdout.strip().splitlines()[-1] == "0", strict.stderr
+    loose = run_script(TOY_OPTION_GRADER, *common, "--option", "tolerance=0.05")
+    assert loose.returncode == 0 and loose.stdout.strip().splitlines()[-1] == "1", loose.stderr
+    assert_rejected(run_script(TOY_OPTION_GRADER, *common, "--option", "tol=0.05"),
+                    "--option tol", "toy-tolerant grader", "accepted: tolerance")
+    assert_rejected(run_script(TOY_OPTION_GRADER, *common, "--option", "tolerance"), "KEY=VALUE")
+    assert_rejected(run_script(TOY_OPTION_GRADER, *common, "--option", "tolerance=0.05", "--option",
+                               "tolerance=0.1"), "given twice")
+
+
+@pytest.mark.parametrize(("text", "value"), [("t=0.5", 0.5), ("t=3", 3), ("t=true", True), ("t=null", None),
+                                             ("t=strict", "strict"), ('t="3"', "3"), ("t=[1, 2]", "[1, 2]"),
+                                             ("t=", "")])
+def test_option_values_are_json_scalars_else_text(text, value):
+    from benchmeasure.base.options import key_value
+
+    assert key_value(text) == ("t", value)
