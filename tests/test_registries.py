@@ -145,3 +145,25 @@ def test_option_values_are_json_scalars_else_text(text, value):
     from benchmeasure.base.options import key_value
 
     assert key_value(text) == ("t", value)
+
+
+def test_a_plugin_imports_format_and_lists_the_registries_without_numpy():
+    """The harness package imports its readers and NumPy lazily: ``Format``, the records and every format's and
+    grader's name are there on a Python without NumPy (as the command line's choices and --help need)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("import sys\n"
+            "class NoNumpy:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'numpy':\n"
+            "            raise ImportError('no numpy here')\n"
+            "sys.meta_path.insert(0, NoNumpy())\n"
+            "from benchmeasure.core.harness import FORMATS, Format, HarnessLog, Sample\n"
+            "from benchmeasure.grading import GRADERS\n"
+            "print(' '.join(FORMATS), '|', ' '.join(GRADERS))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [*FORMATS, "|", *GRADERS]
