@@ -167,3 +167,23 @@ def test_a_plugin_imports_format_and_lists_the_registries_without_numpy():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [*FORMATS, "|", *GRADERS]
+
+
+def test_an_anchor_strategy_registered_from_outside_gets_its_options():
+    import numpy as np
+
+    from benchmeasure.analyses.anchors import STRATEGIES, select_anchors
+
+    @STRATEGIES.add("toy-hardest", options=("skip",))
+    def hardest(b, k, rng, *, skip=0, **unused):
+        return np.argsort(-b, kind="stable")[skip:skip + k]
+
+    try:
+        b = np.array([0.1, 2.0, -1.0, 1.5, 0.7])
+        assert select_anchors(b, 2, "toy-hardest", 0).tolist() == [3, 1]
+        assert select_anchors(b, 2, "toy-hardest", 0, options={"skip": 1}).tolist() == [4, 3]
+        with pytest.raises(InputError, match="'depth' is not an option of the toy-hardest anchor strategy"):
+            select_anchors(b, 2, "toy-hardest", 0, options={"depth": 1})
+        assert list(STRATEGIES)[:3] == ["stratified", "information", "random"]
+    finally:
+        STRATEGIES.unregister("toy-hardest")

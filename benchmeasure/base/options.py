@@ -168,15 +168,26 @@ def add_entry_options(parser, what: str) -> None:
 
 def entry_options(pairs, accepted, owner: str) -> dict:
     """``{key: value}`` of ``--option`` pairs; InputError (one line, exit 2) for a key that ``owner`` (e.g.
-    ``"the math grader"``) does not declare in ``accepted``, or for one given twice."""
+    ``"the math grader"``) does not declare in ``accepted``, or for one given twice.
+
+    ``accepted`` is the entry's ``options``: a tuple of names, or a dict mapping each name to an argparse type
+    (:func:`integer`, :func:`number`…) that checks and converts its value (None: taken as given).
+    """
+    import json
+
     from benchmeasure.base.errors import fail
 
-    accepted = tuple(accepted)
+    checks = dict(accepted) if isinstance(accepted, dict) else dict.fromkeys(accepted)
     options: dict = {}
     for key, value in pairs or ():
-        if key not in accepted:
-            fail(f"--option {key}: not an option of {owner} (accepted: {', '.join(accepted) or 'none'})")
+        if key not in checks:
+            fail(f"--option {key}: not an option of {owner} (accepted: {', '.join(checks) or 'none'})")
         if key in options:
             fail(f"--option {key}: given twice")
+        if checks[key] is not None:   # a declared type: an argparse type of this module, e.g. integer(1, 100)
+            try:
+                value = checks[key](json.dumps(value) if not isinstance(value, str) else value)
+            except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
+                fail(f"--option {key}: {exc}")
         options[key] = value
     return options

@@ -57,6 +57,10 @@ GROUPS = {
     "strategy": "benchmeasure.strategies",
     "observation model": "benchmeasure.observation_models",
     "route": "benchmeasure.routes",
+    "scope strategy": "benchmeasure.scope_strategies",
+    "scope utility": "benchmeasure.scope_utilities",
+    "anchor strategy": "benchmeasure.anchor_strategies",
+    "browse mode": "benchmeasure.browse_modes",
 }
 
 
