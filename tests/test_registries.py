@@ -187,3 +187,41 @@ def test_an_anchor_strategy_registered_from_outside_gets_its_options():
         assert list(STRATEGIES)[:3] == ["stratified", "information", "random"]
     finally:
         STRATEGIES.unregister("toy-hardest")
+
+
+BUILTIN_ORDER = [
+    ("benchmeasure.grading.ifeval", "benchmeasure.grading:GRADERS", "math choice ifeval"),
+    ("benchmeasure.core.harness.helm", "benchmeasure.core.harness:FORMATS",
+     "lmms-eval lm-eval lighteval inspect evalscope helm opencompass"),
+    ("benchmeasure.benchfill.strategies.uniform", "benchmeasure.benchfill.strategies:STRATEGIES", "benchfill baseline"),
+    ("benchmeasure.irt.observation", "benchmeasure.irt.observation:OBSERVATIONS", "binomial beta-binomial"),
+    ("benchmeasure.scope.strategies", "benchmeasure.scope.strategies:STRATEGIES", "uniform quickscope lucb shared"),
+    ("benchmeasure.scope.utility", "benchmeasure.scope.utility:UTILITIES", "error complexity band"),
+    ("benchmeasure.analyses.anchors", "benchmeasure.analyses.anchors:STRATEGIES", "stratified information random"),
+    ("benchmeasure.browse.hybrid", "benchmeasure.browse.fusion:MODES", "prf dense fused rrf lexical"),
+    ("benchmeasure.suite.mirt", "benchmeasure.suite.mirt:ROUTES", "collapsed joint"),
+]
+
+
+def test_each_builtin_module_imported_first_registers_in_the_registry_order():
+    """No import circle between a registry and its built-in modules: importing a built-in module first (in a fresh
+    interpreter) works, and the registry still lists the built-ins in the order of its ``builtins``. A registry's
+    own package does not import its built-in modules (they load on first read)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    def run(code: str) -> str:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    for module, registry, names in BUILTIN_ORDER:
+        assert run(f"import {module}\nfrom benchmeasure.base.registry import resolve\n"
+                   f"print(*resolve({registry!r}))") == names, module
+    loaded = run("import sys\nimport benchmeasure.benchfill.strategies, benchmeasure.grading\n"
+                 "import benchmeasure.core.harness\n"
+                 "print(sorted(m for m in sys.modules if m.rsplit('.', 1)[-1] in "
+                 "('uniform', 'difficulty_aware', 'math_answer', 'helm', 'assemble')))")
+    assert loaded == "[]"
