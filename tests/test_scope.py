@@ -163,6 +163,8 @@ def test_a_strategy_option_reaches_the_strategy_and_a_bad_one_is_refused(solver,
     assert result.returncode == 0, result.stderr
     assert len(list(csv.DictReader(open(out / "configurations.csv")))) == 2   # 40 pulls / 20 each (10 each: 4)
     assert json.loads((out / "settings.json").read_text())["strategy_options"] == {"pulls_each": 20}
+    resumed = run_script("scope.py", *args)   # the same folder without the option: other settings, refused
+    assert_rejected(resumed, "strategy_options differ")
     refused = run_script("scope.py", *scope_args(space, solver, tmp_path / "x", strategy="shared"), "--option",
                          "pulls_each=20")
     assert_rejected(refused, "--option pulls_each", "shared strategy", "accepted: prior_sd, effect_sd, chunk")

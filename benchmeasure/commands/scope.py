@@ -161,7 +161,8 @@ def check_resume(folder: Path, settings: dict) -> None:
         fail(f"{path}: damaged ({exc}); move the folder away to start afresh")
     if not isinstance(recorded, dict):  # a hand edit: not the object this command writes
         fail(f"{path}: damaged (not a JSON object of settings); move the folder away to start afresh")
-    changed = sorted(k for k in settings if k not in ("budget", "endpoint") and recorded.get(k) != settings[k])
+    keys = set(settings) | ({"strategy_options"} & set(recorded))   # recorded only when --option was given
+    changed = sorted(k for k in keys if k not in ("budget", "endpoint") and recorded.get(k) != settings.get(k))
     if changed:
         fail(f"{folder}: holds a search with other settings ({', '.join(changed)} differ); "
              "use another --output-dir or the same settings to resume")
