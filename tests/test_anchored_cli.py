@@ -175,6 +175,8 @@ def _bad_inputs(folder, tmp_path):
         (("select_anchors.py",), [d, "--k", 401, "--seed", 1], "--k must be between 1 and the number of items"),
         (("select_anchors.py",), [tmp_path / "inf.csv", "--k", 1, "--seed", 1], "not a finite number"),
         (("select_anchors.py",), [tmp_path / "dupitem.csv", "--k", 1, "--seed", 1], "appears more than once"),
+        (("select_anchors.py",), [d, "--k", 5, "--seed", 1, "--option", "depth=3"],
+         "--option depth: not an option of the stratified anchor strategy (accepted: none)"),
     ]
 
 

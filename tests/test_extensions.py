@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import BENCHFILL_CLI, ROOT, sim_run
+from conftest import BENCHFILL_CLI, ROOT, assert_rejected, sim_run
 
 TOY = ROOT / "tests" / "fixtures" / "toy_extension"
 
@@ -63,6 +63,17 @@ def test_grader_and_log_format_from_a_package(toy_env, tmp_path):
     plain = _cli({**os.environ, "PYTHONPATH": str(ROOT)}, "grade", "--kind", "toy-casefold", "--reference", "a",
                  "--response", "a")
     assert plain.returncode == 2 and "toy-casefold" in plain.stderr   # without the package: an unknown choice
+
+
+def test_a_decorated_grader_from_a_package_gets_its_option(toy_env):
+    """The entry point names a module whose ``@GRADERS.add`` registers a grader; ``--option`` sets its option."""
+    common = ["grade", "--kind", "toy-tolerant", "--reference", "1.0", "--response", "1.04"]
+    strict = _cli(toy_env, *common)
+    assert strict.returncode == 0 and strict.stdout.strip().splitlines()[-1] == "0", strict.stderr
+    assert "could not be loaded" not in strict.stderr
+    loose = _cli(toy_env, *common, "--option", "tolerance=0.05")
+    assert loose.returncode == 0 and loose.stdout.strip().splitlines()[-1] == "1", loose.stderr
+    assert_rejected(_cli(toy_env, *common, "--option", "tol=0.05"), "--option tol", "accepted: tolerance")
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from benchmeasure.core.harness import FORMATS, Format, HarnessLog, ReadOptions, 
 from benchmeasure.grading import GRADERS, Grader, grade, kind_for
 from benchmeasure.verifier.rollouts import PROMPTS, rollout_template
 from benchmeasure.verifier.validity import ValidityPolicy, near_duplicate, reference_parseable, well_formed
+from conftest import assert_rejected, run_script
 
 
 @pytest.mark.parametrize("name", list(GRADERS))
@@ -118,3 +119,109 @@ def test_a_format_registered_from_outside_reads_logs_into_a_matrix(tmp_path, toy
             read_log("toy-jsonl", tmp_path / "m1.jsonl", ReadOptions(metric="acc"))
     finally:
         FORMATS.unregister("toy-jsonl")
+
+
+TOY_OPTION_GRADER = "tests/fixtures/toy_option_grader.py"   # registers "toy-tolerant" (option: tolerance)
+
+
+def test_a_grader_option_reaches_the_command_line():
+    """A grader registered from outside the package gets its own option from ``grade --option KEY=VALUE``."""
+    common = ["--kind", "toy-tolerant", "--reference", "1.0", "--response", "1.04"]
+    strict = run_script(TOY_OPTION_GRADER, *common)
+    assert strict.returncode == 0 and strict.stdout.strip().splitlines()[-1] == "0", strict.stderr
+    loose = run_script(TOY_OPTION_GRADER, *common, "--option", "tolerance=0.05")
+    assert loose.returncode == 0 and loose.stdout.strip().splitlines()[-1] == "1", loose.stderr
+    assert_rejected(run_script(TOY_OPTION_GRADER, *common, "--option", "tol=0.05"),
+                    "--option tol", "toy-tolerant grader", "accepted: tolerance")
+    assert_rejected(run_script(TOY_OPTION_GRADER, *common, "--option", "tolerance"), "KEY=VALUE")
+    assert_rejected(run_script(TOY_OPTION_GRADER, *common, "--option", "tolerance=0.05", "--option",
+                               "tolerance=0.1"), "given twice")
+
+
+@pytest.mark.parametrize(("text", "value"), [("t=0.5", 0.5), ("t=3", 3), ("t=true", True), ("t=null", None),
+                                             ("t=strict", "strict"), ('t="3"', "3"), ("t=[1, 2]", "[1, 2]"),
+                                             ("t=", "")])
+def test_option_values_are_json_scalars_else_text(text, value):
+    from benchmeasure.base.options import key_value
+
+    assert key_value(text) == ("t", value)
+
+
+def test_a_plugin_imports_format_and_lists_the_registries_without_numpy():
+    """The harness package imports its readers and NumPy lazily: ``Format``, the records and every format's and
+    grader's name are there on a Python without NumPy (as the command line's choices and --help need)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("import sys\n"
+            "class NoNumpy:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'numpy':\n"
+            "            raise ImportError('no numpy here')\n"
+            "sys.meta_path.insert(0, NoNumpy())\n"
+            "from benchmeasure.core.harness import FORMATS, Format, HarnessLog, Sample\n"
+            "from benchmeasure.grading import GRADERS\n"
+            "print(' '.join(FORMATS), '|', ' '.join(GRADERS))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [*FORMATS, "|", *GRADERS]
+
+
+def test_an_anchor_strategy_registered_from_outside_gets_its_options():
+    import numpy as np
+
+    from benchmeasure.analyses.anchors import STRATEGIES, select_anchors
+
+    @STRATEGIES.add("toy-hardest", options=("skip",))
+    def hardest(b, k, rng, *, skip=0, **unused):
+        return np.argsort(-b, kind="stable")[skip:skip + k]
+
+    try:
+        b = np.array([0.1, 2.0, -1.0, 1.5, 0.7])
+        assert select_anchors(b, 2, "toy-hardest", 0).tolist() == [3, 1]
+        assert select_anchors(b, 2, "toy-hardest", 0, options={"skip": 1}).tolist() == [4, 3]
+        with pytest.raises(InputError, match="'depth' is not an option of the toy-hardest anchor strategy"):
+            select_anchors(b, 2, "toy-hardest", 0, options={"depth": 1})
+        assert list(STRATEGIES)[:3] == ["stratified", "information", "random"]
+    finally:
+        STRATEGIES.unregister("toy-hardest")
+
+
+BUILTIN_ORDER = [
+    ("benchmeasure.grading.ifeval", "benchmeasure.grading:GRADERS", "math choice ifeval"),
+    ("benchmeasure.core.harness.helm", "benchmeasure.core.harness:FORMATS",
+     "lmms-eval lm-eval lighteval inspect evalscope helm opencompass"),
+    ("benchmeasure.benchfill.strategies.uniform", "benchmeasure.benchfill.strategies:STRATEGIES", "benchfill baseline"),
+    ("benchmeasure.irt.observation", "benchmeasure.irt.observation:OBSERVATIONS", "binomial beta-binomial"),
+    ("benchmeasure.scope.strategies", "benchmeasure.scope.strategies:STRATEGIES", "uniform quickscope lucb shared"),
+    ("benchmeasure.scope.utility", "benchmeasure.scope.utility:UTILITIES", "error complexity band"),
+    ("benchmeasure.analyses.anchors", "benchmeasure.analyses.anchors:STRATEGIES", "stratified information random"),
+    ("benchmeasure.browse.hybrid", "benchmeasure.browse.fusion:MODES", "prf dense fused rrf lexical"),
+    ("benchmeasure.suite.mirt", "benchmeasure.suite.mirt:ROUTES", "collapsed joint"),
+]
+
+
+def test_each_builtin_module_imported_first_registers_in_the_registry_order():
+    """No import circle between a registry and its built-in modules: importing a built-in module first (in a fresh
+    interpreter) works, and the registry still lists the built-ins in the order of its ``builtins``. A registry's
+    own package does not import its built-in modules (they load on first read)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    def run(code: str) -> str:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    for module, registry, names in BUILTIN_ORDER:
+        assert run(f"import {module}\nfrom benchmeasure.base.registry import resolve\n"
+                   f"print(*resolve({registry!r}))") == names, module
+    loaded = run("import sys\nimport benchmeasure.benchfill.strategies, benchmeasure.grading\n"
+                 "import benchmeasure.core.harness\n"
+                 "print(sorted(m for m in sys.modules if m.rsplit('.', 1)[-1] in "
+                 "('uniform', 'difficulty_aware', 'math_answer', 'helm', 'assemble')))")
+    assert loaded == "[]"

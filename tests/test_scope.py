@@ -153,6 +153,27 @@ def test_bad_space_is_one_error_line_and_nothing_written(solver, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_strategy_option_reaches_the_strategy_and_a_bad_one_is_refused(solver, tmp_path):
+    """``--option KEY=VALUE`` sets a setting the chosen strategy declares (its registry entry's ``options``)."""
+    space = tmp_path / "space.yaml"
+    space.write_text(HARD_SPACE)
+    out = tmp_path / "out"
+    args = scope_args(space, solver, out, budget=40, strategy="uniform", threshold=0.99)
+    result = run_script("scope.py", *args, "--option", "pulls_each=20")
+    assert result.returncode == 0, result.stderr
+    assert len(list(csv.DictReader(open(out / "configurations.csv")))) == 2   # 40 pulls / 20 each (10 each: 4)
+    assert json.loads((out / "settings.json").read_text())["strategy_options"] == {"pulls_each": 20}
+    resumed = run_script("scope.py", *args)   # the same folder without the option: other settings, refused
+    assert_rejected(resumed, "strategy_options differ")
+    refused = run_script("scope.py", *scope_args(space, solver, tmp_path / "x", strategy="shared"), "--option",
+                         "pulls_each=20")
+    assert_rejected(refused, "--option pulls_each", "shared strategy", "accepted: prior_sd, effect_sd, chunk")
+    low = run_script("scope.py", *scope_args(space, solver, tmp_path / "x", strategy="uniform"), "--option",
+                     "pulls_each=5")
+    assert_rejected(low, "--option pulls_each", "outside the allowed range")
+    assert not (tmp_path / "x").exists()
+
+
 def test_unreachable_endpoint_is_one_error_line(tmp_path):
     space = tmp_path / "space.yaml"
     space.write_text(HARD_SPACE)

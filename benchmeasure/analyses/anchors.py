@@ -15,15 +15,40 @@ accuracy on the whole benchmark. Three strategies, each seeded:
   E_θ[log(1 + Σ_anchors I_i(θ))], the expected log posterior precision, with θ drawn from the
   abilities the benchmark was calibrated on (``abilities``) or the N(0, 1) prior. The seed
   orders ties (items of equal difficulty).
+
+Each strategy is an :class:`AnchorStrategy` entry of :data:`STRATEGIES` (``select-anchors --strategy NAME``),
+registered beside its function with :meth:`STRATEGIES.add <benchmeasure.base.registry.Registry.add>`; the function
+takes ``(b, k, rng, *, guessing, abilities, n_trials, **options)`` and returns k item indices. Another package adds
+one through the entry-point group ``benchmeasure.anchor_strategies``; the options an entry declares are set with
+``select-anchors --option KEY=VALUE``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.registry import GROUPS, Registry
 
-STRATEGIES = ("stratified", "information", "random")
+
+@dataclass(frozen=True)
+class AnchorStrategy:
+    """``choose(b, k, rng, *, guessing, abilities, n_trials, **options) -> indices`` of k distinct items; the
+    options it takes (names, or name -> argparse type); a one-line summary."""
+
+    name: str
+    choose: object
+    options: object = ()
+    summary: str = ""
+
+    DECORATES: ClassVar[str] = "choose"
+
+
+STRATEGIES = Registry("anchor strategy", GROUPS["anchor strategy"], entry=AnchorStrategy,
+                      builtins=("benchmeasure.analyses.anchors",))   # the built-ins are below, in --help's order
 
 
 def item_information(theta: np.ndarray, b: np.ndarray, guessing=0.0, n_trials: int = 1) -> np.ndarray:
@@ -35,7 +60,7 @@ def item_information(theta: np.ndarray, b: np.ndarray, guessing=0.0, n_trials: i
 
 
 def select_anchors(difficulties, k: int, strategy: str, seed: int, *, guessing=0.0, abilities=None,
-                   n_trials: int = 1) -> np.ndarray:
+                   n_trials: int = 1, options: dict | None = None) -> np.ndarray:
     """Indices (into ``difficulties``) of k anchor items, in increasing difficulty.
 
     Parameters
@@ -43,13 +68,16 @@ def select_anchors(difficulties, k: int, strategy: str, seed: int, *, guessing=0
     difficulties : array_like of float, shape (N,)
     k : int
         1 ≤ k ≤ N.
-    strategy : {"stratified", "information", "random"}
+    strategy : str
+        A name in :data:`STRATEGIES` (``"stratified"``, ``"information"``, ``"random"``).
     seed : int
         Same seed, same inputs → same anchors.
     guessing : float or array_like of shape (N,)
         Lower asymptotes (``information`` only).
     abilities : array_like of float, optional
         Abilities to design for (``information`` only); default: 401 quantiles of N(0, 1).
+    options : dict, optional
+        Options the strategy declares (a plugin's; the built-ins take none).
     """
     b = np.asarray(difficulties, dtype=float)
     n = b.size
@@ -57,16 +85,32 @@ def select_anchors(difficulties, k: int, strategy: str, seed: int, *, guessing=0
         fail(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if not 1 <= k <= n:
         fail(f"--k must be between 1 and the number of items ({n}), got {k}")
+    entry = STRATEGIES[strategy]
+    unknown = sorted(set(options or {}) - set(entry.options))
+    if unknown:
+        fail(f"{unknown[0]!r} is not an option of the {strategy} anchor strategy "
+             f"(accepted: {', '.join(entry.options) or 'none'})")
     rng = np.random.default_rng(seed)
-    if strategy == "random":
-        chosen = rng.choice(n, size=k, replace=False)
-    elif strategy == "stratified":
-        order = np.argsort(b, kind="stable")
-        edges = np.linspace(0, n, k + 1).round().astype(int)
-        chosen = np.array([order[rng.integers(lo, hi)] for lo, hi in zip(edges[:-1], edges[1:])])
-    else:
-        chosen = _greedy_information(b, k, rng, guessing, abilities, n_trials)
+    chosen = np.asarray(entry.choose(b, k, rng, guessing=guessing, abilities=abilities,
+                                                    n_trials=n_trials, **(options or {})))
     return np.asarray(sorted(chosen.tolist(), key=lambda i: (b[i], i)), dtype=np.int64)
+
+
+@STRATEGIES.add("stratified", summary="one item drawn from each of k difficulty strata of equal size")
+def stratified(b, k, rng, **unused) -> np.ndarray:
+    order = np.argsort(b, kind="stable")
+    edges = np.linspace(0, b.size, k + 1).round().astype(int)
+    return np.array([order[rng.integers(lo, hi)] for lo, hi in zip(edges[:-1], edges[1:])])
+
+
+@STRATEGIES.add("information", summary="greedy: the most expected log posterior precision of theta")
+def information(b, k, rng, *, guessing=0.0, abilities=None, n_trials=1, **unused) -> np.ndarray:
+    return _greedy_information(b, k, rng, guessing, abilities, n_trials)
+
+
+@STRATEGIES.add("random", summary="k items drawn uniformly without replacement")
+def uniform_random(b, k, rng, **unused) -> np.ndarray:
+    return rng.choice(b.size, size=k, replace=False)
 
 
 def _normal_quantiles(count: int) -> np.ndarray:

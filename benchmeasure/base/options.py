@@ -134,3 +134,60 @@ def require(parser: argparse.ArgumentParser, args: argparse.Namespace, flag: str
     """The usage error argparse gives for a missing required option, for one that also has an alias."""
     if getattr(args, flag.lstrip("-").replace("-", "_"), None) is None:
         parser.error(f"the following arguments are required: {flag}")
+
+
+# ------------------------------------------------------------------------------------------
+# an extension's own options: --option KEY=VALUE, checked against the options its registry entry declares
+
+
+def key_value(text: str) -> tuple[str, object]:
+    """An argparse type: ``KEY=VALUE`` → ``(KEY, value)``; the value is a JSON scalar (``3``, ``0.5``, ``true``,
+    ``null``, ``"x"``) when it parses as one, else the text as written (``--option mode=strict``)."""
+    import json
+
+    key, equals, raw = text.partition("=")
+    key = key.strip()
+    if not equals or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not KEY=VALUE (e.g. tolerance=0.01)")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return key, raw
+    if isinstance(value, float) and not math.isfinite(value):   # json reads NaN and Infinity
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: {raw} is not a finite number")
+    return key, value if value is None or isinstance(value, (bool, int, float, str)) else raw
+
+
+def add_entry_options(parser, what: str) -> None:
+    """Add the repeatable ``--option KEY=VALUE`` that sets an option declared by the chosen ``what`` (a registry
+    entry: a grader, a strategy…); read it back with :func:`entry_options`."""
+    parser.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                        help=f"an option of the {what} (repeatable; VALUE a JSON number, true/false, null or text); "
+                             f"the {what}'s declared options only")
+
+
+def entry_options(pairs, accepted, owner: str) -> dict:
+    """``{key: value}`` of ``--option`` pairs; InputError (one line, exit 2) for a key that ``owner`` (e.g.
+    ``"the math grader"``) does not declare in ``accepted``, or for one given twice.
+
+    ``accepted`` is the entry's ``options``: a tuple of names, or a dict mapping each name to an argparse type
+    (:func:`integer`, :func:`number`…) that checks and converts its value (None: taken as given).
+    """
+    import json
+
+    from benchmeasure.base.errors import fail
+
+    checks = dict(accepted) if isinstance(accepted, dict) else dict.fromkeys(accepted)
+    options: dict = {}
+    for key, value in pairs or ():
+        if key not in checks:
+            fail(f"--option {key}: not an option of {owner} (accepted: {', '.join(checks) or 'none'})")
+        if key in options:
+            fail(f"--option {key}: given twice")
+        if checks[key] is not None:   # a declared type: an argparse type of this module, e.g. integer(1, 100)
+            try:
+                value = checks[key](json.dumps(value) if not isinstance(value, str) else value)
+            except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
+                fail(f"--option {key}: {exc}")
+        options[key] = value
+    return options

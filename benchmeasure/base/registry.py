@@ -1,4 +1,4 @@
-"""Named registries of extensions: graders, harness log formats, BenchFill strategies, IRT observation models.
+"""Named registries of extensions: graders, log formats, strategies, observation models, routes, modes (table below).
 
 Every place that used to switch on a string (``if kind == "math": …``) asks a registry instead, so adding
 an extension is one module plus one registry entry (ARCHITECTURE.md, "Adding an extension"). A registry
@@ -34,16 +34,41 @@ A registry is ordered (registration order) and refuses a second entry under a ta
 
 **Extensions from other installed packages.** A registry made with an entry-point ``group`` also holds the
 entries that installed packages declare under that group (``[project.entry-points."benchmeasure.graders"]``
-in their ``pyproject.toml``): each entry point names an entry object, a list of them, or a function returning
-either. They are loaded the first time the registry is read (so the command line's choices, ``--help`` and every
+in their ``pyproject.toml``): each entry point names a module whose ``@REGISTRY.add`` decorators register its
+entries when it is imported (the idiom above), an entry object, a list of them, or a function returning either.
+They are loaded the first time the registry is read (so the command line's choices, ``--help`` and every
 child process that BenchFill starts see them), after the built-in entries; one that fails to load, or takes a
 built-in's name, is skipped with a warning naming it. The groups are :data:`GROUPS`.
+
+**The registries** (registry — where it and its entry type live — its entry-point group):
+
+========================================  =====================================  ===================================
+registry (command-line choice)            module                                 entry-point group
+========================================  =====================================  ===================================
+``GRADERS`` (``grade --kind``)            ``benchmeasure.grading.registry``      ``benchmeasure.graders``
+``FORMATS`` (``prepare --from``)          ``benchmeasure.core.harness.formats``  ``benchmeasure.log_formats``
+``STRATEGIES`` (BenchFill: all run)       ``benchmeasure.benchfill.strategies``  ``benchmeasure.strategies``
+``OBSERVATIONS`` (``fit --observation``)  ``benchmeasure.irt.observation``       ``benchmeasure.observation_models``
+``ROUTES`` (``fit --route``)              ``benchmeasure.irt.routes``            ``benchmeasure.routes``
+``STRATEGIES`` (``scope --strategy``)     ``benchmeasure.scope.strategies``      ``benchmeasure.scope_strategies``
+``UTILITIES`` (``scope --utility``)       ``benchmeasure.scope.utility``         ``benchmeasure.scope_utilities``
+``STRATEGIES`` (``select-anchors``)       ``benchmeasure.analyses.anchors``      ``benchmeasure.anchor_strategies``
+``MODES`` (``browse query --mode``)       ``benchmeasure.browse.fusion``         ``benchmeasure.browse_modes``
+``ROUTES`` (``fit-suite --route``)        ``benchmeasure.suite.mirt``            none (written against that module)
+========================================  =====================================  ===================================
+
+**An entry's options on the command line.** An entry that declares ``options`` (a grader's keyword options, a
+scope or anchor strategy's settings: a tuple of names, or a dict of name → argparse type) gets them from the
+repeatable ``--option KEY=VALUE`` of the command that picks it (``grade``, ``scope``, ``select-anchors``); the
+parsing and the check (an undeclared key is one ``error:`` line naming it and the accepted ones, exit 2) are
+:func:`benchmeasure.base.options.key_value` and :func:`benchmeasure.base.options.entry_options`.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import types
 from collections.abc import Iterator
 
 from benchmeasure.base.errors import fail
@@ -57,6 +82,11 @@ GROUPS = {
     "strategy": "benchmeasure.strategies",
     "observation model": "benchmeasure.observation_models",
     "route": "benchmeasure.routes",
+    # issue 53: the name tables that became registries (fit-suite routes have none: see the table above)
+    "scope strategy": "benchmeasure.scope_strategies",
+    "scope utility": "benchmeasure.scope_utilities",
+    "anchor strategy": "benchmeasure.anchor_strategies",
+    "browse mode": "benchmeasure.browse_modes",
 }
 
 
@@ -150,6 +180,8 @@ class Registry:
             source = f"{point.name} = {point.value!r}" + (f" of {point.dist.name}" if point.dist else "")
             try:
                 found = point.load()
+                if isinstance(found, types.ModuleType):
+                    continue   # a module: its decorators registered its entries when it was imported
                 if callable(found) and not hasattr(found, "name"):
                     found = found()
                 for entry in found if isinstance(found, (list, tuple)) else [found]:

@@ -1,6 +1,7 @@
 """Answer a query: the rankings of each mode, filters by benchmark and difficulty.
 
-Modes (``MODES``; the default for an index with embeddings is :data:`DEFAULT`):
+Modes (the registry :data:`MODES`, each registered below with ``@MODES.add``; the default for an index with
+embeddings is :data:`DEFAULT`):
 
 * ``prf`` — dense retrieval with pseudo-relevance feedback on the vectors (Rocchio, 1971; "vector PRF" of
   Li et al., 2021): the query vector plus the mean vector of its top :data:`PRF_DOCS` items by cosine,
@@ -37,17 +38,41 @@ allowed ones only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.registry import GROUPS, Registry
 from benchmeasure.browse import dense, hybrid, lexical
+from benchmeasure.browse.hybrid import top  # fusion.top: the rankings' cut
 
 RRF_K = 60
 DEPTH = 1000
 PRF_DOCS = 10
-MODES = ("prf", "dense", "fused", "rrf", "lexical")
 DEFAULT = "prf"
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A ranking mode (``browse query --mode NAME``): ``score(index, query, allowed, lexical_scores)`` → a score per
+    item of the index (higher first); ``dense``: it needs the index's embeddings; ``lexical``: it needs the query's
+    BM25 scores (``lexical_scores``, None when no query word is in the index); ``retrieved_only``: an item scoring 0
+    or less is not returned."""
+
+    name: str
+    score: object
+    dense: bool = True
+    lexical: bool = False
+    retrieved_only: bool = False
+    summary: str = ""
+
+    DECORATES: ClassVar[str] = "score"
+
+
+#: the modes, in the order of ``--mode``'s choices; each registered below with ``@MODES.add``, and another package's
+#: through the entry-point group ``benchmeasure.browse_modes``
+MODES = Registry("mode", GROUPS["browse mode"], entry=Mode, builtins=("benchmeasure.browse.fusion",))
 
 
 @dataclass(frozen=True)
@@ -59,15 +84,6 @@ class Hit:
 
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "item_id": self.item_id, "score": self.score}
-
-
-def top(scores: np.ndarray, allowed: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest ``scores`` among ``allowed`` rows, best first (ties by index order)."""
-    candidates = np.flatnonzero(allowed)
-    if len(candidates) > k:
-        part = np.argpartition(-scores[candidates], k - 1)[:k]
-        candidates = candidates[part]
-    return candidates[np.lexsort((candidates, -scores[candidates]))]
 
 
 def rrf(rankings: list[np.ndarray], n: int) -> np.ndarray:
@@ -122,35 +138,56 @@ def prf_scores(index, vector: np.ndarray, cosine: np.ndarray, allowed: np.ndarra
     return index.cosines(moved / max(float(np.linalg.norm(moved)), 1e-12))
 
 
+def _query_cosines(index, query: str):
+    vector = dense.embed_query(query)
+    return vector, index.cosines(vector)
+
+
+@MODES.add("prf", summary="dense retrieval with pseudo-relevance feedback on the vectors (the default)")
+def prf_mode(index, query: str, allowed: np.ndarray, lexical_scores) -> np.ndarray:
+    vector, cosine = _query_cosines(index, query)
+    return prf_scores(index, vector, cosine, allowed)
+
+
+@MODES.add("dense", summary="cosine with the query's vector")
+def dense_mode(index, query: str, allowed: np.ndarray, lexical_scores) -> np.ndarray:
+    return _query_cosines(index, query)[1]
+
+
+@MODES.add("fused", lexical=True, summary="prf, BM25 breaking its near-ties")
+def fused_mode(index, query: str, allowed: np.ndarray, lexical_scores) -> np.ndarray:
+    vector, cosine = _query_cosines(index, query)
+    return hybrid.tiebreak(prf_scores(index, vector, cosine, allowed), lexical_scores)
+
+
+@MODES.add("rrf", lexical=True, retrieved_only=True, summary="reciprocal rank fusion of dense and BM25")
+def rrf_mode(index, query: str, allowed: np.ndarray, lexical_scores) -> np.ndarray:
+    cosine = _query_cosines(index, query)[1]
+    rankings = [top(cosine, allowed, DEPTH)]
+    if lexical_scores is not None:
+        rankings.append(top(lexical_scores, allowed & (lexical_scores > 0), DEPTH))
+    return rrf(rankings, len(index.item_ids))
+
+
+@MODES.add("lexical", dense=False, lexical=True, retrieved_only=True, summary="BM25")
+def lexical_mode(index, query: str, allowed: np.ndarray, lexical_scores) -> np.ndarray:
+    return lexical_scores if lexical_scores is not None else np.zeros(len(index.item_ids))
+
+
 def search(index, query: str, k: int, mode: str = DEFAULT, benchmarks: list[str] | None = None,
            low: float | None = None, high: float | None = None) -> list[Hit]:
-    """The ``k`` best items for ``query`` under ``mode``, best first."""
+    """The ``k`` best items for ``query`` under ``mode`` (a name in :data:`MODES`), best first."""
     if not query.strip():
         fail("the query is empty; describe the use case in words")
-    if mode != "lexical" and not index.dense:
+    entry = MODES.get(mode)
+    if entry.dense and not index.dense:
         fail(f"{index.folder}: this index has no embeddings (built with --lexical-only); query it with "
              "--mode lexical")
     allowed = mask(index, benchmarks, low, high)
-    n = len(index.item_ids)
-    lexical_scores = lexical.scores(index.retriever, query) if mode in ("lexical", "fused", "rrf") else None
-    if mode == "lexical":
-        scores = lexical_scores if lexical_scores is not None else np.zeros(n)
-        allowed &= scores > 0  # no query word in common: not retrieved
-    else:
-        vector = dense.embed_query(query)
-        cosine = index.cosines(vector)
-        if mode == "dense":
-            scores = cosine
-        elif mode == "prf":
-            scores = prf_scores(index, vector, cosine, allowed)
-        elif mode == "fused":
-            scores = hybrid.tiebreak(prf_scores(index, vector, cosine, allowed), lexical_scores)
-        else:
-            rankings = [top(cosine, allowed, DEPTH)]
-            if lexical_scores is not None:
-                rankings.append(top(lexical_scores, allowed & (lexical_scores > 0), DEPTH))
-            scores = rrf(rankings, n)
-            allowed &= scores > 0
+    lexical_scores = lexical.scores(index.retriever, query) if entry.lexical else None
+    scores = entry.score(index, query, allowed, lexical_scores)
+    if entry.retrieved_only:
+        allowed &= scores > 0  # no query word in common / in no ranking: not retrieved
     chosen = top(scores, allowed, k)
     return [Hit(index.benchmarks[i], index.item_ids[i], float(scores[i]),
                 None if np.isnan(index.b[i]) else float(index.b[i])) for i in chosen]

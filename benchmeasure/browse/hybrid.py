@@ -17,6 +17,8 @@ item never enters a normalisation, a feedback set or a top list.
   1997), summed, times the number of lists that retrieved the item.
 * :func:`tiebreak` — the primary scores cut into bins of width ``eps`` (ties: closer than the index's int8
   rounding moves a cosine), the secondary deciding within a bin.
+* :func:`top` — the ``k`` best allowed items of a score vector, the cut every ranking and list above uses
+  (:mod:`.fusion` imports it from here; this module imports nothing of :mod:`.fusion`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,15 @@ def rm3_terms(query_tokens: list[str], feedback_tokens: list[list[str]], doc_wei
     return dict(expanded)
 
 
+def top(scores: np.ndarray, allowed: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``scores`` among ``allowed`` rows, best first (ties by index order)."""
+    candidates = np.flatnonzero(allowed)
+    if len(candidates) > k:
+        part = np.argpartition(-scores[candidates], k - 1)[:k]
+        candidates = candidates[part]
+    return candidates[np.lexsort((candidates, -scores[candidates]))]
+
+
 def _z(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     values = scores[allowed]
     out = np.zeros(len(scores))
@@ -73,8 +84,6 @@ def zsum(score_lists: list[np.ndarray], allowed: np.ndarray) -> np.ndarray:
 
 def mnz(score_lists: list[np.ndarray], allowed: np.ndarray, depth: int = 1000) -> np.ndarray:
     """CombMNZ over each list's top ``depth`` allowed items, min-max normalised within that top."""
-    from benchmeasure.browse.fusion import top
-
     total = np.zeros(len(allowed))
     hits = np.zeros(len(allowed))
     for scores in score_lists:

@@ -30,6 +30,7 @@ from benchmeasure.base.files import (
 )
 from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, number
 from benchmeasure.core.fixed_scale_inputs import input_records
+from benchmeasure.suite.mirt import ROUTES
 
 POSITIVE = number(0.0, 1e6, open_low=True)
 
@@ -77,7 +78,7 @@ def parse_args(argv):
     nuts.add_argument("--scales", choices=("unit", "half-normal"), default="half-normal",
                       help="ability spread per benchmark: HalfNormal(1) (default) or 1 (the paper's; one benchmark "
                       "is then exactly the paper's 1PL)")
-    nuts.add_argument("--route", choices=("collapsed", "joint"), default="collapsed",
+    nuts.add_argument("--route", choices=ROUTES, default="collapsed",
                       help="collapsed (default): NUTS on the abilities, mean, spreads and correlation with every b "
                       "integrated out, then exact b draws; joint: NUTS on all of them and every b (same posterior, "
                       "far slower at suite size)")

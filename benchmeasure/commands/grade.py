@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.options import SECONDS
+from benchmeasure.base.options import SECONDS, add_entry_options, entry_options
 from benchmeasure.grading import KINDS, grade
 
 EPILOG = r"""examples:
@@ -17,6 +17,7 @@ EPILOG = r"""examples:
   benchmeasure grade --kind ifeval --response '"hi"' \
       --instructions '[{"id": "startend:quotation"}]'
   benchmeasure grade --kind math --reference 12 --response-file reply.txt --explain
+  benchmeasure grade --kind math --reference 0.333 --response '\boxed{1/3}' --option abs_tol=0.001
 """
 
 
@@ -37,6 +38,7 @@ def parse_args(argv):
     parser.add_argument("--loose", action="store_true", help="ifeval: loose criterion")
     parser.add_argument("--timeout", type=SECONDS, default=5.0, help="math: seconds per symbolic comparison")
     parser.add_argument("--explain", action="store_true", help="math: print the extracted answer first")
+    add_entry_options(parser, "grader")
     return parser.parse_args(argv)
 
 
@@ -52,9 +54,11 @@ def main(argv=None) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"--response-file {args.response_file}: cannot read ({exc})")
     grader = KINDS[args.kind]  # the registry entry says which flags feed which options
+    chosen = entry_options(args.option, grader.options, f"the {args.kind} grader")
     options: dict = {}
     if grader.reference_option is not None:
-        if getattr(args, grader.reference_option, None) is None and args.reference is None:
+        given = getattr(args, grader.reference_option, None) is not None or grader.reference_option in chosen
+        if not given and args.reference is None:
             fail(f"--kind {args.kind} needs --{grader.reference_option} JSON (or the JSON as --reference)")
     elif args.reference is None:
         fail(f"--kind {args.kind} needs --reference")
@@ -70,6 +74,7 @@ def main(argv=None) -> int:
         if not isinstance(choices, list) or not choices:
             fail("--choices must be a non-empty JSON list of option texts")
         options["choices"] = choices
+    options.update(chosen)   # --option KEY=VALUE: any option the grader declares (over the flags above)
     verdict = grade(args.kind, response, args.reference or "", **options)
     print(1 if verdict else 0)
     return 0

@@ -30,7 +30,7 @@ from benchmeasure.base.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer, number
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, add_entry_options, entry_options, integer, number
 from benchmeasure.base.progress import show_progress
 from benchmeasure.base.resources import example_path
 from benchmeasure.core.ability_file import read_ability_table
@@ -116,7 +116,10 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=number(0.0, 3600.0, open_low=True), default=120.0,
                         help="seconds per request (default 120)")
     parser.add_argument("--retries", type=integer(0, 20), default=3)
+    add_entry_options(parser, "strategy")
     args = parser.parse_args(argv)
+    strategy = STRATEGIES[args.strategy]
+    args.strategy_options = entry_options(args.option, strategy.options, f"the {args.strategy} strategy")
     if args.utility == "error" and args.threshold > 1:
         fail(f"--threshold {args.threshold:g}: --utility error certifies an error rate, which lies in [0, 1]; a "
              "threshold above 1 is never reached (nothing could be certified): give one in (0, 1]")
@@ -158,7 +161,8 @@ def check_resume(folder: Path, settings: dict) -> None:
         fail(f"{path}: damaged ({exc}); move the folder away to start afresh")
     if not isinstance(recorded, dict):  # a hand edit: not the object this command writes
         fail(f"{path}: damaged (not a JSON object of settings); move the folder away to start afresh")
-    changed = sorted(k for k in settings if k not in ("budget", "endpoint") and recorded.get(k) != settings[k])
+    keys = set(settings) | ({"strategy_options"} & set(recorded))   # recorded only when --option was given
+    changed = sorted(k for k in keys if k not in ("budget", "endpoint") and recorded.get(k) != settings.get(k))
     if changed:
         fail(f"{folder}: holds a search with other settings ({', '.join(changed)} differ); "
              "use another --output-dir or the same settings to resume")
@@ -174,7 +178,8 @@ async def _run(args, space, threshold_of, function, folder: Path):
     endpoints = [Endpoint(model, args.endpoint, args.api_key_env, supports_n=False) for model in args.model]
     evaluator = ModelEvaluator(function, args.generator, endpoints, client, args.seed,
                                {"temperature": args.temperature, "max_tokens": args.max_tokens})
-    settings = {"pulls_each": args.pulls_each, **({"pool_start": args.pool_start} if args.pool_start else {})}
+    settings = {"pulls_each": args.pulls_each, **({"pool_start": args.pool_start} if args.pool_start else {}),
+                **args.strategy_options}
     try:
         pool = await search(space, args.strategy, evaluator, args.budget, args.seed, args.delta, threshold_of,
                             args.batch, settings, progress_every=max(args.batch, args.budget // 20),
@@ -198,12 +203,9 @@ def main(argv=None) -> int:
     if len(set(args.model)) != len(args.model):
         fail("--model: a model is named twice")
     space = read_space(args.space)
-    band = None
-    if args.utility == "band":
-        band = panel_band(args)
-        threshold_of = lambda config: band["error_interval"]  # noqa: E731
-    else:
-        threshold_of = threshold_function(args.utility, args.threshold, space, args.complexity)
+    band = panel_band(args) if UTILITIES[args.utility].panel else None
+    threshold_of = threshold_function(args.utility, args.threshold, space, args.complexity,
+                                      band["error_interval"] if band else None)
     function = load_generator(args.generator)
     import numpy as np
 
@@ -214,6 +216,7 @@ def main(argv=None) -> int:
                 "batch": args.batch, "pulls_each": args.pulls_each, "pool_start": args.pool_start,
                 "temperature": args.temperature,
                 "max_tokens": args.max_tokens, "budget": args.budget,
+                **({"strategy_options": args.strategy_options} if args.strategy_options else {}),
                 "band": {**band, "error_interval": list(band["error_interval"])} if band else None}
     check_endpoint(args.endpoint)
     folder.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from benchmeasure.analyses.anchors import STRATEGIES
 from benchmeasure.base.errors import ArgumentParser
 from benchmeasure.base.files import (
     all_or_nothing,
@@ -24,7 +25,7 @@ from benchmeasure.base.files import (
     plan_outputs,
     write_json,
 )
-from benchmeasure.base.options import N_TRIALS, SEED, integer
+from benchmeasure.base.options import N_TRIALS, SEED, add_entry_options, entry_options, integer
 from benchmeasure.core.fixed_scale_inputs import benchmark_difficulties, input_records
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
@@ -46,7 +47,7 @@ def parse_args(argv):
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV",
                         help="the benchmark's difficulties: columns item (or item_id) and b_mean")
     parser.add_argument("--k", type=integer(1, 10_000_000), required=True, help="number of anchor items")
-    parser.add_argument("--strategy", choices=["stratified", "information", "random"], default="stratified",
+    parser.add_argument("--strategy", choices=STRATEGIES, default="stratified",
                         help="how to choose (default stratified)")
     parser.add_argument("--seed", type=SEED, default=0, metavar="S",
                         help="random seed (default 0; the same seed gives the same anchors)")
@@ -57,7 +58,11 @@ def parse_args(argv):
     parser.add_argument("--n-trials", type=N_TRIALS, default=1, metavar="K",
                         help="information: trials per item the new models will run (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no summary line")
-    return parser.parse_args(argv)
+    add_entry_options(parser, "strategy")
+    args = parser.parse_args(argv)
+    args.strategy_options = entry_options(args.option, STRATEGIES[args.strategy].options,
+                                          f"the {args.strategy} anchor strategy")
+    return args
 
 
 def main(argv=None) -> int:
@@ -76,12 +81,13 @@ def main(argv=None) -> int:
     from benchmeasure.analyses.anchors import select_anchors
 
     chosen = select_anchors(b, args.k, args.strategy, args.seed, guessing=guessing, abilities=abilities,
-                            n_trials=args.n_trials)
+                            n_trials=args.n_trials, options=args.strategy_options)
     record = {
         "output": args.output, "k": args.k, "items_in_benchmark": len(items),
         "settings": {"strategy": args.strategy, "seed": args.seed, "n_trials": args.n_trials,
                      "guessing": args.guessing if args.guessing_csv is None else None,
-                     "design_abilities": None if abilities is None else len(abilities)},
+                     "design_abilities": None if abilities is None else len(abilities),
+                     **({"options": args.strategy_options} if args.strategy_options else {})},
         "anchor_b_range": [float(b[chosen].min()), float(b[chosen].max())],
         "inputs": input_records(inputs), "command": command_line(), "package_versions": package_versions(["numpy"]),
         "wall_time_s": time.perf_counter() - start,

@@ -20,6 +20,7 @@ import re
 import string
 
 from benchmeasure.grading.extract import after_answer_phrase, last_boxed, strip_thinking
+from benchmeasure.grading.registry import GRADERS
 
 _PHRASE = re.compile(
     r"(?:final\s+answer|correct\s+(?:answer|option|choice)|the\s+answer|answer|option|choice|i\s+(?:choose|pick|select))"
@@ -98,25 +99,6 @@ def reference_letter(reference: str, choices=None, max_letter: str = "J") -> str
     return _as_letter(reference, allowed, choices)
 
 
-def grade_choice(response: str, reference: str, choices=None, max_letter: str = "J") -> bool:
-    """1/0 verdict: the response picks the reference option.
-
-    Parameters
-    ----------
-    response : str
-    reference : str
-        ``B``, ``(B)`` or, with ``choices``, the option text.
-    choices : list of str, optional
-        The options in order (A, B, …); enables matching by option text.
-    max_letter : str
-        Highest letter accepted when ``choices`` is not given.
-    """
-    want = reference_letter(reference, choices, max_letter)
-    if want is None:
-        return False
-    return extract_choice(response, choices, max_letter) == want
-
-
 def check_question(question: str, reference: str) -> str | None:
     """Why a multiple-choice question is malformed (no options, or not the reference's), or None."""
     letter = reference_letter(reference)
@@ -138,3 +120,25 @@ def check_reference(reference: str, policy=None) -> str | None:
 def same_answer(a: str, b: str) -> bool:
     """Whether two references name the same option letter."""
     return reference_letter(a) is not None and reference_letter(a) == reference_letter(b)
+
+
+@GRADERS.add("choice", options=("choices", "max_letter"), check_reference=check_reference,
+             check_question=check_question, same_answer=same_answer,
+             benchmarks=("bbh_3obj", "bbh_5obj", "bbh_7obj", "mmlu_bio", "bbh*", "mmlu*"))
+def grade_choice(response: str, reference: str, choices=None, max_letter: str = "J") -> bool:
+    """1/0 verdict: the response picks the reference option.
+
+    Parameters
+    ----------
+    response : str
+    reference : str
+        ``B``, ``(B)`` or, with ``choices``, the option text.
+    choices : list of str, optional
+        The options in order (A, B, …); enables matching by option text.
+    max_letter : str
+        Highest letter accepted when ``choices`` is not given.
+    """
+    want = reference_letter(reference, choices, max_letter)
+    if want is None:
+        return False
+    return extract_choice(response, choices, max_letter) == want

@@ -18,6 +18,7 @@ import json
 import re
 
 from benchmeasure.base.errors import fail
+from benchmeasure.grading.registry import GRADERS
 
 RELATIONS = ("less than", "at least")
 
@@ -253,6 +254,19 @@ def _loose_variants(response: str) -> list[str]:
     return bodies + [b.replace("*", "") for b in bodies]
 
 
+def check_reference(reference: str, policy=None) -> str | None:
+    """Why ``reference`` is not instruction JSON the checks accept, or None."""
+    from benchmeasure.base.errors import InputError
+
+    try:
+        parse_instructions(reference)
+    except InputError as exc:
+        return f"ifeval reference: {exc}"
+    return None
+
+
+@GRADERS.add("ifeval", options=("instructions", "loose"), check_reference=check_reference,
+             reference_option="instructions", benchmarks=("ifeval",))
 def grade_ifeval(response: str, reference: str = "", instructions=None, loose: bool = False) -> bool:
     """1/0 verdict: the response follows every instruction.
 
@@ -269,14 +283,3 @@ def grade_ifeval(response: str, reference: str = "", instructions=None, loose: b
     parsed = parse_instructions(instructions if instructions is not None else reference)
     variants = _loose_variants(response) if loose else [response]
     return any(v.strip() and all(follows(v, i, k) for i, k in parsed) for v in variants)
-
-
-def check_reference(reference: str, policy=None) -> str | None:
-    """Why ``reference`` is not instruction JSON the checks accept, or None."""
-    from benchmeasure.base.errors import InputError
-
-    try:
-        parse_instructions(reference)
-    except InputError as exc:
-        return f"ifeval reference: {exc}"
-    return None

@@ -26,6 +26,7 @@ import re
 from fractions import Fraction
 
 from benchmeasure.grading.extract import braced, extract_math_answer
+from benchmeasure.grading.registry import GRADERS
 from benchmeasure.grading.symbolic import shared_checker
 
 _UNIT_WORDS = (
@@ -228,17 +229,6 @@ def answers_equal(
     return True
 
 
-def grade_math(response: str, reference: str, **options) -> bool:
-    """1/0 verdict for a math response: extract its final answer and compare (module docstring).
-
-    Options: ``rel_tol``, ``abs_tol``, ``symbolic`` (bool), ``timeout_s`` (per symbolic comparison).
-    """
-    answer = extract_math_answer(response)
-    if answer is None:
-        return False
-    return answers_equal(answer, reference, **options)
-
-
 def check_reference(reference: str, policy) -> str | None:
     """Why ``reference`` is not a usable math answer (validity rule 2), or None when it is.
 
@@ -263,3 +253,18 @@ def check_reference(reference: str, policy) -> str | None:
 def same_answer(a: str, b: str) -> bool:
     """Whether two math references are the same answer (exact or numeric; no symbolic worker)."""
     return answers_equal(a, b, symbolic=False)
+
+
+@GRADERS.add("math", options=("rel_tol", "abs_tol", "symbolic", "timeout_s"), check_reference=check_reference,
+             same_answer=same_answer, extract=extract_math_answer,
+             benchmarks=("aime24", "aime25", "aime26", "amc23", "gaokao2023en", "math500",
+                         "aime*", "amc*", "math*", "gaokao*", "gsm*"))
+def grade_math(response: str, reference: str, **options) -> bool:
+    """1/0 verdict for a math response: extract its final answer and compare (module docstring).
+
+    Options: ``rel_tol``, ``abs_tol``, ``symbolic`` (bool), ``timeout_s`` (per symbolic comparison).
+    """
+    answer = extract_math_answer(response)
+    if answer is None:
+        return False
+    return answers_equal(answer, reference, **options)

@@ -4,14 +4,25 @@ Readers: :func:`benchmeasure.grading.grade` (the verdict), ``commands/grade.py``
 flag feeds, whether ``--reference`` is needed, ``--explain``), BenchFill's config (``grader`` and
 ``[validity] grade_options``), :mod:`benchmeasure.verifier.validity` (question and reference checks,
 answer equivalence for the near-duplicate rule) and :mod:`benchmeasure.verifier.rollouts` (the rollout
-prompt template). Adding a grader is one module with its functions plus one ``GRADERS.register(...)``
-(ARCHITECTURE.md, "Adding an extension"); a callable may be a lazy ``"module:function"`` string.
+prompt template).
+
+The built-in graders register themselves beside their code (:mod:`.math_answer`, :mod:`.choice`,
+:mod:`.ifeval`), decorating their ``grade`` function (:meth:`benchmeasure.base.registry.Registry.add`)::
+
+    @GRADERS.add("choice", options=("choices", "max_letter"), check_reference=check_reference, ...)
+    def grade_choice(response, reference, choices=None, max_letter="J"): ...
+
+A grader of another package does the same in its own module (imported through its entry point, group
+``benchmeasure.graders``), or declares a :class:`Grader` entry whose callables may be lazy ``"module:function"``
+strings (ARCHITECTURE.md, "Adding an extension"). Its ``options`` reach the command line as
+``grade --option KEY=VALUE`` (:mod:`benchmeasure.base.options`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from benchmeasure.base.registry import GROUPS, Registry, lazy
 
@@ -61,6 +72,8 @@ class Grader:
     extract: object = None
     benchmarks: tuple = field(default=())
 
+    DECORATES: ClassVar[str] = "grade"   # GRADERS.add(...) decorates the grade function
+
     def __post_init__(self):
         for name in ("grade", "check_reference", "check_question", "same_answer", "extract"):
             object.__setattr__(self, name, lazy(getattr(self, name)))
@@ -75,26 +88,6 @@ class Grader:
         return self.template if self.template is not None else f"rollout_{self.name}.txt"
 
 
-GRADERS = Registry("grader kind", GROUPS["grader"])
-
-GRADERS.register(Grader(
-    name="math", grade="benchmeasure.grading.math_answer:grade_math",
-    options=("rel_tol", "abs_tol", "symbolic", "timeout_s"),
-    check_reference="benchmeasure.grading.math_answer:check_reference",
-    same_answer="benchmeasure.grading.math_answer:same_answer",
-    extract="benchmeasure.grading.extract:extract_math_answer",
-    benchmarks=("aime24", "aime25", "aime26", "amc23", "gaokao2023en", "math500",
-                "aime*", "amc*", "math*", "gaokao*", "gsm*"),
-))
-GRADERS.register(Grader(
-    name="choice", grade="benchmeasure.grading.choice:grade_choice", options=("choices", "max_letter"),
-    check_reference="benchmeasure.grading.choice:check_reference",
-    check_question="benchmeasure.grading.choice:check_question",
-    same_answer="benchmeasure.grading.choice:same_answer",
-    benchmarks=("bbh_3obj", "bbh_5obj", "bbh_7obj", "mmlu_bio", "bbh*", "mmlu*"),
-))
-GRADERS.register(Grader(
-    name="ifeval", grade="benchmeasure.grading.ifeval:grade_ifeval", options=("instructions", "loose"),
-    check_reference="benchmeasure.grading.ifeval:check_reference", reference_option="instructions",
-    benchmarks=("ifeval",),
-))
+GRADERS = Registry("grader kind", GROUPS["grader"], entry=Grader,
+                   builtins=("benchmeasure.grading.math_answer", "benchmeasure.grading.choice",
+                             "benchmeasure.grading.ifeval"))

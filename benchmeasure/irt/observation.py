@@ -20,13 +20,16 @@ every sampler runs, its extra parameters with their priors, a simulator, and the
   the marginal mode are binomial-only.
 
 Adding a model (ARCHITECTURE.md, "Adding an extension"): one module with its two log-likelihoods and a
-simulator, and ``OBSERVATIONS.register(ObservationModel(...))``; :func:`benchmeasure.irt.model.build_model`
-and :func:`benchmeasure.irt.fit.fit_1pl` then run it by name.
+simulator, the log-likelihood decorated with ``@OBSERVATIONS.add(NAME, graph_loglik=..., simulate=..., ...)`` (the
+built-ins below do so; another package's module is imported through its entry point, group
+``benchmeasure.observation_models``); :func:`benchmeasure.irt.model.build_model` and
+:func:`benchmeasure.irt.fit.fit_1pl` then run it by name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -78,6 +81,8 @@ class ObservationModel:
     description: str = ""
     notes: dict = field(default_factory=dict)
 
+    DECORATES: ClassVar[str] = "loglik"   # OBSERVATIONS.add(...) decorates the NumPy log-likelihood
+
     def __post_init__(self):
         for name in ("loglik", "graph_loglik", "simulate", "fused"):
             object.__setattr__(self, name, lazy(getattr(self, name)))
@@ -89,7 +94,8 @@ class ObservationModel:
                 raise ValueError(f"observation model {self.name!r}: parameter name {p.name!r} is taken")
 
 
-OBSERVATIONS = Registry("observation model", GROUPS["observation model"])
+OBSERVATIONS = Registry("observation model", GROUPS["observation model"], entry=ObservationModel,
+                        builtins=("benchmeasure.irt.observation",))   # the built-ins are below
 DEFAULT = "binomial"
 
 
@@ -102,12 +108,6 @@ def get(name: str | None) -> ObservationModel:
 # binomial (the paper's model): the implementations live in likelihood.py and kernel.py
 
 
-def _binomial_loglik(counts, n_trials, eta, guessing=0.0, params=None, with_constant=False):
-    from benchmeasure.irt.likelihood import log_likelihood
-
-    return log_likelihood(counts, n_trials, eta, guessing, with_constant=with_constant)
-
-
 def _binomial_graph(counts, n_trials, guessing, theta, b, params=None):
     from benchmeasure.irt.kernel import pytensor_loglik
 
@@ -118,11 +118,13 @@ def _binomial_simulate(rng, n_trials, p, params=None):
     return rng.binomial(n_trials, p).astype(np.int64)
 
 
-OBSERVATIONS.register(ObservationModel(
-    name="binomial", loglik=_binomial_loglik, graph_loglik=_binomial_graph, simulate=_binomial_simulate,
-    routes=("collapsed", "joint", "map", "gibbs"), fused="benchmeasure.irt.kernel:loglik_op",
-    description="Y ~ Binomial(K, p): the K trials independent given theta and b (the paper's model)",
-))
+@OBSERVATIONS.add("binomial", graph_loglik=_binomial_graph, simulate=_binomial_simulate,
+                  routes=("collapsed", "joint", "map", "gibbs"), fused="benchmeasure.irt.kernel:loglik_op",
+                  description="Y ~ Binomial(K, p): the K trials independent given theta and b (the paper's model)")
+def _binomial_loglik(counts, n_trials, eta, guessing=0.0, params=None, with_constant=False):
+    from benchmeasure.irt.likelihood import log_likelihood
+
+    return log_likelihood(counts, n_trials, eta, guessing, with_constant=with_constant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,24 +144,6 @@ def _log_p_q(eta, g):
 def _rising_log(y, log_a, a, gammaln, where):
     """log(a·(a+1)···(a+y−1)) = log a + lnΓ(y + a) − lnΓ(1 + a) for y ≥ 1, 0 for y = 0 (finite as a → 0)."""
     return where(y > 0, log_a + gammaln(y + a) - gammaln(1.0 + a), 0.0)
-
-
-def beta_binomial_loglik(counts, n_trials, eta, guessing=0.0, params=None, with_constant=False):
-    """Element-wise beta-binomial log-likelihood (NumPy), mean p = g + (1 − g)σ(η), intra-cell correlation ρ."""
-    from scipy.special import gammaln
-
-    rho = float(params["rho"])
-    y = np.asarray(counts, dtype=float)
-    eta = np.asarray(eta, dtype=float)
-    log_p, log_q = _log_p_q(eta, guessing)
-    log_c = np.log1p(-rho) - np.log(rho)
-    c = np.exp(log_c)
-    value = (_rising_log(y, log_p + log_c, np.exp(log_p) * c, gammaln, np.where)
-             + _rising_log(n_trials - y, log_q + log_c, np.exp(log_q) * c, gammaln, np.where)
-             - _rising_log(np.full_like(y, n_trials), log_c, c, gammaln, np.where))
-    if with_constant:
-        value = value + gammaln(n_trials + 1) - gammaln(y + 1) - gammaln(n_trials - y + 1)
-    return value
 
 
 def beta_binomial_graph(counts, n_trials, guessing, theta, b, params):
@@ -200,9 +184,24 @@ def _rho_prior(name):
     return pm.Beta(name, 1.0, 1.0)
 
 
-OBSERVATIONS.register(ObservationModel(
-    name="beta-binomial", loglik=beta_binomial_loglik, graph_loglik=beta_binomial_graph,
-    simulate=beta_binomial_simulate,
+@OBSERVATIONS.add(
+    "beta-binomial", graph_loglik=beta_binomial_graph, simulate=beta_binomial_simulate,
     parameters=(Parameter("rho", _rho_prior, "correlation of two trials of one cell, prior Beta(1, 1)"),),
     description="Y ~ BetaBinomial(K, p c, (1 - p) c), c = (1 - rho)/rho: trials of one cell share a success rate",
-))
+)
+def beta_binomial_loglik(counts, n_trials, eta, guessing=0.0, params=None, with_constant=False):
+    """Element-wise beta-binomial log-likelihood (NumPy), mean p = g + (1 − g)σ(η), intra-cell correlation ρ."""
+    from scipy.special import gammaln
+
+    rho = float(params["rho"])
+    y = np.asarray(counts, dtype=float)
+    eta = np.asarray(eta, dtype=float)
+    log_p, log_q = _log_p_q(eta, guessing)
+    log_c = np.log1p(-rho) - np.log(rho)
+    c = np.exp(log_c)
+    value = (_rising_log(y, log_p + log_c, np.exp(log_p) * c, gammaln, np.where)
+             + _rising_log(n_trials - y, log_q + log_c, np.exp(log_q) * c, gammaln, np.where)
+             - _rising_log(np.full_like(y, n_trials), log_c, c, gammaln, np.where))
+    if with_constant:
+        value = value + gammaln(n_trials + 1) - gammaln(y + 1) - gammaln(n_trials - y + 1)
+    return value

@@ -1,5 +1,15 @@
 """Search strategies: where the next batch of pulls goes. A registry keyed by name (:data:`STRATEGIES`).
 
+Each strategy is a :class:`Strategy` subclass registered where it is defined with
+:meth:`STRATEGIES.add <benchmeasure.base.registry.Registry.add>`, naming the settings it reads (``options``: each
+with the argparse type that checks it; ``scope --option KEY=VALUE`` sets them)::
+
+    @STRATEGIES.add("uniform", options={"pulls_each": integer(10, 1_000_000)})
+    class Uniform(Strategy): ...
+
+Another package registers its own the same way, in a module named by an entry point of group
+``benchmeasure.scope_strategies`` (imported when the registry is first read, after this one).
+
 Every strategy proposes arms of a :class:`~benchmeasure.scope.arms.Pool` (adding new configurations
 to it); certification is the pool's, the same for all (:mod:`benchmeasure.scope.bounds`), so a
 strategy decides only where pulls go and cannot make a certificate invalid.
@@ -47,9 +57,13 @@ strategy decides only where pulls go and cannot make a certificate invalid.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
+from benchmeasure.base.options import OPEN_PROBABILITY, integer, number
+from benchmeasure.base.registry import GROUPS, Registry
 from benchmeasure.scope.arms import band_of
 from benchmeasure.scope.bounds import kl_bernoulli, kl_bounds
 from benchmeasure.scope.model import LogitModel
@@ -92,6 +106,23 @@ def new_arm(space, pool, rng) -> int | None:
             return pool.add(config)
     return None
 
+@dataclass(frozen=True)
+class ScopeStrategy:
+    """A registered strategy: ``make(pool, rng, budget, batch, settings) -> Strategy`` (the class), the settings it
+    takes (``options``: name -> argparse type, or a tuple of names) and a one-line ``summary``."""
+
+    name: str
+    make: object
+    options: object = ()
+    summary: str = ""
+
+    DECORATES: ClassVar[str] = "make"   # STRATEGIES.add(...) decorates the Strategy subclass
+
+
+STRATEGIES = Registry("scope strategy", GROUPS["scope strategy"], entry=ScopeStrategy,
+                      builtins=("benchmeasure.scope.strategies",))   # the built-ins are below
+
+
 class Strategy:
     """Base: ``next_batch(size)`` returns arm indices of the pool (repeats allowed), at most ``size`` of them."""
 
@@ -109,6 +140,8 @@ class Strategy:
         raise NotImplementedError
 
 
+@STRATEGIES.add("uniform", options={"pulls_each": integer(10, 1_000_000)},
+                summary="a fixed set of configurations, pulled round-robin")
 class Uniform(Strategy):
     name = "uniform"
 
@@ -158,6 +191,9 @@ def capped(p, tau, high):
     return np.minimum(np.minimum(p, tau), above)
 
 
+@STRATEGIES.add("quickscope", options={"pool_start": integer(1, 1_000_000), "exploration": number(0.0, open_low=True),
+                                        "bootstrap": integer(1, 10_000), "steering_delta": OPEN_PROBABILITY},
+                summary="our implementation of the allocation published by Lundy, Raman & Leyton-Brown (2026)")
 class QuickScope(Strategy):
     """Our implementation of the QuickScope allocation of Lundy, Raman & Leyton-Brown (2026); see the module
     docstring for the rules (written from the paper and checked facts; no code of theirs is used)."""
@@ -279,6 +315,8 @@ class QuickScope(Strategy):
         return picked
 
 
+@STRATEGIES.add("lucb", options={"pool_start": integer(1, 1_000_000), "gap": number(0.0, 1.0)},
+                summary="this project's former allocator (hinged lower and upper bounds)")
 class Lucb(Strategy):
     name = "lucb"
 
@@ -320,6 +358,9 @@ class Lucb(Strategy):
         return picked
 
 
+@STRATEGIES.add("shared", options={"prior_sd": number(0.0, open_low=True), "effect_sd": number(0.0, open_low=True),
+                                    "chunk": integer(1, 1_000_000)},
+                summary="this project's: strength shared across configurations by a logit model, Thompson sampling")
 class Shared(Strategy):
     name = "shared"
 
@@ -390,10 +431,7 @@ class Shared(Strategy):
         return picked
 
 
-STRATEGIES = {cls.name: cls for cls in (Uniform, QuickScope, Lucb, Shared)}
-
-
 def make_strategy(name: str, pool, seed: int, budget: int, batch: int, settings: dict | None = None) -> Strategy:
-    """The strategy ``name`` over ``pool`` (KeyError for an unknown name; the command checks names first)."""
+    """The strategy ``name`` over ``pool`` (InputError naming the choices for an unknown name)."""
     rng = np.random.default_rng([seed, 7_771])
-    return STRATEGIES[name](pool, rng, budget, batch, dict(settings or {}))
+    return STRATEGIES.get(name).make(pool, rng, budget, batch, dict(settings or {}))

@@ -16,6 +16,10 @@
   gap choice of this project uses (:func:`benchmeasure.core.resolution.resolved_first`: resolved
   gaps first, widest first among them), with a warning when that gap is not resolved.
 
+Each utility is a :class:`Utility` entry of :data:`UTILITIES` (``scope --utility NAME``), registered beside its
+threshold function with :meth:`UTILITIES.add <benchmeasure.base.registry.Registry.add>`; another package adds one
+through the entry-point group ``benchmeasure.scope_utilities``.
+
 The expression may use the parameter names, numbers, + − * / ** and ( ), and log, sqrt, exp, min, max,
 abs; it must give a positive finite number for every configuration.
 """
@@ -26,12 +30,32 @@ import ast
 import logging
 import math
 import operator
+from dataclasses import dataclass
+from typing import ClassVar
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.registry import GROUPS, Registry
 
 log = logging.getLogger(__name__)
 
-UTILITIES = ("error", "complexity", "band")
+
+
+@dataclass(frozen=True)
+class Utility:
+    """A utility: ``threshold(threshold, space, complexity, interval) -> (config -> threshold on the error rate)``
+    (a number: one-sided; a (low, high) pair: the error rate must lie inside); ``panel``: it needs the panel's
+    error interval (``interval``, from ``--band``/``--gap``, ``--abilities`` and ``--difficulty``)."""
+
+    name: str
+    threshold: object
+    panel: bool = False
+    summary: str = ""
+
+    DECORATES: ClassVar[str] = "threshold"
+
+
+UTILITIES = Registry("utility", GROUPS["scope utility"], entry=Utility,
+                     builtins=("benchmeasure.scope.utility",))   # the built-ins are below
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.Pow: operator.pow}
 _FUNCTIONS = {"log": math.log, "sqrt": math.sqrt, "exp": math.exp, "min": min, "max": max, "abs": abs}
@@ -84,16 +108,29 @@ class Complexity:
         return value
 
 
-def threshold_function(utility: str, threshold: float, space, complexity: str | None):
-    """config -> threshold on the error rate, for ``utility``."""
-    if utility == "error":
-        return lambda config: threshold
-    if utility == "complexity":
-        if not complexity:
-            fail("--utility complexity needs --complexity EXPR (e.g. 'terms*digits')")
-        measure = Complexity(complexity, space)
-        return lambda config: threshold * measure(config)
-    fail(f"unknown utility {utility!r} (choose from {', '.join(UTILITIES)})")
+def threshold_function(utility: str, threshold: float, space, complexity: str | None, interval=None):
+    """config -> threshold on the error rate, for ``utility`` (InputError naming the choices for an unknown one)."""
+    return UTILITIES.get(utility).threshold(threshold, space, complexity, interval)
+
+
+@UTILITIES.add("error", summary="the error rate itself")
+def error_threshold(threshold: float, space, complexity, interval):
+    return lambda config: threshold
+
+
+@UTILITIES.add("complexity", summary="error relative to a complexity expression (--complexity)")
+def complexity_threshold(threshold: float, space, complexity, interval):
+    if not complexity:
+        fail("--utility complexity needs --complexity EXPR (e.g. 'terms*digits')")
+    measure = Complexity(complexity, space)
+    return lambda config: threshold * measure(config)
+
+
+@UTILITIES.add("band", panel=True, summary="a difficulty band of a benchmark, for a panel of models")
+def band_threshold(threshold: float, space, complexity, interval):
+    if interval is None:
+        fail("--utility band needs the panel's error interval (--band or --gap, --abilities, --difficulty)")
+    return lambda config: interval
 
 
 def _sigmoid(x: float) -> float:

@@ -57,15 +57,43 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.registry import Registry
 
 log = logging.getLogger(__name__)
 
 SCALES = ("unit", "half-normal")
-ROUTES = ("collapsed", "joint")
+
+
+
+@dataclass(frozen=True)
+class SuiteRoute:
+    """How ``fit-suite --route NAME`` samples (:func:`fit_correlated`).
+
+    ``build(counts, trials, item_benchmark, n_benchmarks, *, b_prior_sd, **options) -> (PyMC model, data)`` the model
+    NUTS samples (``data``: what ``draw_b`` needs, else None); ``draw_b(data, posterior, n_items, seed, progress) ->
+    (posterior with b, quadrature checks, seconds)`` draws the difficulties after NUTS (None: NUTS samples b);
+    ``unit_b_prior``: the route needs the paper's b ~ Normal(0, 1); ``compiled_density``: the cached Numba density
+    of :mod:`.density` can stand in for the PyMC graph.
+    """
+
+    name: str
+    build: object
+    draw_b: object = None
+    unit_b_prior: bool = False
+    compiled_density: bool = False
+    summary: str = ""
+
+    DECORATES: ClassVar[str] = "build"
+
+
+#: the fit-suite routes, in the order of ``--route``'s choices, registered below with ``@ROUTES.add`` (no entry-point
+#: group: a route is written against this module's model and draws, not a public protocol)
+ROUTES = Registry("route", entry=SuiteRoute, builtins=("benchmeasure.suite.mirt",))
 PARAMETRIZATIONS = ("centred", "non-centred", "partial")   # θ's coordinates (partial: suite/coordinates.py)
 DENSITIES = ("compiled", "pymc")   # the cached Numba density (suite/density.py) where it applies, or PyMC's graph
 MEANS = ("sampled", "integrated")   # the benchmark means μ: NUTS samples them, or they are integrated out
@@ -275,10 +303,11 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         fail(f"the LKJ shape eta must be > 0, got {eta}")
     if route not in ROUTES:
         fail(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
+    chosen = ROUTES[route]
     if density not in DENSITIES:
         fail(f"density must be one of {', '.join(DENSITIES)}, got {density!r}")
-    if route == "collapsed" and b_prior_sd != 1.0:
-        fail(f"the collapsed route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
+    if chosen.unit_b_prior and b_prior_sd != 1.0:
+        fail(f"the {route} route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
              "needs route='joint'")
     n_benchmarks = len(benchmarks)
     if parametrization is None:
@@ -290,8 +319,9 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     names = (["theta", "b", "corr"] + (["mu"] if n_benchmarks > 1 else [])
              + (["scale"] if scales == "half-normal" else []))
     integrated = means == "integrated" and n_benchmarks > 1
-    sampled = [name for name in names if (route == "joint" or name != "b") and not (integrated and name == "mu")]
-    cached = density == "compiled" and route == "collapsed" and integrated and parametrization == "partial"
+    sampled = [name for name in names
+               if (chosen.draw_b is None or name != "b") and not (integrated and name == "mu")]
+    cached = density == "compiled" and chosen.compiled_density and integrated and parametrization == "partial"
     start = time.perf_counter()
     if progress is not None:
         progress.update("compiling", 0, 0)
@@ -304,7 +334,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         compiled = nutpie_model(suite_density(data, basis, n_models=np.asarray(counts).shape[0], eta=eta,
                                               scales=scales, scale_sd=scale_sd, mean_sd=MEAN_SD))
     else:
-        compiled, data = _pymc_compiled(counts, trials, item_benchmark, n_benchmarks, route=route, eta=eta,
+        compiled, data = _pymc_compiled(counts, trials, item_benchmark, n_benchmarks, route=chosen, eta=eta,
                                         scales=scales, scale_sd=scale_sd, b_prior_sd=b_prior_sd,
                                         parametrization=parametrization, means=means, basis=basis, sampled=sampled)
     nutpie = import_nutpie()
@@ -322,8 +352,8 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         idata["posterior"] = posterior.drop_vars(extra)
         posterior = idata["posterior"].to_dataset()
     quadrature = draw_time = None
-    if route == "collapsed":
-        posterior, quadrature, draw_time = _draw_b(data, posterior, np.asarray(counts).shape[1], seed, progress)
+    if chosen.draw_b is not None:
+        posterior, quadrature, draw_time = chosen.draw_b(data, posterior, np.asarray(counts).shape[1], seed, progress)
         idata["posterior"] = posterior
     if integrated:
         scale_draws = posterior["scale"].values if scales == "half-normal" else None
@@ -357,7 +387,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
             diagnostics["worst_ess_bulk"] = f"corr[{benchmarks[pairs[0][low]]}, {benchmarks[pairs[1][low]]}]"
     diagnostics["compile_time_s"] = compile_time
     diagnostics["route"] = route
-    if route == "collapsed":
+    if chosen.draw_b is not None:
         diagnostics["difficulty_draw_time_s"] = draw_time
         diagnostics["quadrature"] = quadrature
     tail = (1.0 - INTERVAL) / 2.0
@@ -390,20 +420,14 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     return CorrelatedFit(reshape, b_stats, correlation, scale_summary, diagnostics, settings, idata)
 
 
-def _pymc_compiled(counts, trials, item_benchmark, n_benchmarks: int, *, route: str, sampled: list, **options):
-    """nutpie's compiled form of the PyMC model (joint, or collapsed) and the collapsed route's per-benchmark data
-    (None for the joint route)."""
+def _pymc_compiled(counts, trials, item_benchmark, n_benchmarks: int, *, route: SuiteRoute, sampled: list,
+                   **options):
+    """nutpie's compiled form of the route's PyMC model and the data its ``draw_b`` needs (None for the joint
+    route)."""
     import nutpie
     import pytensor
 
-    data = None
-    b_prior_sd = options.pop("b_prior_sd")
-    if route == "joint":
-        model = build_model(counts, trials, item_benchmark, n_benchmarks, b_prior_sd=b_prior_sd, **options)
-    else:
-        from benchmeasure.suite.mirt_collapsed import build_collapsed_model
-
-        model, data = build_collapsed_model(counts, trials, item_benchmark, n_benchmarks, **options)
+    model, data = route.build(counts, trials, item_benchmark, n_benchmarks, **options)
     with pytensor.config.change_flags(numba__fastmath=False):
         return nutpie.compile_pymc_model(model, var_names=sampled), data
 
@@ -425,3 +449,18 @@ def _draw_b(data, posterior, n_items: int, seed: int, progress):
     posterior = posterior.assign(b=(("chain", "draw", "b_dim_0"), b_draws))
     check = quadrature_checks(data, theta_draws, seed=int(seed))
     return posterior, check, time.perf_counter() - start
+
+
+@ROUTES.add("collapsed", draw_b=_draw_b, unit_b_prior=True, compiled_density=True,
+            summary="NUTS with every b integrated out, then exact b draws (default)")
+def build_collapsed(counts, trials, item_benchmark, n_benchmarks: int, *, b_prior_sd: float, **options):
+    """The collapsed route's model (:func:`benchmeasure.suite.mirt_collapsed.build_collapsed_model`) and its data."""
+    from benchmeasure.suite.mirt_collapsed import build_collapsed_model
+
+    return build_collapsed_model(counts, trials, item_benchmark, n_benchmarks, **options)
+
+
+@ROUTES.add("joint", summary="NUTS on everything, every b included")
+def build_joint(counts, trials, item_benchmark, n_benchmarks: int, *, b_prior_sd: float, **options):
+    """The joint route's model (:func:`build_model`); no data for later draws."""
+    return build_model(counts, trials, item_benchmark, n_benchmarks, b_prior_sd=b_prior_sd, **options), None

@@ -7,8 +7,20 @@ strategy says which parents and references a round uses (``plan``), how the rewr
 (``prompt``), which earlier children its decisions may see (``visible``), when a gap stops early
 (``stop``), how many rewrites it may spend given the strategies that ran before it on the same gap
 (``budget``), whether its rounds run in step across gaps (``in_step``) and where its selected items are
-reported (``records_file``; ``summary.json`` and ``table2.txt`` get one row per strategy). Adding one is one
-module plus one ``STRATEGIES.register(Strategy(...))`` (ARCHITECTURE.md, "Adding an extension").
+reported (``records_file``; ``summary.json`` and ``table2.txt`` get one row per strategy).
+
+Each built-in registers itself beside its code: :meth:`STRATEGIES.add <benchmeasure.base.registry.Registry.add>`
+decorates a class whose static methods are the strategy's ``plan``, ``prompt``, ``visible``, ``stop`` and
+``budget``; the other fields are the decorator's keywords::
+
+    @STRATEGIES.add("baseline", records_file="baseline_item_records.csv", table_rank=0)
+    class Uniform:
+        @staticmethod
+        def plan(loop, target, round_no, n_parents): ...
+
+The built-in modules are imported when the registry is first read (in the order above), then the strategies of
+other packages (entry-point group ``benchmeasure.strategies``); adding one is one module (ARCHITECTURE.md,
+"Adding an extension").
 
 A strategy's name is the ``mode`` of its journal events and the first part of its children's IDs
 (``<mode>-g<gap>-r<round>-p<parent>-c<child>``), so it is letters, digits and ``_`` only.
@@ -18,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from benchmeasure.base.registry import GROUPS, Registry, lazy
 
@@ -64,6 +77,8 @@ class Strategy:
     table_rank: int = 100
     certifies: bool = False
 
+    DECORATES: ClassVar[tuple] = ("plan", "prompt", "visible", "stop", "budget")   # a class holding them
+
     def __post_init__(self):
         for field in ("plan", "prompt", "visible", "stop", "budget"):   # each may be "module:function"
             object.__setattr__(self, field, lazy(getattr(self, field)))
@@ -73,7 +88,9 @@ class Strategy:
             object.__setattr__(self, "records_file", f"{self.name}_item_records.csv")
 
 
-STRATEGIES = Registry("search strategy", GROUPS["strategy"])
+STRATEGIES = Registry("search strategy", GROUPS["strategy"], entry=Strategy,
+                      builtins=("benchmeasure.benchfill.strategies.difficulty_aware",
+                                "benchmeasure.benchfill.strategies.uniform"))
 
 
 def table_order(names) -> list:
@@ -81,12 +98,3 @@ def table_order(names) -> list:
     position = {name: i for i, name in enumerate(STRATEGIES)}
     return sorted((n for n in names if n in position), key=lambda n: (STRATEGIES[n].table_rank, position[n]))
 
-
-def _register_builtins() -> None:
-    from benchmeasure.benchfill.strategies import difficulty_aware, uniform
-
-    STRATEGIES.register(difficulty_aware.STRATEGY)
-    STRATEGIES.register(uniform.STRATEGY)
-
-
-_register_builtins()

@@ -12,38 +12,39 @@ default) a gap instead stops at its first certified child and keeps only such a 
 from __future__ import annotations
 
 from benchmeasure.benchfill import retrieval
-from benchmeasure.benchfill.strategies import Strategy
+from benchmeasure.benchfill.strategies import STRATEGIES
 
 NAME = "benchfill"
 
 
-def plan(loop, target, round_no: int, n_parents: int):
-    from benchmeasure.benchfill.records import Plan
+@STRATEGIES.add(NAME, in_step=True, records_file="new_item_records.csv", table_rank=1, certifies=True)
+class DifficultyAware:
+    """The paper's search (module docstring): its ``plan``, ``prompt``, ``visible``, ``stop`` and ``budget``."""
 
-    known = list(loop.benchmark.items) + loop.memory(target.rank, round_no)
-    used = {p for e in loop.journal.of_type(Plan, mode=NAME, gap=target.rank) for p in e.parents}
-    parents = retrieval.benchfill_parents(known, target.midpoint, n_parents, used)
-    references = retrieval.reference_list(known, target.midpoint, loop.search.references)
-    return parents, references
+    @staticmethod
+    def plan(loop, target, round_no: int, n_parents: int):
+        from benchmeasure.benchfill.records import Plan
 
+        known = list(loop.benchmark.items) + loop.memory(target.rank, round_no)
+        used = {p for e in loop.journal.of_type(Plan, mode=NAME, gap=target.rank) for p in e.parents}
+        parents = retrieval.benchfill_parents(known, target.midpoint, n_parents, used)
+        references = retrieval.reference_list(known, target.midpoint, loop.search.references)
+        return parents, references
 
-def prompt(loop, target, parent, references) -> str:
-    fmt = loop.config.benchmark.answer_format
-    return loop.prompts.rewrite(loop.benchmark.name, target.midpoint, parent, references, fmt)
+    @staticmethod
+    def prompt(loop, target, parent, references) -> str:
+        fmt = loop.config.benchmark.answer_format
+        return loop.prompts.rewrite(loop.benchmark.name, target.midpoint, parent, references, fmt)
 
+    @staticmethod
+    def visible(loop, gap: int, round_no: int) -> list:
+        return [c for c in loop.children(NAME) if c.valid
+                and not ((c.gap == gap or c.gap in loop.barrier) and c.round >= round_no)]
 
-def visible(loop, gap: int, round_no: int) -> list:
-    return [c for c in loop.children(NAME) if c.valid
-            and not ((c.gap == gap or c.gap in loop.barrier) and c.round >= round_no)]
+    @staticmethod
+    def stop(loop, target, best) -> bool:
+        return best is not None and abs(best.z - target.midpoint) <= loop.search.tolerance
 
-
-def stop(loop, target, best) -> bool:
-    return best is not None and abs(best.z - target.midpoint) <= loop.search.tolerance
-
-
-def budget(search, done: dict):
-    return None
-
-
-STRATEGY = Strategy(NAME, plan, prompt, visible, stop, budget, in_step=True, records_file="new_item_records.csv",
-                    table_rank=1, certifies=True)
+    @staticmethod
+    def budget(search, done: dict):
+        return None

@@ -12,23 +12,47 @@ the CSV path (:mod:`.assemble`). Formats and the exact fields used: ``docs/harne
 - :mod:`.evalscope`: evalscope per-sample review JSONL;
 - :mod:`.helm`: HELM ``per_instance_stats.json`` with ``run_spec.json``;
 - :mod:`.opencompass`: OpenCompass results JSON with per-sample ``details``;
-- :mod:`.records`: the :class:`Sample` / :class:`HarnessLog` records every reader returns.
+- :mod:`.records`: the :class:`Sample` / :class:`HarnessLog` records every reader returns;
+- :mod:`.formats`: the registry of formats (``prepare --from NAME``), which each reader module joins.
+
+Importing this package imports only :mod:`.formats` (standard library and :mod:`benchmeasure.base`): the readers,
+the records and :mod:`.assemble` (NumPy) are imported when one of their names is first used
+(``from benchmeasure.core.harness import logs_to_matrix``), so a plugin can import :class:`Format`, :class:`Sample`
+and :class:`HarnessLog` on a Python without NumPy.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmeasure.base.errors import fail
-from benchmeasure.core.harness.assemble import first_missing_document, log_rows, logs_to_matrix
-from benchmeasure.core.harness.evalscope import read_evalscope_log
 from benchmeasure.core.harness.formats import FORMATS, OPTION_FLAGS, Format, ReadOptions
-from benchmeasure.core.harness.helm import read_helm_log
-from benchmeasure.core.harness.inspect_log import PARTIAL_CHOICES, read_inspect_log
-from benchmeasure.core.harness.lighteval import read_lighteval_log
-from benchmeasure.core.harness.lm_eval import find_lmms_samples, read_lm_eval_log, read_lmms_log, read_lmms_samples
-from benchmeasure.core.harness.opencompass import read_opencompass_log
-from benchmeasure.core.harness.records import HarnessLog, Rows, Sample, binarize
+
+if TYPE_CHECKING:
+    from benchmeasure.core.harness.records import HarnessLog
+
+# name -> the submodule defining it, imported on first use (PEP 562)
+_LAZY = {
+    **dict.fromkeys(("first_missing_document", "log_rows", "logs_to_matrix"), "assemble"),
+    "read_evalscope_log": "evalscope",
+    "read_helm_log": "helm",
+    **dict.fromkeys(("PARTIAL_CHOICES", "read_inspect_log"), "inspect_log"),
+    "read_lighteval_log": "lighteval",
+    **dict.fromkeys(("find_lmms_samples", "read_lm_eval_log", "read_lmms_log", "read_lmms_samples"), "lm_eval"),
+    "read_opencompass_log": "opencompass",
+    **dict.fromkeys(("HarnessLog", "Rows", "Sample", "binarize"), "records"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 HARNESSES = FORMATS  # the registry (benchmeasure.core.harness.formats): names in registration order
 

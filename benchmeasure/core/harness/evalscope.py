@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.core.harness.formats import FORMATS
 from benchmeasure.core.harness.records import HarnessLog, Sample, one_file, read_jsonl
 
 _REVIEWS = re.compile(r"^(?P<task>.+)\.jsonl$")
@@ -95,3 +96,9 @@ def read_evalscope_log(path: Path, metric: str | None = None) -> HarnessLog:
                               entry["line"]))
     return HarnessLog("evalscope", file, file.parent.name, _REVIEWS.match(file.name).group("task"), samples,
                       "item", name)
+
+
+@FORMATS.add("evalscope", package="evalscope", options=("metric",), repeats_hint=" (run evalscope with --repeats K)")
+def read_evalscope(path, options):
+    """``prepare --from evalscope``: the reader of the format registry (:mod:`benchmeasure.core.harness.formats`)."""
+    return read_evalscope_log(path, options.metric)

@@ -2,14 +2,26 @@
 
 An entry holds the reader, the package that writes the format (named in the provenance record), the
 reader options it takes (``--metric``, ``--filter``…, refused for formats that do not take them) and the
-hint printed when a log holds one response per document but ``--n-trials`` asks for more. Adding a
-format is one reader module plus one ``FORMATS.register(Format(...))`` (ARCHITECTURE.md, "Adding an
-extension"); a reader may be a lazy ``"module:function"`` string taking ``(path, options)``.
+hint printed when a log holds one response per document but ``--n-trials`` asks for more.
+
+Each reader module registers its formats beside its code, decorating the ``read(path, options)`` function
+(:meth:`benchmeasure.base.registry.Registry.add`)::
+
+    @FORMATS.add("evalscope", package="evalscope", options=("metric",), repeats_hint=" (run evalscope with ...)")
+    def read_evalscope(path, options):
+        return read_evalscope_log(path, options.metric)
+
+The reader modules are imported when the registry is first read, in the order of ``builtins`` (which is the
+order of ``prepare --from``'s choices), then the formats of other packages (entry-point group
+``benchmeasure.log_formats``, whose entries may give ``read`` as a lazy ``"module:function"`` string; ARCHITECTURE.md,
+"Adding an extension"). This module imports nothing but :mod:`benchmeasure.base.registry`, so a plugin can import
+:class:`Format` without NumPy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from benchmeasure.base.registry import GROUPS, Registry, lazy
 
@@ -40,6 +52,8 @@ class Format:
     options: tuple = ()
     repeats_hint: str = ""
 
+    DECORATES: ClassVar[str] = "read"   # FORMATS.add(...) decorates the reader
+
     def __post_init__(self):
         object.__setattr__(self, "read", lazy(self.read))
         unknown = set(self.options) - set(OPTION_FLAGS)
@@ -47,60 +61,6 @@ class Format:
             raise ValueError(f"format {self.name!r}: unknown reader option {sorted(unknown)[0]!r}")
 
 
-FORMATS = Registry("harness", GROUPS["log format"])
-
-
-def _lmms(path, o):
-    from benchmeasure.core.harness.lm_eval import read_lmms_log
-
-    return read_lmms_log(path)
-
-
-def _lm_eval(path, o):
-    from benchmeasure.core.harness.lm_eval import read_lm_eval_log
-
-    return read_lm_eval_log(path, o.filter_name)
-
-
-def _lighteval(path, o):
-    from benchmeasure.core.harness.lighteval import read_lighteval_log
-
-    return read_lighteval_log(path)
-
-
-def _inspect(path, o):
-    from benchmeasure.core.harness.inspect_log import read_inspect_log
-
-    return read_inspect_log(path, o.scorer, o.partial or "reject")
-
-
-def _evalscope(path, o):
-    from benchmeasure.core.harness.evalscope import read_evalscope_log
-
-    return read_evalscope_log(path, o.metric)
-
-
-def _helm(path, o):
-    from benchmeasure.core.harness.helm import read_helm_log
-
-    return read_helm_log(path, o.metric, o.perturbation)
-
-
-def _opencompass(path, o):
-    from benchmeasure.core.harness.opencompass import read_opencompass_log
-
-    return read_opencompass_log(path, o.metric)
-
-
-for _entry in (
-    Format("lmms-eval", _lmms, "lmms_eval", ("metric",),
-           " (lmms-eval logs every repeat only when the task has a take_first_k filter with k = repeats)"),
-    Format("lm-eval", _lm_eval, "lm_eval", ("filter_name", "metric"), " (log all repeats with a take_first_k filter)"),
-    Format("lighteval", _lighteval, "lighteval", ("metric",),
-           " (lighteval samples K responses only for a metric that asks for them, e.g. avg@n with n = K)"),
-    Format("inspect", _inspect, "inspect_ai", ("scorer", "partial"), " (run the evaluation with --epochs K)"),
-    Format("evalscope", _evalscope, "evalscope", ("metric",), " (run evalscope with --repeats K)"),
-    Format("helm", _helm, "crfm-helm", ("metric", "perturbation"), " (run HELM with num_train_trials K)"),
-    Format("opencompass", _opencompass, "opencompass", ("metric",), " (repeat each prompt with the dataset's n = K)"),
-):
-    FORMATS.register(_entry)
+FORMATS = Registry("harness", GROUPS["log format"], entry=Format,
+                   builtins=tuple(f"benchmeasure.core.harness.{m}" for m in ("lm_eval", "lighteval", "inspect_log",
+                                                                            "evalscope", "helm", "opencompass")))

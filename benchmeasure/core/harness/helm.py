@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.core.harness.formats import FORMATS
 from benchmeasure.core.harness.records import HarnessLog, Sample
 
 STATS = "per_instance_stats.json"
@@ -136,3 +137,10 @@ def read_helm_log(path: Path, metric: str | None, perturbation: str | None = Non
     samples = [Sample(item, "", None, {metric: [e["trials"][t] for t in sorted(e["trials"])]}, e["line"])
                for item, e in items.items()]
     return HarnessLog("helm", file, model, task, samples, "instance", metric)
+
+
+@FORMATS.add("helm", package="crfm-helm", options=("metric", "perturbation"),
+             repeats_hint=" (run HELM with num_train_trials K)")
+def read_helm(path, options):
+    """``prepare --from helm``: the reader of the format registry (:mod:`benchmeasure.core.harness.formats`)."""
+    return read_helm_log(path, options.metric, options.perturbation)

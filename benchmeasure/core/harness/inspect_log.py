@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.core.harness.formats import FORMATS
 from benchmeasure.core.harness.records import HarnessLog, Sample
 
 PARTIAL_CHOICES = ("reject", "as-wrong", "as-right")
@@ -153,3 +154,10 @@ def read_inspect_log(path: Path, scorer: str | None = None, partial: str = "reje
         samples.append(Sample(item, entry["target"], tuple(t[0] for t in trials), {name: [t[1] for t in trials]},
                               entry["line"]))
     return HarnessLog("inspect", file, str(log.eval.model), str(log.eval.task), samples, "sample id", name)
+
+
+@FORMATS.add("inspect", package="inspect_ai", options=("scorer", "partial"),
+             repeats_hint=" (run the evaluation with --epochs K)")
+def read_inspect(path, options):
+    """``prepare --from inspect``: the reader of the format registry (:mod:`benchmeasure.core.harness.formats`)."""
+    return read_inspect_log(path, options.scorer, options.partial or "reject")

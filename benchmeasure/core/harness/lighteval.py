@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.core.harness.formats import FORMATS
 from benchmeasure.core.harness.records import HarnessLog, Sample, no_repeated_item, one_file
 
 _LIGHTEVAL_DETAILS = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.parquet$")
@@ -93,3 +94,11 @@ def read_lighteval_log(path: Path) -> HarnessLog:
     no_repeated_item(details, samples, "row")
     return HarnessLog("lighteval", details, _lighteval_model(details, match.group("date")), match.group("task"),
                       samples)
+
+
+@FORMATS.add("lighteval", package="lighteval", options=("metric",),
+             repeats_hint=" (lighteval samples K responses only for a metric that asks for them, "
+                          "e.g. avg@n with n = K)")
+def read_lighteval(path, options):
+    """``prepare --from lighteval``: the reader of the format registry (:mod:`benchmeasure.core.harness.formats`)."""
+    return read_lighteval_log(path)

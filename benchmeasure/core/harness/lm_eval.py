@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.core.harness.formats import FORMATS
 from benchmeasure.core.harness.records import HarnessLog, Sample, no_repeated_item, one_file, pick, read_jsonl
 
 FAILED_MARK = "[LMMS_EVAL_REQUEST_FAILED"
@@ -120,3 +121,18 @@ def read_lm_eval_log(path: Path, filter_name: str | None = None) -> HarnessLog:
     samples = [_sample(sample_file, n, r) for n, r in records if str(r.get("filter", "none")) == chosen]
     no_repeated_item(sample_file, samples)
     return HarnessLog("lm-eval", sample_file, model, task, samples)
+
+
+@FORMATS.add("lmms-eval", package="lmms_eval", options=("metric",),
+             repeats_hint=" (lmms-eval logs every repeat only when the task has a take_first_k filter "
+                          "with k = repeats)")
+def read_lmms(path, options):
+    """``prepare --from lmms-eval``: the reader of the format registry (:mod:`benchmeasure.core.harness.formats`)."""
+    return read_lmms_log(path)
+
+
+@FORMATS.add("lm-eval", package="lm_eval", options=("filter_name", "metric"),
+             repeats_hint=" (log all repeats with a take_first_k filter)")
+def read_lm_eval(path, options):
+    """``prepare --from lm-eval``: the reader of the format registry (:mod:`benchmeasure.core.harness.formats`)."""
+    return read_lm_eval_log(path, options.filter_name)

@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.core.harness.formats import FORMATS
 from benchmeasure.core.harness.records import HarnessLog, Sample, one_file
 
 _RESULTS = re.compile(r"^(?P<task>.+)\.json$")
@@ -129,3 +130,10 @@ def _numeric_order(samples: list) -> list:
     if all(isinstance(s.doc_id, str) and s.doc_id.isdigit() and str(int(s.doc_id)) == s.doc_id for s in samples):
         return [replace(s, doc_id=int(s.doc_id)) for s in samples]
     return samples
+
+
+@FORMATS.add("opencompass", package="opencompass", options=("metric",),
+             repeats_hint=" (repeat each prompt with the dataset's n = K)")
+def read_opencompass(path, options):
+    """``prepare --from opencompass``: the reader of the format registry (:mod:`benchmeasure.core.harness.formats`)."""
+    return read_opencompass_log(path, options.metric)
