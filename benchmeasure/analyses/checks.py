@@ -61,7 +61,6 @@ These numbers are asserted in ``tests/test_checks.py``.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,17 +216,3 @@ def check_matrix(matrix: ResponseMatrix) -> MatrixChecks:
         item_inversion_rate=inversion_rate(counts.T),
     )
 
-
-def warn_if_failing(matrix: ResponseMatrix, stream=None) -> bool:
-    """Print one warning line to ``stream`` (stderr) when ``matrix`` fails the checks; return passed. A matrix
-    with holes is checked on its present cells (:mod:`benchmeasure.analyses.checks_holes`)."""
-    if getattr(matrix, "trials", None) is not None:
-        from benchmeasure.analyses.checks_holes import check_matrix_with_holes
-
-        result, where = check_matrix_with_holes(matrix.counts, matrix.trials), "paper Table 5, on present cells"
-    else:
-        result, where = check_matrix(matrix), "paper Table 5"
-    if not result.passed:
-        print(f"warning: response matrix fails the pre-fit checks ({where}): "
-              + "; ".join(result.failures()) + " — the fit proceeds", file=stream or sys.stderr)
-    return result.passed

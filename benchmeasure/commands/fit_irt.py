@@ -198,7 +198,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     matrix, guessing = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
-    from benchmeasure.analyses.checks import warn_if_failing
+    from benchmeasure.analyses.checks_holes import warn_if_failing
 
     warn_if_failing(matrix)  # on present cells with holes
 

@@ -111,7 +111,7 @@ def main(argv=None) -> int:
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
     else:
         guessing = 0.0 if args.guessing is None else args.guessing
-    from benchmeasure.analyses.checks import warn_if_failing
+    from benchmeasure.analyses.checks_holes import warn_if_failing
     from benchmeasure.analyses.robustness import markdown, read_fit_dir, run_robustness
 
     saved = None
