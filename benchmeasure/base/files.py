@@ -42,6 +42,18 @@ def _identity(path: str | os.PathLike) -> tuple | None:
     return info.st_dev, info.st_ino
 
 
+def _check_creatable(target, folder: Path, what: str) -> None:
+    """Fail (naming ``target``) unless ``folder`` exists or can be made: its nearest existing ancestor is a folder we
+    may write in."""
+    ancestor = folder
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        fail(f"{target}: cannot create {what}: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        fail(f"{target}: no permission to write in {ancestor}")
+
+
 def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
     """Fail with an :class:`InputError` unless ``path`` can be written as a file (checked before any work).
 
@@ -69,13 +81,7 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
                 fail(f"{target}: is the input {os.fspath(source)}; writing it would overwrite the input, "
                      "choose another output path")
     real = Path(os.path.realpath(target))
-    ancestor = real.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        fail(f"{target}: cannot create the folder {real.parent}: {ancestor} is a file")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        fail(f"{target}: no permission to write in {ancestor}")
+    _check_creatable(target, real.parent, f"the folder {real.parent}")
     return target
 
 
@@ -92,13 +98,7 @@ def check_output_folder(path: str | os.PathLike, inputs: Iterable = (), files: I
     real = Path(os.path.realpath(target))
     if real.exists() and not real.is_dir():
         fail(f"{target}: exists and is not a folder; give a folder for the outputs")
-    ancestor = real
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        fail(f"{target}: cannot create this folder: {ancestor} is a file")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        fail(f"{target}: no permission to write in {ancestor}")
+    _check_creatable(target, real, "this folder")
     for name in files:
         check_output_path(target / name, inputs)
     return target
@@ -331,6 +331,16 @@ def _finite_float(text: str) -> float:
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def file_in_folder(folder: Path, name: str, kind: str, what: str) -> Path:
+    """``folder``/``name``; fails ``FOLDER: no such KIND`` unless ``folder`` is a folder, and ``FOLDER: not WHAT
+    (no NAME)`` unless it holds that file."""
+    if not folder.is_dir():
+        fail(f"{folder}: no such {kind}")
+    if not (folder / name).is_file():
+        fail(f"{folder}: not {what} (no {name})")
+    return folder / name
 
 
 def read_json(path: str | os.PathLike, what: str = "JSON file"):

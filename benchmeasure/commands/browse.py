@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
 from benchmeasure.base.options import SEED, TOP_K, integer, number
 from benchmeasure.base.progress import show_progress
@@ -51,8 +51,7 @@ rank moves most, with their rank intervals; and the same for accuracies, with a 
 
 
 def parse_args(argv):
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     sub = parser.add_subparsers(dest="command", required=True)
     sub_help = {"epilog": EXAMPLES, "formatter_class": argparse.RawDescriptionHelpFormatter}
     p = sub.add_parser("index", **sub_help, help="add a benchmark's item texts to an index folder")

@@ -7,7 +7,6 @@ by quadrature — BenchFill's online calibration (paper Section 4), the same fun
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -15,7 +14,7 @@ import time
 
 import numpy as np
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -46,8 +45,7 @@ output columns: item, b_mean, b_sd, b_hdi_low, b_hdi_high (HDI of --hdi-prob), z
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="calibrate_items.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("calibrate_items.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", metavar="MATRIX",
                         help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct)")
     parser.add_argument("--abilities", required=True, metavar="ABILITY_CSV",

@@ -14,7 +14,7 @@ import re
 import sys
 import time
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -74,8 +74,7 @@ def _anchor_list(text: str) -> list:
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="benchmeasure chain", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("benchmeasure chain", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", nargs="+", metavar="RESPONSES_CSV", help="long responses (.csv or .csv.gz)")
     parser.add_argument("--order", default=None, metavar="B1,B2,...",
                         help="benchmarks in order of arrival (default: as they first appear); others are left out")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from benchmeasure.analyses.checks import THRESHOLDS, check_matrix
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -39,11 +38,9 @@ LABELS = {
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="check_response_matrix.py",
-        description="Compute model/item information and inversion rates of a count matrix and compare "
-                    "them with the paper's pass thresholds.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("check_response_matrix.py",
+                            "Compute model/item information and inversion rates of a count matrix and compare "
+                            "them with the paper's pass thresholds.", EXAMPLES)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K", help="trials per model-item pair")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

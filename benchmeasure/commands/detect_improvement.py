@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
 
@@ -24,10 +22,10 @@ per-item accuracy; one-sided p = (1 + #{permuted >= observed}) / (1 + B).
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="detect_improvement.py",
-        description="One-sided stratified randomization test of an accuracy gain between pre and post rollouts.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("detect_improvement.py",
+                            "One-sided stratified randomization test of an accuracy gain between pre and post "
+                            "rollouts.",
+                            EXAMPLES)
     parser.add_argument("responses", metavar="RESPONSES_CSV", help="model,item_id,trial,correct,condition rows")
     parser.add_argument("--permutations", type=integer(1, 100_000_000), default=100_000, metavar="B",
                         help="random reassignments (default: 100000)")

@@ -6,10 +6,9 @@ subprocess and prints the cached ``ability.csv`` path. A second call on the same
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.options import GUESSING, N_TRIALS, SEED
 from benchmeasure.base.progress import show_progress
 from benchmeasure.benchfill.abilities import fit_abilities
@@ -21,8 +20,7 @@ EXAMPLES = """examples:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("matrix", help="response matrix CSV (model,<item>,…; correct counts)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, help="trials per model-item pair")
     parser.add_argument("--guessing", type=GUESSING, default=0.0, help="lower asymptote g (default 0)")

@@ -11,7 +11,6 @@ benchmark and the correlation of abilities across benchmarks.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import os
@@ -19,7 +18,7 @@ import re
 import sys
 import time
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -61,8 +60,7 @@ abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="benchmeasure fit-suite", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("benchmeasure fit-suite", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", nargs="*", metavar="RESPONSES_CSV", help="long responses (.csv or .csv.gz)")
     parser.add_argument("--matrix", metavar="MATRIX_CSV", help="a count matrix instead (blank = absent; "
                         "MATRIX.trials.csv beside it gives K per cell)")

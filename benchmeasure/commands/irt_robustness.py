@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -46,10 +45,9 @@ benchmeasure reproduce reads results/robustness/<benchmark>/robustness.json.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="irt_robustness.py",
-        description="Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("irt_robustness.py",
+                            "Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).",
+                            EXAMPLES)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K")
     parser.add_argument("--output-dir", required=True, metavar="DIR")

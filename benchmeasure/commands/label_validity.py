@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from benchmeasure.analyses.ability_accuracy import ability_accuracy, as_dicts, read_abilities
 from benchmeasure.analyses.label_validity import LEVEL, N_BOOT, label_validity, read_labels
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, sha256_file, write_json
 from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, SEED, add_alias, integer
 from benchmeasure.core.difficulty_file import read_difficulty_column
@@ -34,11 +33,10 @@ raw accuracy, highest ability first, with their Spearman correlation.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="label_validity.py",
-        description="How well fitted difficulties order items that people labelled easier and harder "
-                    "(AUC with a bootstrap interval), and each model's ability beside its raw accuracy.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("label_validity.py",
+                            "How well fitted difficulties order items that people labelled easier and harder "
+                            "(AUC with a bootstrap interval), and each model's ability beside its raw accuracy.",
+                            EXAMPLES)
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV", help="benchmeasure fit's difficulty.csv (column item)")
     parser.add_argument("--labels", required=True, metavar="FILE", help="JSON {label: [IDs]} or CSV item,label")
     parser.add_argument("--easier", default="easy", metavar="LABEL",

@@ -3,14 +3,13 @@ with the per-draw intervals, a noise-aware estimate and interval, and the benchm
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from benchmeasure.analyses.gap_calibration import CALIBRATION_WORLDS, GOAL_BIAS, METRICS, calibrate
 from benchmeasure.analyses.noise_aware import n_trials_beside, report
 from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
 from benchmeasure.base.options import DRAWS, OPEN_PROBABILITY, SEED, TOP_K, add_alias, integer
 from benchmeasure.base.progress import show_progress
@@ -57,11 +56,9 @@ kernels are cached (25 refits of ChemBench: 28 s on a 2-core machine).
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="posterior_metrics.py",
-        description="DDM, Max Gap and Top-k Gap Sum with labelled posterior intervals, a noise-aware estimate "
-                    "and the benchmark's resolution.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("posterior_metrics.py",
+                            "DDM, Max Gap and Top-k Gap Sum with labelled posterior intervals, a noise-aware estimate "
+                            "and the benchmark's resolution.", EXAMPLES)
     parser.add_argument("posterior", metavar="POSTERIOR", help="posterior.zarr, .nc, .npz or CSV of draws")
     parser.add_argument("--variable", default="b", help="difficulty variable in a NetCDF posterior (default: b)")
     parser.add_argument("--top-k", type=TOP_K, default=5, metavar="K")

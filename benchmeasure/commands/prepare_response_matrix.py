@@ -8,7 +8,6 @@ the settings, the command and the package versions.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmeasure.base.csv_table import table_kind
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.extras import missing_package
 from benchmeasure.base.files import (
     all_or_nothing,
@@ -93,12 +92,8 @@ every item; anything else is rejected with the line that breaks the rule.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="prepare_response_matrix.py",
-        description="Count correct responses per model and item (the input of fit_irt.py).",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("prepare_response_matrix.py",
+                            "Count correct responses per model and item (the input of fit_irt.py).", EXAMPLES)
     parser.add_argument("responses", metavar="RESPONSES_CSV | LOG_PATH | WIDE_CSV", nargs="+",
                         help="CSV with columns model,item_id,trial,correct; with --from, harness log folders or "
                              "files, or (--from wide) one wide table")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import itertools
 from pathlib import Path
 
 from benchmeasure.analyses.rank_flip import rank_flip_bound
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -39,10 +38,8 @@ D_B = mean over items of (accuracy of A - accuracy of B). Items are matched by I
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="rank_flip_bound.py",
-        description="Apply the paper's Theorem 2.1 to pairs of models on one benchmark.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("rank_flip_bound.py", "Apply the paper's Theorem 2.1 to pairs of models on one benchmark.",
+                            EXAMPLES)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV", help="difficulty file with item or item_id IDs")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from benchmeasure.analyses.reproduce import TABLES, compare_all, markdown, write_csv
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -39,10 +38,9 @@ Missing data is listed as absent, with the path looked for; it is never filled i
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="reproduce_tables.py",
-        description="Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("reproduce_tables.py",
+                            "Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
+                            EXAMPLES)
     parser.add_argument("--data-dir", default=str(project_path("data/benchmarks")), help="benchmark folders")
     parser.add_argument("--matrix-dir", default=str(project_path("data/matrix")), help="response matrices")
     parser.add_argument("--robustness-dir", help="benchmeasure robustness outputs, one folder per benchmark")

@@ -11,7 +11,6 @@ task definition, ``benchmeasure.verifier.lmms_backend``; run from ``.venv-benchf
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import csv
@@ -23,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -139,8 +138,7 @@ def run_record(args, models, n_trials: int, kind: str, candidates, results, raw:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("--candidates", required=True, help="JSON Lines with item_id, question, answer")
     parser.add_argument("--panel", required=True, help="panel config (TOML)")
     parser.add_argument("--benchmark", required=True, help="benchmark key: picks the grader and rollouts")

@@ -8,7 +8,6 @@ prior). A model may have answered only some of the benchmark's items (anchors, e
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -16,7 +15,7 @@ import time
 
 import numpy as np
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -59,8 +58,7 @@ PACKAGES = ["numpy", "numba", "xarray", "zarr"]
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="score_models.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("score_models.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", metavar="RESPONSES_OR_MATRIX", nargs="+",
                         help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct); "
                              "several files when models answered different items (a model in one file only)")

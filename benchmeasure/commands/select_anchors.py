@@ -8,14 +8,13 @@ posterior precision of θ), ``random``. Every strategy is seeded.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 import time
 
 import numpy as np
 
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -41,8 +40,7 @@ then: have the new model answer the anchors, and
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="select_anchors.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("select_anchors.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV",
                         help="the benchmark's difficulties: columns item (or item_id) and b_mean")
     parser.add_argument("--k", type=integer(1, 10_000_000), required=True, help="number of anchor items")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from benchmeasure.analyses.summary import (
     summarize,
     write_csv,
 )
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -42,10 +41,10 @@ subfolders without difficulty.csv are skipped with a warning.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="summarize_benchmarks.py",
-        description="Table 1 of the paper for your benchmark folders: DDM, Max Gap, Top-5 Gap Sum and item count.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("summarize_benchmarks.py",
+                            "Table 1 of the paper for your benchmark folders: DDM, Max Gap, Top-5 Gap Sum and item "
+                            "count.",
+                            EXAMPLES)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="a folder of benchmark folders, benchmark folders, or their difficulty.csv files")
     parser.add_argument("--domains", default=str(DEFAULT_DOMAINS), metavar="CSV",
