@@ -433,3 +433,8 @@ def package_versions(names: list[str]) -> dict[str, str | None]:
 def command_line() -> str:
     """The command that produced an output, for provenance records."""
     return " ".join([Path(sys.executable).name, *sys.argv])
+
+
+def provenance(packages: list[str]) -> dict:
+    """A record's ``command`` and ``package_versions`` entries, in that order (``{**provenance([...])}``)."""
+    return {"command": command_line(), "package_versions": package_versions(packages)}

@@ -15,14 +15,7 @@ import time
 import numpy as np
 
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY
 from benchmeasure.core.fixed_scale_inputs import absent_counts, input_records, read_counts
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
@@ -110,8 +103,7 @@ def main(argv=None) -> int:
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "reference_min_max": list(reference) if reference else None,
                      "model": "1PL, b ~ Normal(0, 1), abilities fixed at theta_mean"},
-        "inputs": input_records(inputs), "command": command_line(),
-        "package_versions": package_versions(["numpy", "numba"]), "wall_time_s": time.perf_counter() - start,
+        "inputs": input_records(inputs), **provenance(["numpy", "numba"]), "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():
         with atomic_write(args.output) as handle:

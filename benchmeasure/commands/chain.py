@@ -15,14 +15,7 @@ import sys
 import time
 
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
 from benchmeasure.core.fixed_scale_inputs import input_records
 
@@ -170,8 +163,7 @@ def main(argv=None) -> int:
                      for sp, st, b, n, a in skipped],
         **({"lkj": {"steps": sorted(lkj["steps"]), "chains": 2, "tune": args.lkj_draws, "draws": args.lkj_draws,
                     "draws_used": lkj["keep"], "fits": lkj_fits, "summary_at_lkj_steps": at_lkj}} if lkj else {}),
-        "inputs": input_records(inputs), "command": command_line(),
-        "package_versions": package_versions(["numpy", "scipy", "pandas"]),
+        "inputs": input_records(inputs), **provenance(["numpy", "scipy", "pandas"]),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

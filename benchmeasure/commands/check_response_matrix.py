@@ -9,9 +9,8 @@ from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
-    command_line,
-    package_versions,
     plan_outputs,
+    provenance,
     result_json,
     sha256_file,
     write_json,
@@ -118,8 +117,7 @@ def main(argv=None) -> int:
             **({} if absent is None else {"absent_cells": absent}),
             "input": {"path": args.matrix, "sha256": sha256_file(args.matrix),
                       "models": models, "items": items},
-            "command": command_line(),
-            "package_versions": package_versions(["numpy"]),
+            **provenance(["numpy"]),
         }
         out = Path(args.output_dir)
         with all_or_nothing():

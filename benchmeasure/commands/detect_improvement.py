@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
         fail(f"--permutations must be at least 1, got {args.permutations}")
     data = read_pre_post(args.responses)
     settings = {"input": args.responses, "input_sha256": sha256_file(args.responses),
-                "command": command_line(), "package_versions": package_versions(["numpy", "pandas"])}
+                **provenance(["numpy", "pandas"])}
     records = []
     for model, tallies in data.items():
         result = stratified_test(tallies, args.permutations, args.seed)

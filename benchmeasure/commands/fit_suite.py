@@ -19,14 +19,7 @@ import sys
 import time
 
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, number
 from benchmeasure.core.fixed_scale_inputs import input_records
 
@@ -169,8 +162,7 @@ def main(argv=None) -> int:
             {"benchmark_a": suite.benchmarks[a], "benchmark_b": suite.benchmarks[b], "models_answering_both": n,
              "reason": f"fewer than {MIN_SHARED} models answered both benchmarks"}
             for (a, b), n in unestimated.items()]} if unestimated else {}),
-        "inputs": input_records(inputs), "command": command_line(),
-        "package_versions": package_versions(["numpy", "scipy", "pandas"]),
+        "inputs": input_records(inputs), **provenance(["numpy", "scipy", "pandas"]),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

@@ -7,15 +7,7 @@ import sys
 from pathlib import Path
 
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, sha256_file, write_json
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
 from benchmeasure.core.fixed_scale_inputs import absent_counts
 from benchmeasure.core.guessing import read_guessing_csv
@@ -124,8 +116,7 @@ def main(argv=None) -> int:
     record.update({"benchmark": name, "input": args.matrix, "input_sha256": sha256_file(args.matrix),
                    "n_trials": args.n_trials, "models": len(matrix.models), "items": len(matrix.items),
                    "absent_cells": absent_counts(matrix),
-                   "command": command_line(),
-                   "package_versions": package_versions(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
+                   **provenance(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
     out = Path(args.output_dir)
     text = markdown(record, name)
     with all_or_nothing():

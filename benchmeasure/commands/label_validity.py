@@ -7,7 +7,7 @@ import json
 from benchmeasure.analyses.ability_accuracy import ability_accuracy, as_dicts, read_abilities
 from benchmeasure.analyses.label_validity import LEVEL, N_BOOT, label_validity, read_labels
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import command_line, package_versions, plan_outputs, sha256_file, write_json
+from benchmeasure.base.files import plan_outputs, provenance, sha256_file, write_json
 from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, SEED, add_alias, integer
 from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.core.matrix import read_matrix
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
         "settings": {"easier": args.easier, "harder": args.harder, "column": args.column, "n_boot": args.n_boot,
                      "level": args.hdi_prob, "seed": args.seed, "n_trials": args.n_trials},
         "inputs": [{"path": path, "sha256": sha256_file(path)} for path in inputs if path is not None],
-        "command": command_line(), "package_versions": package_versions(["numpy"]),
+        **provenance(["numpy"]),
     })
     if args.output:
         write_json(args.output, record)

@@ -10,9 +10,8 @@ from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
-    command_line,
-    package_versions,
     plan_outputs,
+    provenance,
     result_json,
     sha256_file,
     write_json,
@@ -77,8 +76,7 @@ def _write_outputs(args, matrix, results) -> None:
         "inputs": {"matrix": {"path": args.matrix, "sha256": sha256_file(args.matrix)},
                    "difficulty": {"path": args.difficulty, "sha256": sha256_file(args.difficulty)}},
         "items": len(matrix.items),
-        "command": command_line(),
-        "package_versions": package_versions(["numpy"]),
+        **provenance(["numpy"]),
     }
     lines = _table(results, args.lipschitz)
     text = "\n".join([f"Matrix `{args.matrix}`, difficulties `{args.difficulty}` ({len(matrix.items)} items)", "",

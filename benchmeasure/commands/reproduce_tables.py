@@ -6,14 +6,7 @@ from pathlib import Path
 
 from benchmeasure.analyses.reproduce import TABLES, compare_all, markdown, write_csv
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.resources import project_path
 
 EXAMPLES = """\
@@ -112,7 +105,7 @@ def main(argv=None) -> int:
             handle.write(text)
         record = {"rows": [{"table": r.table, "row": r.key, "quantity": r.quantity, "reported": r.reported,
                             "local": r.local, "difference": r.difference, "source": r.note} for r in rows],
-                  "command": command_line(), "package_versions": package_versions(["numpy"])}
+                  **provenance(["numpy"])}
         write_json(out / "reproduction.json", record)
     print(text, end="")
     return 0

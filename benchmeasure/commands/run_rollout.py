@@ -26,9 +26,8 @@ from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
-    command_line,
-    package_versions,
     plan_outputs,
+    provenance,
     read_jsonl_objects,
     sha256_file,
 )
@@ -132,8 +131,7 @@ def run_record(args, models, n_trials: int, kind: str, candidates, results, raw:
         "rows": sum(len(r) for r in results),
         "settings": {"concurrency": args.concurrency, "timeout": args.timeout, "retries": args.retries,
                      "workdir": args.workdir, "processes": args.processes},
-        "command": command_line(),
-        "package_versions": package_versions(PACKAGES),
+        **provenance(PACKAGES),
     }
 
 

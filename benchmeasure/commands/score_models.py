@@ -16,14 +16,7 @@ import time
 import numpy as np
 
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, integer
 from benchmeasure.core.fixed_scale_inputs import (
     absent_counts,
@@ -157,7 +150,7 @@ def main(argv=None) -> int:
                      "hdi_prob": args.hdi_prob, "difficulty_draws_used": None if draws is None else len(draws),
                      "max_draws": args.max_draws, "model": "1PL, theta ~ Normal(0, 1), difficulties fixed"},
         "inputs": input_records(inputs),
-        "command": command_line(), "package_versions": package_versions(PACKAGES),
+        **provenance(PACKAGES),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

@@ -15,14 +15,7 @@ import time
 import numpy as np
 
 from benchmeasure.base.errors import command_parser
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.options import N_TRIALS, SEED, integer
 from benchmeasure.core.fixed_scale_inputs import benchmark_difficulties, input_records
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
@@ -81,7 +74,7 @@ def main(argv=None) -> int:
                      "guessing": args.guessing if args.guessing_csv is None else None,
                      "design_abilities": None if abilities is None else len(abilities)},
         "anchor_b_range": [float(b[chosen].min()), float(b[chosen].max())],
-        "inputs": input_records(inputs), "command": command_line(), "package_versions": package_versions(["numpy"]),
+        "inputs": input_records(inputs), **provenance(["numpy"]),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

@@ -18,9 +18,8 @@ from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
-    command_line,
-    package_versions,
     plan_outputs,
+    provenance,
     result_json,
     sha256_file,
     write_json,
@@ -68,8 +67,7 @@ def main(argv=None) -> int:
         "marked_counts": {m: {"marked": c, "total": n} for m, (c, n) in marked_counts(rows).items()},
         "inputs": {b.name: sha256_file(Path(b.folder) / "difficulty.csv") for b in benchmarks},
         "skipped_folders": [str(folder) for folder in skipped],
-        "command": command_line(),
-        "package_versions": package_versions([]),
+        **provenance([]),
     }
     table = markdown_table(rows)
     if args.output_dir:
