@@ -16,7 +16,7 @@ import numpy as np
 
 from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
-from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY
+from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_hdi_prob, add_quiet
 from benchmeasure.core.fixed_scale_inputs import absent_counts, input_records, read_counts
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
@@ -50,12 +50,10 @@ def parse_args(argv):
     add_guessing_options(parser, "the matrix")
     parser.add_argument("--reference-difficulty", default=None, metavar="DIFFICULTY_CSV",
                         help="a benchmark's difficulty file: z is on its min-max scale (paper Section 4)")
-    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
-                        help="mass of b's highest-density interval (default 0.94)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (an item calibrated on the models that answered it) and K per "
-                             "cell (blank cells and MATRIX.trials.csv, or long responses; docs/suites.md)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_hdi_prob(parser, "mass of b's highest-density interval (default 0.94)")
+    add_allow_missing(parser, "accept absent cells (an item calibrated on the models that answered it) and K per "
+                      "cell (blank cells and MATRIX.trials.csv, or long responses; docs/suites.md)")
+    add_quiet(parser)
     return parser.parse_args(argv)
 
 

@@ -16,7 +16,7 @@ import time
 
 from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
-from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, add_hdi_prob, add_quiet, integer
 from benchmeasure.core.fixed_scale_inputs import input_records
 
 EXAMPLES = """\
@@ -78,8 +78,7 @@ def parse_args(argv):
                         help="random seed of the splits and anchors (default 0)")
     parser.add_argument("--holdout", type=OPEN_PROBABILITY, default=0.25,
                         help="share of models held out in each split (default 0.25)")
-    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.90,
-                        help="mass of the prediction intervals (default 0.90)")
+    add_hdi_prob(parser, "mass of the prediction intervals (default 0.90)", 0.90, None)
     parser.add_argument("--item-benchmarks", default=None, metavar="CSV",
                         help="item_id,benchmark file naming the benchmark of items whose file has no benchmark column")
     parser.add_argument("--lkj-steps", type=_lkj_steps, default=None, metavar="last|all|S1,S2,...",
@@ -88,7 +87,7 @@ def parse_args(argv):
     parser.add_argument("--lkj-draws", type=integer(50, 100_000), default=300, metavar="N",
                         help="with --lkj-steps: warm-up and draws per chain, 2 chains (default 300)")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
     return parser.parse_args(argv)
 
 

@@ -15,7 +15,7 @@ from benchmeasure.base.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.base.options import N_TRIALS
+from benchmeasure.base.options import N_TRIALS, add_allow_missing
 from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
@@ -43,9 +43,9 @@ def parse_args(argv):
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K", help="trials per model-item pair")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): the figures are computed "
-                             "on present cells with rates (docs/suites.md, benchmeasure/analyses/checks_holes.py)")
+    add_allow_missing(parser,
+                      "accept absent cells (blank) and K per cell (MATRIX.trials.csv): the figures are computed "
+                      "on present cells with rates (docs/suites.md, benchmeasure/analyses/checks_holes.py)")
     parser.add_argument("--output-dir", metavar="DIR",
                         help="also write checks.json (figures, settings, input SHA-256, versions) and checks.md here")
     return parser.parse_args(argv)

@@ -11,7 +11,7 @@ from benchmeasure import __version__
 from benchmeasure.analyses.summary import DEFAULT_DOMAINS, read_domains
 from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import atomic_write, check_output_path, command_line, package_versions, sha256_file
-from benchmeasure.base.options import OPEN_PROBABILITY, add_alias, integer, number
+from benchmeasure.base.options import add_alias, add_hdi_prob, add_quiet, integer, number
 from benchmeasure.core.benchmarks import skipped_warning
 from benchmeasure.explorer.collect import (
     QUESTION_FIELDS,
@@ -88,11 +88,10 @@ def parse_args(argv):
     parser.add_argument("--max-mb", type=number(0.0, 1e6), default=MAX_MB, metavar="MB",
                         help=f"page size budget: question text is cut shorter to stay under it (default {MAX_MB:g}; "
                              "0 = no budget)")
-    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, metavar="P",
-                               help="mass of the posterior intervals and band (default: 0.94, as posterior-metrics)")
+    mass = add_hdi_prob(parser, "mass of the posterior intervals and band (default: 0.94, as posterior-metrics)", None)
     add_alias(parser, "--probability", mass)  # the old name, for a release
     parser.add_argument("--title", default="Benchmark explorer", help="the page's title")
-    parser.add_argument("--quiet", action="store_true", help="print only the final line")
+    add_quiet(parser, "print only the final line")
     return parser.parse_args(argv)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.options import GUESSING, N_TRIALS, SEED
+from benchmeasure.base.options import GUESSING, N_TRIALS, SEED, add_allow_missing
 from benchmeasure.base.progress import show_progress
 from benchmeasure.benchfill.abilities import fit_abilities
 
@@ -27,9 +27,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", help="cache folder (default: <results root>/cache/abilities, the one BenchFill "
                                          "runs use; results root: $BENCHFILL_RESULTS, else propose/results)")
     parser.add_argument("--seed", type=SEED, default=0)
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): the fit's masked "
-                             "likelihood (docs/suites.md)")
+    add_allow_missing(parser, "accept absent cells (blank) and K per cell (MATRIX.trials.csv): the fit's masked "
+                      "likelihood (docs/suites.md)")
     args = parser.parse_args(argv)
     if args.n_trials < 1:
         fail(f"--n-trials must be a positive integer, got {args.n_trials}")

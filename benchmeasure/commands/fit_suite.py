@@ -20,7 +20,7 @@ import time
 
 from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
-from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, number
+from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, add_quiet, number
 from benchmeasure.core.fixed_scale_inputs import input_records
 
 POSITIVE = number(0.0, 1e6, open_low=True)
@@ -88,7 +88,7 @@ def parse_args(argv):
     nuts.add_argument("--strict", action="store_true",
                       help="exit with status 3 (after writing the outputs) when the correlated posterior misses the "
                            "convergence rule: max R-hat > 1.01, min bulk ESS < 400 or any divergence")
-    nuts.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(nuts)
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
     args = parser.parse_args(argv)
     if bool(args.responses) == bool(args.matrix):

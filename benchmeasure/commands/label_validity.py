@@ -8,7 +8,7 @@ from benchmeasure.analyses.ability_accuracy import ability_accuracy, as_dicts, r
 from benchmeasure.analyses.label_validity import LEVEL, N_BOOT, label_validity, read_labels
 from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import plan_outputs, provenance, sha256_file, write_json
-from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, SEED, add_alias, integer
+from benchmeasure.base.options import N_TRIALS, SEED, add_alias, add_hdi_prob, integer
 from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.core.matrix import read_matrix
 
@@ -46,8 +46,7 @@ def parse_args(argv):
     parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
     parser.add_argument("--n-boot", type=integer(100, 1_000_000), default=N_BOOT, metavar="B",
                         help=f"bootstrap resamples (default {N_BOOT})")
-    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=LEVEL, metavar="P",
-                               help=f"interval mass of the bootstrap intervals (default {LEVEL})")
+    mass = add_hdi_prob(parser, f"interval mass of the bootstrap intervals (default {LEVEL})", LEVEL)
     add_alias(parser, "--level", mass)  # the old name, for a release
     parser.add_argument("--seed", type=SEED, default=0, help="bootstrap seed (default 0)")
     table = parser.add_argument_group("ability beside accuracy (optional)")

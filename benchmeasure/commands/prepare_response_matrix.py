@@ -28,7 +28,7 @@ from benchmeasure.base.files import (
     sha256_file,
     write_json,
 )
-from benchmeasure.base.options import N_TRIALS, number
+from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_quiet, number
 from benchmeasure.core.response_counts import count_responses, write_count_table
 from benchmeasure.grading import KINDS
 
@@ -101,10 +101,9 @@ def parse_args(argv):
                         help="responses collected per model-item pair")
     parser.add_argument("--output", required=True, metavar="MATRIX_CSV",
                         help="where to write the matrix (parent folders are created)")
-    parser.add_argument("--quiet", action="store_true", help="do not print the summary line on stderr")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="keep absent cells (no response) and cells with fewer than K trials: the matrix has "
-                             "blank cells and a companion MATRIX.trials.csv (docs/suites.md)")
+    add_quiet(parser, "do not print the summary line on stderr")
+    add_allow_missing(parser, "keep absent cells (no response) and cells with fewer than K trials: the matrix has "
+                      "blank cells and a companion MATRIX.trials.csv (docs/suites.md)")
     wide = parser.add_argument_group("wide tables (--from wide)")
     wide.add_argument("--items-as-rows", action="store_true",
                       help="with --from wide: the table has one row per item and one column per model")

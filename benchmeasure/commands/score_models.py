@@ -17,7 +17,7 @@ import numpy as np
 
 from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
-from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, integer
+from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_hdi_prob, add_quiet, integer
 from benchmeasure.core.fixed_scale_inputs import (
     absent_counts,
     benchmark_difficulties,
@@ -66,12 +66,10 @@ def parse_args(argv):
                              "or a CSV of draws): integrate over them instead of plugging in b_mean")
     parser.add_argument("--max-draws", type=integer(1, 100_000), default=200, metavar="S",
                         help="use S draws of --difficulty-draws, evenly spaced (default 200)")
-    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
-                        help="mass of θ's HDI and of the accuracy interval (default 0.94)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (a model scored on the items it answered) and K per cell "
-                             "(blank cells and MATRIX.trials.csv, or long responses with fewer trials; docs/suites.md)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_hdi_prob(parser, "mass of θ's HDI and of the accuracy interval (default 0.94)")
+    add_allow_missing(parser, "accept absent cells (a model scored on the items it answered) and K per cell "
+                      "(blank cells and MATRIX.trials.csv, or long responses with fewer trials; docs/suites.md)")
+    add_quiet(parser)
     return parser.parse_args(argv)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
-from benchmeasure.base.options import N_TRIALS, SEED, integer
+from benchmeasure.base.options import N_TRIALS, SEED, add_quiet, integer
 from benchmeasure.core.fixed_scale_inputs import benchmark_difficulties, input_records
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
@@ -47,7 +47,7 @@ def parse_args(argv):
     add_guessing_options(parser, "the difficulty file (information only)")
     parser.add_argument("--n-trials", type=N_TRIALS, default=1, metavar="K",
                         help="information: trials per item the new models will run (default 1)")
-    parser.add_argument("--quiet", action="store_true", help="no summary line")
+    add_quiet(parser, "no summary line")
     return parser.parse_args(argv)
 
 
