@@ -19,15 +19,7 @@ from typing import TYPE_CHECKING
 from benchmeasure.base.csv_table import table_kind
 from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.extras import missing_package
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, sha256_file, write_json
 from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_quiet, number
 from benchmeasure.core.response_counts import count_responses, write_count_table
 from benchmeasure.grading import KINDS
@@ -236,7 +228,7 @@ def read_plain(path: str, n_trials: int, allow_missing: bool = False):
     return count_responses(path, n_trials, allow_missing)
 
 
-def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
+def output_record(args, matrix: ResponseMatrix, inputs: list) -> dict:
     """The record written to ``<output>.json``."""
     settings = {"n_trials": args.n_trials}
     if args.allow_missing:
@@ -249,7 +241,7 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
                          "perturbation": args.perturbation,
                          "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
-    harness_package = FORMATS[args.harness].package if args.harness in FORMATS else None
+    package = FORMATS[args.harness].package if args.harness in FORMATS else None
     record = {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings}
     if getattr(matrix, "trials", None) is not None:
         from benchmeasure.core.matrix_holes import trials_path
@@ -262,8 +254,7 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
                                   "per_model": {m: c for m, c in per_model.items() if c},
                                   "per_item": {i: c for i, c in per_item.items() if c}}
         record["cells_with_fewer_trials"] = sum(1 for row in trials for t in row if 0 < t < args.n_trials)
-    return {**record, "inputs": inputs, "command": command_line(),
-            "package_versions": package_versions(["numpy", "pandas", *([harness_package] if harness_package else [])])}
+    return {**record, "inputs": inputs, **provenance(["numpy", "pandas", *([package] if package else [])])}
 
 
 def main(argv=None) -> int:
@@ -294,7 +285,7 @@ def main(argv=None) -> int:
         if args.responses_out:
             write_responses(rows, args.responses_out)
         write_count_table(matrix, args.output)
-        write_json(f"{args.output}.json", provenance(args, matrix, inputs))
+        write_json(f"{args.output}.json", output_record(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
         trials = getattr(matrix, "trials", None)
