@@ -307,6 +307,19 @@ def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=No
         handle.write("\n")
 
 
+def write_report(files: dict, json_path: str | os.PathLike, record) -> None:
+    """Write ``files`` ({path: text, or a function that writes to the open file}) and then ``record`` as JSON at
+    ``json_path``: all of them or, on an error, none (:func:`all_or_nothing`)."""
+    with all_or_nothing():
+        for path, content in files.items():
+            with atomic_write(path) as handle:
+                if callable(content):
+                    content(handle)
+                else:
+                    handle.write(content)
+        write_json(json_path, record)
+
+
 #: Output field names that were renamed (old → current; CHANGELOG.md). Files written before the rename keep
 #: the old spelling; readers pass what they read through :func:`current_names`.
 RENAMED_FIELDS = {"max_rhat": "max_r_hat", "top5_sum": "top5_gap_sum",  # robustness.json, summaries

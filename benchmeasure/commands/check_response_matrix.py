@@ -6,15 +6,7 @@ from pathlib import Path
 
 from benchmeasure.analyses.checks import THRESHOLDS, check_matrix
 from benchmeasure.base.errors import command_parser
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    plan_outputs,
-    provenance,
-    result_json,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_report
 from benchmeasure.base.options import N_TRIALS, add_allow_missing
 from benchmeasure.core.matrix import read_matrix
 
@@ -120,10 +112,7 @@ def main(argv=None) -> int:
             **provenance(["numpy"]),
         }
         out = Path(args.output_dir)
-        with all_or_nothing():
-            with atomic_write(out / "checks.md") as handle:
-                handle.write(markdown(args.matrix, matrix, result))
-            write_json(out / "checks.json", record)
+        write_report({out / "checks.md": markdown(args.matrix, matrix, result)}, out / "checks.json", record)
     if args.json:
         print(result_json(result.as_dict() if absent is None else {**result.as_dict(), "absent_cells": absent}))
     else:

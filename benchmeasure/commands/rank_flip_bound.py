@@ -7,15 +7,7 @@ from pathlib import Path
 
 from benchmeasure.analyses.rank_flip import rank_flip_bound
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    plan_outputs,
-    provenance,
-    result_json,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_report
 from benchmeasure.base.options import N_TRIALS, number
 from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.core.matrix import read_matrix
@@ -81,10 +73,7 @@ def _write_outputs(args, matrix, results) -> None:
     lines = _table(results, args.lipschitz)
     text = "\n".join([f"Matrix `{args.matrix}`, difficulties `{args.difficulty}` ({len(matrix.items)} items)", "",
                       lines[0], "", *lines[1:]]) + "\n"
-    with all_or_nothing():
-        with atomic_write(out / "rank_flip.md") as handle:
-            handle.write(text)
-        write_json(out / "rank_flip.json", record)
+    write_report({out / "rank_flip.md": text}, out / "rank_flip.json", record)
 
 
 def main(argv=None) -> int:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from benchmeasure.analyses.reproduce import TABLES, compare_all, markdown, write_csv
 from benchmeasure.base.errors import command_parser, fail
-from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
+from benchmeasure.base.files import plan_outputs, provenance, write_report
 from benchmeasure.base.resources import project_path
 
 EXAMPLES = """\
@@ -99,14 +100,11 @@ def main(argv=None) -> int:
     text = markdown(rows)
     if args.output_dir:
         out = Path(args.output_dir)
-        with all_or_nothing(), atomic_write(out / "reproduction.csv") as handle:
-            write_csv(rows, handle)
-        with all_or_nothing(), atomic_write(out / "reproduction.md") as handle:
-            handle.write(text)
         record = {"rows": [{"table": r.table, "row": r.key, "quantity": r.quantity, "reported": r.reported,
                             "local": r.local, "difference": r.difference, "source": r.note} for r in rows],
                   **provenance(["numpy"])}
-        write_json(out / "reproduction.json", record)
+        write_report({out / "reproduction.csv": functools.partial(write_csv, rows), out / "reproduction.md": text},
+                     out / "reproduction.json", record)
     print(text, end="")
     return 0
 

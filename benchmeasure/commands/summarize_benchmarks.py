@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -15,15 +16,7 @@ from benchmeasure.analyses.summary import (
     write_csv,
 )
 from benchmeasure.base.errors import command_parser
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    plan_outputs,
-    provenance,
-    result_json,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_report
 from benchmeasure.core.benchmarks import find_benchmarks, skipped_warning
 
 EXAMPLES = """\
@@ -72,12 +65,8 @@ def main(argv=None) -> int:
     table = markdown_table(rows)
     if args.output_dir:
         out = Path(args.output_dir)
-        with all_or_nothing():
-            with atomic_write(out / "table1.csv") as handle:
-                write_csv(rows, handle)
-            with atomic_write(out / "table1.md") as handle:
-                handle.write(table)
-            write_json(out / "table1.json", record)
+        write_report({out / "table1.csv": functools.partial(write_csv, rows), out / "table1.md": table},
+                     out / "table1.json", record)
     for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
         print(skipped_warning(folder), file=sys.stderr)
     print(result_json(record) if args.json else table, end="\n" if args.json else "")
