@@ -24,8 +24,7 @@ per-item accuracy; one-sided p = (1 + #{permuted >= observed}) / (1 + B).
 def parse_args(argv):
     parser = command_parser("detect_improvement.py",
                             "One-sided stratified randomization test of an accuracy gain between pre and post "
-                            "rollouts.",
-                            EXAMPLES)
+                            "rollouts.", EXAMPLES)
     parser.add_argument("responses", metavar="RESPONSES_CSV", help="model,item_id,trial,correct,condition rows")
     parser.add_argument("--permutations", type=integer(1, 100_000_000), default=100_000, metavar="B",
                         help="random reassignments (default: 100000)")

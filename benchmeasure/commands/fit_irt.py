@@ -49,8 +49,7 @@ FLAGS = {field: "--" + field.replace("_", "-") for field in FIELDS}
 def parse_args(argv):
     parser = command_parser("fit_irt.py",
                             "Fit item difficulties and model abilities jointly (Bayesian 1PL, NUTS) from a count "
-                            "matrix.",
-                            EXAMPLES)
+                            "matrix.", EXAMPLES)
     parser.add_argument("matrix", help="count matrix CSV: header 'model,<item>,...', one row per model")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
                         help="responses collected per model-item pair (every cell is in [0, K])")

@@ -38,8 +38,7 @@ benchmeasure reproduce reads results/robustness/<benchmark>/robustness.json.
 
 def parse_args(argv):
     parser = command_parser("irt_robustness.py",
-                            "Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).",
-                            EXAMPLES)
+                            "Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).", EXAMPLES)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K")
     parser.add_argument("--output-dir", required=True, metavar="DIR")

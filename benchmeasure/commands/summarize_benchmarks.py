@@ -35,8 +35,7 @@ subfolders without difficulty.csv are skipped with a warning.
 def parse_args(argv):
     parser = command_parser("summarize_benchmarks.py",
                             "Table 1 of the paper for your benchmark folders: DDM, Max Gap, Top-5 Gap Sum and item "
-                            "count.",
-                            EXAMPLES)
+                            "count.", EXAMPLES)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="a folder of benchmark folders, benchmark folders, or their difficulty.csv files")
     parser.add_argument("--domains", default=str(DEFAULT_DOMAINS), metavar="CSV",
