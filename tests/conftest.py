@@ -194,7 +194,7 @@ def wheel_and_venv(root: Path) -> tuple[Path, Path]:
     pytest.importorskip("setuptools")
     source = root / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "build_backend.py"):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "benchmeasure", source / "benchmeasure", symlinks=False,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmeasure.analyses.checks import check_matrix, inversion_rate, separation_reliability, warn_if_failing
+from benchmeasure.analyses.checks import check_matrix, inversion_rate, separation_reliability
+from benchmeasure.analyses.checks_holes import warn_if_failing
 from benchmeasure.core.matrix import ResponseMatrix, write_matrix
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,6 +31,12 @@ def installed(tmp_path_factory):
     return env_dir / "bin", elsewhere
 
 
+def test_building_leaves_no_build_folder_in_the_source(installed):
+    # pip builds in the source tree; build_backend.py puts setuptools' build/ in a temporary folder instead
+    source = installed[1].parent / "source"
+    assert (source / "benchmeasure").is_dir() and not (source / "build").exists()
+
+
 def test_help_lists_every_subcommand_with_examples(installed):
     bin_dir, elsewhere = installed
     done = _run([bin_dir / "benchmeasure", "--help"], cwd=elsewhere)

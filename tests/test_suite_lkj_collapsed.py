@@ -159,7 +159,7 @@ def test_theta_density_with_the_means_integrated_out_is_the_gaussian_marginal():
     import pytensor.tensor as pt
     from scipy import stats
 
-    from benchmeasure.suite.mirt import theta_marginal_logp
+    from benchmeasure.suite.prior import theta_marginal_logp
 
     rng = np.random.default_rng(4)
     theta, chol = pt.dmatrix("theta"), pt.dmatrix("chol")

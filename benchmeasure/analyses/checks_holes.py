@@ -17,9 +17,12 @@ counts divided by the same constant), which ``tests/test_matrix_holes.py`` asser
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from benchmeasure.analyses.checks import MatrixChecks, column_orders
+from benchmeasure.analyses.checks import MatrixChecks, check_matrix, column_orders
+from benchmeasure.core.matrix import ResponseMatrix
 
 
 def _information(counts: np.ndarray, trials: np.ndarray) -> float:
@@ -63,3 +66,16 @@ def check_matrix_with_holes(counts, trials) -> MatrixChecks:
         model_inversion_rate=_inversion_rate(counts, trials),
         item_inversion_rate=_inversion_rate(counts.T, trials.T),
     )
+
+
+def warn_if_failing(matrix: ResponseMatrix, stream=None) -> bool:
+    """Print one warning line to ``stream`` (stderr) when ``matrix`` fails the checks; return passed. A matrix
+    with holes is checked on its present cells (:func:`check_matrix_with_holes`)."""
+    if getattr(matrix, "trials", None) is not None:
+        result, where = check_matrix_with_holes(matrix.counts, matrix.trials), "paper Table 5, on present cells"
+    else:
+        result, where = check_matrix(matrix), "paper Table 5"
+    if not result.passed:
+        print(f"warning: response matrix fails the pre-fit checks ({where}): "
+              + "; ".join(result.failures()) + " — the fit proceeds", file=stream or sys.stderr)
+    return result.passed

@@ -82,6 +82,12 @@ class ArgumentParser(argparse.ArgumentParser):
         return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def command_parser(prog: str | None, description: str | None, epilog: str | None, **kwargs) -> ArgumentParser:
+    """A command's :class:`ArgumentParser`: its description, and its examples (``epilog``) printed as written."""
+    return ArgumentParser(prog=prog, description=description, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> NoReturn:
     """Run ``main(argv)`` and exit: 0 on success, 2 with one stderr line on :class:`InputError`, 130 on Ctrl-C."""
     from benchmeasure.base import interrupt

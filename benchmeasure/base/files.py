@@ -42,6 +42,18 @@ def _identity(path: str | os.PathLike) -> tuple | None:
     return info.st_dev, info.st_ino
 
 
+def _check_creatable(target, folder: Path, what: str) -> None:
+    """Fail (naming ``target``) unless ``folder`` exists or can be made: its nearest existing ancestor is a folder we
+    may write in."""
+    ancestor = folder
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        fail(f"{target}: cannot create {what}: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        fail(f"{target}: no permission to write in {ancestor}")
+
+
 def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
     """Fail with an :class:`InputError` unless ``path`` can be written as a file (checked before any work).
 
@@ -69,13 +81,7 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable = ()) -> Path:
                 fail(f"{target}: is the input {os.fspath(source)}; writing it would overwrite the input, "
                      "choose another output path")
     real = Path(os.path.realpath(target))
-    ancestor = real.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        fail(f"{target}: cannot create the folder {real.parent}: {ancestor} is a file")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        fail(f"{target}: no permission to write in {ancestor}")
+    _check_creatable(target, real.parent, f"the folder {real.parent}")
     return target
 
 
@@ -92,13 +98,7 @@ def check_output_folder(path: str | os.PathLike, inputs: Iterable = (), files: I
     real = Path(os.path.realpath(target))
     if real.exists() and not real.is_dir():
         fail(f"{target}: exists and is not a folder; give a folder for the outputs")
-    ancestor = real
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        fail(f"{target}: cannot create this folder: {ancestor} is a file")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        fail(f"{target}: no permission to write in {ancestor}")
+    _check_creatable(target, real, "this folder")
     for name in files:
         check_output_path(target / name, inputs)
     return target
@@ -307,6 +307,19 @@ def write_json(path: str | os.PathLike, obj, sort_keys: bool = False, default=No
         handle.write("\n")
 
 
+def write_report(files: dict, json_path: str | os.PathLike, record) -> None:
+    """Write ``files`` ({path: text, or a function that writes to the open file}) and then ``record`` as JSON at
+    ``json_path``: all of them or, on an error, none (:func:`all_or_nothing`)."""
+    with all_or_nothing():
+        for path, content in files.items():
+            with atomic_write(path) as handle:
+                if callable(content):
+                    content(handle)
+                else:
+                    handle.write(content)
+        write_json(json_path, record)
+
+
 #: Output field names that were renamed (old → current; CHANGELOG.md). Files written before the rename keep
 #: the old spelling; readers pass what they read through :func:`current_names`.
 RENAMED_FIELDS = {"max_rhat": "max_r_hat", "top5_sum": "top5_gap_sum",  # robustness.json, summaries
@@ -331,6 +344,16 @@ def _finite_float(text: str) -> float:
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def file_in_folder(folder: Path, name: str, kind: str, what: str) -> Path:
+    """``folder``/``name``; fails ``FOLDER: no such KIND`` unless ``folder`` is a folder, and ``FOLDER: not WHAT
+    (no NAME)`` unless it holds that file."""
+    if not folder.is_dir():
+        fail(f"{folder}: no such {kind}")
+    if not (folder / name).is_file():
+        fail(f"{folder}: not {what} (no {name})")
+    return folder / name
 
 
 def read_json(path: str | os.PathLike, what: str = "JSON file"):
@@ -423,3 +446,8 @@ def package_versions(names: list[str]) -> dict[str, str | None]:
 def command_line() -> str:
     """The command that produced an output, for provenance records."""
     return " ".join([Path(sys.executable).name, *sys.argv])
+
+
+def provenance(packages: list[str]) -> dict:
+    """A record's ``command`` and ``package_versions`` entries, in that order (``{**provenance([...])}``)."""
+    return {"command": command_line(), "package_versions": package_versions(packages)}

@@ -191,3 +191,18 @@ def entry_options(pairs, accepted, owner: str) -> dict:
                 fail(f"--option {key}: {exc}")
         options[key] = value
     return options
+# options several commands share: one flag, type and action each; the help says what this command does with it
+
+def add_hdi_prob(parser, help: str, default: float | None = 0.94, metavar: str | None = "P") -> argparse.Action:
+    """``--hdi-prob P``: the mass of the command's intervals, in (0, 1); returns the action (for :func:`add_alias`)."""
+    return parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=default, metavar=metavar, help=help)
+
+
+def add_allow_missing(parser, help: str) -> None:
+    """``--allow-missing``: accept absent cells and K per cell (docs/suites.md)."""
+    parser.add_argument("--allow-missing", action="store_true", help=help)
+
+
+def add_quiet(parser, help: str = "no progress lines") -> None:
+    """``--quiet``: print less (``help`` says what is left out)."""
+    parser.add_argument("--quiet", action="store_true", help=help)

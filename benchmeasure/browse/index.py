@@ -39,14 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmeasure.base.errors import fail
-from benchmeasure.base.files import (
-    atomic_write,
-    command_line,
-    make_parents,
-    package_versions,
-    read_jsonl_objects,
-    remove_empty_folders,
-)
+from benchmeasure.base.files import atomic_write, make_parents, provenance, read_jsonl_objects, remove_empty_folders
 from benchmeasure.browse import dense, lexical
 
 log = logging.getLogger(__name__)
@@ -345,8 +338,7 @@ def add_benchmark(folder: str | Path, name: str, items: list, *, sources: list[d
                  "embeddings_sha256": None if vectors is None else _sha256(
                      (staging / "embeddings.npy").read_bytes() + (staging / "scale.npy").read_bytes()),
                  "sources": sources, "difficulty": difficulty_source, "settings": settings,
-                 "command": command_line(),
-                 "package_versions": package_versions(["numpy", "bm25s", "PyStemmer", *dense.PACKAGES])}
+                 **provenance(["numpy", "bm25s", "PyStemmer", *dense.PACKAGES])}
         old = manifest["benchmarks"].get(name)
         benchmarks = {**manifest["benchmarks"], name: entry}
         target = folder / entry["folder"]

@@ -6,11 +6,10 @@ Usually driven by ``run_experiment.sh``; the logic lives in ``benchmeasure.bench
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import check_output_folder
 from benchmeasure.base.options import SEED, integer
 from benchmeasure.base.progress import show_progress
@@ -28,8 +27,7 @@ EXAMPLES = """examples:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("init", help="create a run folder with the resolved config")
     p.add_argument("--config", required=True,

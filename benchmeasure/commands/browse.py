@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
-from benchmeasure.base.options import SEED, TOP_K, integer, number
+from benchmeasure.base.options import SEED, TOP_K, add_quiet, integer, number
 from benchmeasure.base.progress import show_progress
 from benchmeasure.browse import dense, fusion
 from benchmeasure.browse.index import MANIFEST, add_benchmark, check_name, load_index, read_stored_items
@@ -51,8 +51,7 @@ rank moves most, with their rank intervals; and the same for accuracies, with a 
 
 
 def parse_args(argv):
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     sub = parser.add_subparsers(dest="command", required=True)
     sub_help = {"epilog": EXAMPLES, "formatter_class": argparse.RawDescriptionHelpFormatter}
     p = sub.add_parser("index", **sub_help, help="add a benchmark's item texts to an index folder")
@@ -69,7 +68,7 @@ def parse_args(argv):
                         "whether a slice's widest gap is resolved")
     p.add_argument("--lexical-only", action="store_true", help="no embeddings: BM25 only (no encoder needed)")
     p.add_argument("--replace", action="store_true", help="index a benchmark already in the index again")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(p)
     p = sub.add_parser("query", **sub_help, help="the items that test a use case, best first")
     p.add_argument("index", metavar="INDEX")
     p.add_argument("query", metavar="TEXT", help="the use case, in words")

@@ -7,7 +7,6 @@ by quadrature — BenchFill's online calibration (paper Section 4), the same fun
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -15,16 +14,9 @@ import time
 
 import numpy as np
 
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
-from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
+from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_hdi_prob, add_quiet
 from benchmeasure.core.fixed_scale_inputs import absent_counts, input_records, read_counts
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
@@ -46,8 +38,7 @@ output columns: item, b_mean, b_sd, b_hdi_low, b_hdi_high (HDI of --hdi-prob), z
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="calibrate_items.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("calibrate_items.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", metavar="MATRIX",
                         help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct)")
     parser.add_argument("--abilities", required=True, metavar="ABILITY_CSV",
@@ -59,12 +50,10 @@ def parse_args(argv):
     add_guessing_options(parser, "the matrix")
     parser.add_argument("--reference-difficulty", default=None, metavar="DIFFICULTY_CSV",
                         help="a benchmark's difficulty file: z is on its min-max scale (paper Section 4)")
-    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
-                        help="mass of b's highest-density interval (default 0.94)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (an item calibrated on the models that answered it) and K per "
-                             "cell (blank cells and MATRIX.trials.csv, or long responses; docs/suites.md)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_hdi_prob(parser, "mass of b's highest-density interval (default 0.94)")
+    add_allow_missing(parser, "accept absent cells (an item calibrated on the models that answered it) and K per "
+                      "cell (blank cells and MATRIX.trials.csv, or long responses; docs/suites.md)")
+    add_quiet(parser)
     return parser.parse_args(argv)
 
 
@@ -112,8 +101,7 @@ def main(argv=None) -> int:
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "reference_min_max": list(reference) if reference else None,
                      "model": "1PL, b ~ Normal(0, 1), abilities fixed at theta_mean"},
-        "inputs": input_records(inputs), "command": command_line(),
-        "package_versions": package_versions(["numpy", "numba"]), "wall_time_s": time.perf_counter() - start,
+        "inputs": input_records(inputs), **provenance(["numpy", "numba"]), "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():
         with atomic_write(args.output) as handle:

@@ -14,16 +14,9 @@ import re
 import sys
 import time
 
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
-from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
+from benchmeasure.base.options import OPEN_PROBABILITY, SEED, add_hdi_prob, add_quiet, integer
 from benchmeasure.core.fixed_scale_inputs import input_records
 
 EXAMPLES = """\
@@ -74,8 +67,7 @@ def _anchor_list(text: str) -> list:
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="benchmeasure chain", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("benchmeasure chain", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", nargs="+", metavar="RESPONSES_CSV", help="long responses (.csv or .csv.gz)")
     parser.add_argument("--order", default=None, metavar="B1,B2,...",
                         help="benchmarks in order of arrival (default: as they first appear); others are left out")
@@ -86,8 +78,7 @@ def parse_args(argv):
                         help="random seed of the splits and anchors (default 0)")
     parser.add_argument("--holdout", type=OPEN_PROBABILITY, default=0.25,
                         help="share of models held out in each split (default 0.25)")
-    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.90,
-                        help="mass of the prediction intervals (default 0.90)")
+    add_hdi_prob(parser, "mass of the prediction intervals (default 0.90)", 0.90, None)
     parser.add_argument("--item-benchmarks", default=None, metavar="CSV",
                         help="item_id,benchmark file naming the benchmark of items whose file has no benchmark column")
     parser.add_argument("--lkj-steps", type=_lkj_steps, default=None, metavar="last|all|S1,S2,...",
@@ -96,7 +87,7 @@ def parse_args(argv):
     parser.add_argument("--lkj-draws", type=integer(50, 100_000), default=300, metavar="N",
                         help="with --lkj-steps: warm-up and draws per chain, 2 chains (default 300)")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
     return parser.parse_args(argv)
 
 
@@ -171,8 +162,7 @@ def main(argv=None) -> int:
                      for sp, st, b, n, a in skipped],
         **({"lkj": {"steps": sorted(lkj["steps"]), "chains": 2, "tune": args.lkj_draws, "draws": args.lkj_draws,
                     "draws_used": lkj["keep"], "fits": lkj_fits, "summary_at_lkj_steps": at_lkj}} if lkj else {}),
-        "inputs": input_records(inputs), "command": command_line(),
-        "package_versions": package_versions(["numpy", "scipy", "pandas"]),
+        "inputs": input_records(inputs), **provenance(["numpy", "scipy", "pandas"]),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

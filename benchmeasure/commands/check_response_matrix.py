@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from benchmeasure.analyses.checks import THRESHOLDS, check_matrix
-from benchmeasure.base.errors import ArgumentParser
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    result_json,
-    sha256_file,
-    write_json,
-)
-from benchmeasure.base.options import N_TRIALS
+from benchmeasure.base.errors import command_parser
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_report
+from benchmeasure.base.options import N_TRIALS, add_allow_missing
 from benchmeasure.core.matrix import read_matrix
 
 EXAMPLES = """\
@@ -39,17 +29,15 @@ LABELS = {
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="check_response_matrix.py",
-        description="Compute model/item information and inversion rates of a count matrix and compare "
-                    "them with the paper's pass thresholds.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("check_response_matrix.py",
+                            "Compute model/item information and inversion rates of a count matrix and compare "
+                            "them with the paper's pass thresholds.", EXAMPLES)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K", help="trials per model-item pair")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): the figures are computed "
-                             "on present cells with rates (docs/suites.md, benchmeasure/analyses/checks_holes.py)")
+    add_allow_missing(parser,
+                      "accept absent cells (blank) and K per cell (MATRIX.trials.csv): the figures are computed "
+                      "on present cells with rates (docs/suites.md, benchmeasure/analyses/checks_holes.py)")
     parser.add_argument("--output-dir", metavar="DIR",
                         help="also write checks.json (figures, settings, input SHA-256, versions) and checks.md here")
     return parser.parse_args(argv)
@@ -121,14 +109,10 @@ def main(argv=None) -> int:
             **({} if absent is None else {"absent_cells": absent}),
             "input": {"path": args.matrix, "sha256": sha256_file(args.matrix),
                       "models": models, "items": items},
-            "command": command_line(),
-            "package_versions": package_versions(["numpy"]),
+            **provenance(["numpy"]),
         }
         out = Path(args.output_dir)
-        with all_or_nothing():
-            with atomic_write(out / "checks.md") as handle:
-                handle.write(markdown(args.matrix, matrix, result))
-            write_json(out / "checks.json", record)
+        write_report({out / "checks.md": markdown(args.matrix, matrix, result)}, out / "checks.json", record)
     if args.json:
         print(result_json(result.as_dict() if absent is None else {**result.as_dict(), "absent_cells": absent}))
     else:

@@ -5,11 +5,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict
 
 from benchmeasure.analyses.compare import compare
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
 from benchmeasure.core.difficulty_file import read_difficulty_column
@@ -25,8 +24,7 @@ the z errors are computed, so the fit's arbitrary location and scale are not cou
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog="compare_difficulty.py", description=__doc__.splitlines()[0],
-                                     epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("compare_difficulty.py", __doc__.splitlines()[0], EXAMPLE)
     parser.add_argument("estimate", help="difficulty CSV to check (e.g. benchmeasure fit's difficulty.csv)")
     parser.add_argument("reference", help="difficulty CSV to compare against")
     parser.add_argument("--column", default="b_mean", help="difficulty column of ESTIMATE (default: b_mean)")

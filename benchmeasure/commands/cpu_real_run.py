@@ -9,13 +9,12 @@ samples under ``WORKDIR/lmms/``, ``verifier/run_rollout.py``'s rows with each ba
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 import time
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.options import N_TRIALS, PORT
 from benchmeasure.base.resources import project_path
 
@@ -33,8 +32,7 @@ def free_port() -> int:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog="cpu_real_run.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("cpu_real_run.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("--workdir", type=Path, required=True, help="where the report, rows and logs go")
     parser.add_argument("--panel", default=str(project_path("verifier/panels/cpu_smollm.toml")))
     parser.add_argument("--model-dir", type=Path, help="converted model folder (default: the cache)")

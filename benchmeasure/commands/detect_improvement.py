@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
-
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, sha256_file, write_json
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, integer
 
 EXAMPLES = """\
@@ -24,10 +22,9 @@ per-item accuracy; one-sided p = (1 + #{permuted >= observed}) / (1 + B).
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="detect_improvement.py",
-        description="One-sided stratified randomization test of an accuracy gain between pre and post rollouts.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("detect_improvement.py",
+                            "One-sided stratified randomization test of an accuracy gain between pre and post "
+                            "rollouts.", EXAMPLES)
     parser.add_argument("responses", metavar="RESPONSES_CSV", help="model,item_id,trial,correct,condition rows")
     parser.add_argument("--permutations", type=integer(1, 100_000_000), default=100_000, metavar="B",
                         help="random reassignments (default: 100000)")
@@ -49,7 +46,7 @@ def main(argv=None) -> int:
         fail(f"--permutations must be at least 1, got {args.permutations}")
     data = read_pre_post(args.responses)
     settings = {"input": args.responses, "input_sha256": sha256_file(args.responses),
-                "command": command_line(), "package_versions": package_versions(["numpy", "pandas"])}
+                **provenance(["numpy", "pandas"])}
     records = []
     for model, tallies in data.items():
         result = stratified_test(tallies, args.permutations, args.seed)

@@ -5,9 +5,7 @@ Standard library only (Python 3.9+): runs as ``python3 -I -S scripts/diagnose_be
 
 from __future__ import annotations
 
-import argparse
-
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import result_json
 from benchmeasure.base.options import TOP_K
 from benchmeasure.core.calibrated_text import calibrated_beside, interval_text
@@ -44,12 +42,9 @@ gap's two edge items would resolve it, if it is as wide as it looks (what to ask
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="diagnose_benchmark.py",
-        description="Measure how a benchmark's items cover the difficulty axis (DDM, Max Gap, Top-k Gap Sum).",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("diagnose_benchmark.py",
+                            "Measure how a benchmark's items cover the difficulty axis (DDM, Max Gap, Top-k Gap Sum).",
+                            EXAMPLES)
     parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV",
                         help="CSV with one difficulty per item (e.g. benchmeasure fit's difficulty.csv)")
     parser.add_argument("--column", default="b_mean", help="column holding the difficulties (default: b_mean)")

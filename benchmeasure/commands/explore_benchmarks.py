@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import logging
 import sys
@@ -10,9 +9,9 @@ from pathlib import Path
 
 from benchmeasure import __version__
 from benchmeasure.analyses.summary import DEFAULT_DOMAINS, read_domains
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import atomic_write, check_output_path, command_line, package_versions, sha256_file
-from benchmeasure.base.options import OPEN_PROBABILITY, add_alias, integer, number
+from benchmeasure.base.options import add_alias, add_hdi_prob, add_quiet, integer, number
 from benchmeasure.core.benchmarks import skipped_warning
 from benchmeasure.explorer.collect import (
     QUESTION_FIELDS,
@@ -65,12 +64,10 @@ whatever the size). Question fields tried in order:
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="explore_benchmarks.py",
-        description="Write one self-contained HTML page to explore benchmarks' difficulty measures: a sortable "
-                    "table of DDM, Max Gap and Top-5 Gap Sum, and per benchmark its ECDF against the uniform "
-                    "reference with the widest gaps, posterior bands and gap-filling results.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("explore_benchmarks.py",
+                            "Write one self-contained HTML page to explore benchmarks' difficulty measures: a sortable "
+                            "table of DDM, Max Gap and Top-5 Gap Sum, and per benchmark its ECDF against the uniform "
+                            "reference with the widest gaps, posterior bands and gap-filling results.", EXAMPLES)
     parser.add_argument("paths", nargs="*", metavar="DIFFICULTY_CSV_OR_BENCHMARK_DIR",
                         help="difficulty files, benchmark folders, or folders of benchmark folders")
     parser.add_argument("--filled", nargs="+", action="extend", default=[], metavar="RUN_DIR",
@@ -91,11 +88,10 @@ def parse_args(argv):
     parser.add_argument("--max-mb", type=number(0.0, 1e6), default=MAX_MB, metavar="MB",
                         help=f"page size budget: question text is cut shorter to stay under it (default {MAX_MB:g}; "
                              "0 = no budget)")
-    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, metavar="P",
-                               help="mass of the posterior intervals and band (default: 0.94, as posterior-metrics)")
+    mass = add_hdi_prob(parser, "mass of the posterior intervals and band (default: 0.94, as posterior-metrics)", None)
     add_alias(parser, "--probability", mass)  # the old name, for a release
     parser.add_argument("--title", default="Benchmark explorer", help="the page's title")
-    parser.add_argument("--quiet", action="store_true", help="print only the final line")
+    add_quiet(parser, "print only the final line")
     return parser.parse_args(argv)
 
 

@@ -6,11 +6,10 @@ subprocess and prints the cached ``ability.csv`` path. A second call on the same
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.options import GUESSING, N_TRIALS, SEED
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.options import GUESSING, N_TRIALS, SEED, add_allow_missing
 from benchmeasure.base.progress import show_progress
 from benchmeasure.benchfill.abilities import fit_abilities
 
@@ -21,17 +20,15 @@ EXAMPLES = """examples:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("matrix", help="response matrix CSV (model,<item>,…; correct counts)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, help="trials per model-item pair")
     parser.add_argument("--guessing", type=GUESSING, default=0.0, help="lower asymptote g (default 0)")
     parser.add_argument("--cache", help="cache folder (default: <results root>/cache/abilities, the one BenchFill "
                                          "runs use; results root: $BENCHFILL_RESULTS, else propose/results)")
     parser.add_argument("--seed", type=SEED, default=0)
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (blank) and K per cell (MATRIX.trials.csv): the fit's masked "
-                             "likelihood (docs/suites.md)")
+    add_allow_missing(parser, "accept absent cells (blank) and K per cell (MATRIX.trials.csv): the fit's masked "
+                      "likelihood (docs/suites.md)")
     args = parser.parse_args(argv)
     if args.n_trials < 1:
         fail(f"--n-trials must be a positive integer, got {args.n_trials}")

@@ -11,7 +11,6 @@ reported in one line with exit status 2 and nothing is written.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import plan_outputs
 from benchmeasure.base.lifetime import exit_with_parent
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SECONDS, SEED, TUNE
@@ -48,12 +47,9 @@ model (paper, Appendix C.3):
 FLAGS = {field: "--" + field.replace("_", "-") for field in FIELDS}
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="fit_irt.py",
-        description="Fit item difficulties and model abilities jointly (Bayesian 1PL, NUTS) from a count matrix.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("fit_irt.py",
+                            "Fit item difficulties and model abilities jointly (Bayesian 1PL, NUTS) from a count "
+                            "matrix.", EXAMPLES)
     parser.add_argument("matrix", help="count matrix CSV: header 'model,<item>,...', one row per model")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K",
                         help="responses collected per model-item pair (every cell is in [0, K])")
@@ -198,7 +194,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     matrix, guessing = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
-    from benchmeasure.analyses.checks import warn_if_failing
+    from benchmeasure.analyses.checks_holes import warn_if_failing
 
     warn_if_failing(matrix)  # on present cells with holes
 

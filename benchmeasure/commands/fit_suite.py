@@ -11,7 +11,6 @@ benchmark and the correlation of abilities across benchmarks.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import os
@@ -19,16 +18,9 @@ import re
 import sys
 import time
 
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
-from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, number
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
+from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, add_quiet, number
 from benchmeasure.core.fixed_scale_inputs import input_records
 from benchmeasure.suite.mirt import ROUTES
 
@@ -62,8 +54,7 @@ abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="benchmeasure fit-suite", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("benchmeasure fit-suite", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", nargs="*", metavar="RESPONSES_CSV", help="long responses (.csv or .csv.gz)")
     parser.add_argument("--matrix", metavar="MATRIX_CSV", help="a count matrix instead (blank = absent; "
                         "MATRIX.trials.csv beside it gives K per cell)")
@@ -98,7 +89,7 @@ def parse_args(argv):
     nuts.add_argument("--strict", action="store_true",
                       help="exit with status 3 (after writing the outputs) when the correlated posterior misses the "
                            "convergence rule: max R-hat > 1.01, min bulk ESS < 400 or any divergence")
-    nuts.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(nuts)
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
     args = parser.parse_args(argv)
     if bool(args.responses) == bool(args.matrix):
@@ -172,8 +163,7 @@ def main(argv=None) -> int:
             {"benchmark_a": suite.benchmarks[a], "benchmark_b": suite.benchmarks[b], "models_answering_both": n,
              "reason": f"fewer than {MIN_SHARED} models answered both benchmarks"}
             for (a, b), n in unestimated.items()]} if unestimated else {}),
-        "inputs": input_records(inputs), "command": command_line(),
-        "package_versions": package_versions(["numpy", "scipy", "pandas"]),
+        "inputs": input_records(inputs), **provenance(["numpy", "scipy", "pandas"]),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

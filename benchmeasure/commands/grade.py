@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.options import SECONDS, add_entry_options, entry_options
 from benchmeasure.grading import KINDS, grade
 
@@ -22,12 +21,10 @@ EPILOG = r"""examples:
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        description="Judge one model response against a reference answer with the same graders "
-        "the verifier uses (benchmeasure.grading). The last line printed is 1 (correct) or 0.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(None,
+                            "Judge one model response against a reference answer with the same graders "
+                            "the verifier uses (benchmeasure.grading). The last line printed is 1 (correct) or 0.",
+                            EPILOG)
     parser.add_argument("--kind", required=True, choices=KINDS, help="grader to use")
     parser.add_argument("--reference", default=None, help="reference answer (math, choice)")
     source = parser.add_mutually_exclusive_group(required=True)

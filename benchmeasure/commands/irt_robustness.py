@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, sha256_file, write_json
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, integer
 from benchmeasure.core.fixed_scale_inputs import absent_counts
 from benchmeasure.core.guessing import read_guessing_csv
@@ -46,10 +37,8 @@ benchmeasure reproduce reads results/robustness/<benchmark>/robustness.json.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="irt_robustness.py",
-        description="Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("irt_robustness.py",
+                            "Check how robust the 1PL difficulty estimates are (paper Appendix Tables 6-10).", EXAMPLES)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K")
     parser.add_argument("--output-dir", required=True, metavar="DIR")
@@ -111,7 +100,7 @@ def main(argv=None) -> int:
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
     else:
         guessing = 0.0 if args.guessing is None else args.guessing
-    from benchmeasure.analyses.checks import warn_if_failing
+    from benchmeasure.analyses.checks_holes import warn_if_failing
     from benchmeasure.analyses.robustness import markdown, read_fit_dir, run_robustness
 
     saved = None
@@ -126,8 +115,7 @@ def main(argv=None) -> int:
     record.update({"benchmark": name, "input": args.matrix, "input_sha256": sha256_file(args.matrix),
                    "n_trials": args.n_trials, "models": len(matrix.models), "items": len(matrix.items),
                    "absent_cells": absent_counts(matrix),
-                   "command": command_line(),
-                   "package_versions": package_versions(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
+                   **provenance(["numpy", "scipy", "pymc", "pytensor", "nutpie", "arviz"])})
     out = Path(args.output_dir)
     text = markdown(record, name)
     with all_or_nothing():

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from benchmeasure.analyses.ability_accuracy import ability_accuracy, as_dicts, read_abilities
 from benchmeasure.analyses.label_validity import LEVEL, N_BOOT, label_validity, read_labels
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import command_line, package_versions, plan_outputs, sha256_file, write_json
-from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, SEED, add_alias, integer
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import plan_outputs, provenance, sha256_file, write_json
+from benchmeasure.base.options import N_TRIALS, SEED, add_alias, add_hdi_prob, integer
 from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.core.matrix import read_matrix
 
@@ -34,11 +33,10 @@ raw accuracy, highest ability first, with their Spearman correlation.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="label_validity.py",
-        description="How well fitted difficulties order items that people labelled easier and harder "
-                    "(AUC with a bootstrap interval), and each model's ability beside its raw accuracy.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("label_validity.py",
+                            "How well fitted difficulties order items that people labelled easier and harder "
+                            "(AUC with a bootstrap interval), and each model's ability beside its raw accuracy.",
+                            EXAMPLES)
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV", help="benchmeasure fit's difficulty.csv (column item)")
     parser.add_argument("--labels", required=True, metavar="FILE", help="JSON {label: [IDs]} or CSV item,label")
     parser.add_argument("--easier", default="easy", metavar="LABEL",
@@ -48,8 +46,7 @@ def parse_args(argv):
     parser.add_argument("--column", default="b_mean", help="difficulty column (default: b_mean)")
     parser.add_argument("--n-boot", type=integer(100, 1_000_000), default=N_BOOT, metavar="B",
                         help=f"bootstrap resamples (default {N_BOOT})")
-    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=LEVEL, metavar="P",
-                               help=f"interval mass of the bootstrap intervals (default {LEVEL})")
+    mass = add_hdi_prob(parser, f"interval mass of the bootstrap intervals (default {LEVEL})", LEVEL)
     add_alias(parser, "--level", mass)  # the old name, for a release
     parser.add_argument("--seed", type=SEED, default=0, help="bootstrap seed (default 0)")
     table = parser.add_argument_group("ability beside accuracy (optional)")
@@ -84,7 +81,7 @@ def main(argv=None) -> int:
         "settings": {"easier": args.easier, "harder": args.harder, "column": args.column, "n_boot": args.n_boot,
                      "level": args.hdi_prob, "seed": args.seed, "n_trials": args.n_trials},
         "inputs": [{"path": path, "sha256": sha256_file(path)} for path in inputs if path is not None],
-        "command": command_line(), "package_versions": package_versions(["numpy"]),
+        **provenance(["numpy"]),
     })
     if args.output:
         write_json(args.output, record)

@@ -7,14 +7,13 @@ that leave three deliberately wide gaps. Seeded, so the files are reproducible b
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, write_json
 from benchmeasure.base.options import N_TRIALS, SEED, add_alias, integer
 from benchmeasure.base.resources import project_path
@@ -28,8 +27,7 @@ examples:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog="make_example.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("make_example.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("--output-dir", default=str(project_path("data/example_simulated")))
     parser.add_argument("--models", type=integer(2, 100_000), default=12)
     parser.add_argument("--items", type=integer(2, 1_000_000), default=60)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.options import integer, number
 
 EXAMPLES = """examples:
@@ -44,8 +44,7 @@ def limits_of(args) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("init", help="create a mass-fill run folder with the resolved config and stop rules",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.verifier.panel import load_panel
 
 EPILOG = """examples:
@@ -48,12 +47,9 @@ def hosted_endpoint(model) -> str:
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(
-        description="Print the serving settings of panel models as shell assignments "
-        "(used by scripts/setup_server.sh and scripts/setup_diff_minimax.sh).",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(None,
+                            "Print the serving settings of panel models as shell assignments "
+                            "(used by scripts/setup_server.sh and scripts/setup_diff_minimax.sh).", EPILOG)
     parser.add_argument("config", type=Path, help="panel config (TOML)")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--list", action="store_true",

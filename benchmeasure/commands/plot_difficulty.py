@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import plan_outputs
 from benchmeasure.base.options import TOP_K, integer
 from benchmeasure.core.difficulty_file import benchmark_name, read_difficulty_column
@@ -23,10 +21,9 @@ normalized per file unless --normalized. The panel title is the folder holding t
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="plot_difficulty.py",
-        description="ECDF of normalized difficulties against the uniform reference, widest gaps shaded.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("plot_difficulty.py",
+                            "ECDF of normalized difficulties against the uniform reference, widest gaps shaded.",
+                            EXAMPLES)
     parser.add_argument("files", nargs="+", metavar="DIFFICULTY_CSV")
     parser.add_argument("--output", required=True, metavar="FIG", action="append",
                         help="figure file, .png, .pdf or .svg; repeat it for several formats of one figure")

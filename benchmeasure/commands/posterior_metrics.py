@@ -3,16 +3,15 @@ with the per-draw intervals, a noise-aware estimate and interval, and the benchm
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from benchmeasure.analyses.gap_calibration import CALIBRATION_WORLDS, GOAL_BIAS, METRICS, calibrate
 from benchmeasure.analyses.noise_aware import INTERVAL_FOR, n_trials_beside, report
 from benchmeasure.analyses.posterior_metrics import PROBABILITY, input_sha256, read_posterior_b
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import command_line, package_versions, plan_outputs, result_json, write_json
-from benchmeasure.base.options import DRAWS, OPEN_PROBABILITY, SEED, TOP_K, add_alias, integer
+from benchmeasure.base.options import DRAWS, SEED, TOP_K, add_alias, add_hdi_prob, integer
 from benchmeasure.base.progress import show_progress
 from benchmeasure.core.calibrated_text import interval_text
 from benchmeasure.core.matrix_holes import absent_cells_beside
@@ -59,16 +58,13 @@ kernels are cached (25 refits of ChemBench: 28 s on a 2-core machine).
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="posterior_metrics.py",
-        description="DDM, Max Gap and Top-k Gap Sum with labelled posterior intervals, a noise-aware estimate "
-                    "and the benchmark's resolution.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("posterior_metrics.py",
+                            "DDM, Max Gap and Top-k Gap Sum with labelled posterior intervals, a noise-aware estimate "
+                            "and the benchmark's resolution.", EXAMPLES)
     parser.add_argument("posterior", metavar="POSTERIOR", help="posterior.zarr, .nc, .npz or CSV of draws")
     parser.add_argument("--variable", default="b", help="difficulty variable in a NetCDF posterior (default: b)")
     parser.add_argument("--top-k", type=TOP_K, default=5, metavar="K")
-    mass = parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=PROBABILITY, metavar="P",
-                               help="interval mass (default: 0.94)")
+    mass = add_hdi_prob(parser, "interval mass (default: 0.94)", PROBABILITY)
     add_alias(parser, "--probability", mass)  # the old name, for a release
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the noise-aware estimator (default: 0)")
     parser.add_argument("--replicates", type=integer(10, 10_000), default=200, metavar="R",

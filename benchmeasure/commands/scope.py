@@ -13,14 +13,13 @@ arXiv 2604.17842; none of their code is used), ``lucb`` (this project's former a
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import json
 import time
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser, fail
+from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import (
     all_or_nothing,
     atomic_write,
@@ -72,8 +71,7 @@ CERTIFIED, SUMMARY, SETTINGS, TRIED = "certified.csv", "summary.json", "settings
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="scope", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("scope", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("--space", required=True,
                         help="the parameter space (YAML): a path, or a shipped one by name (arithmetic_space, "
                              "rg_basic_arithmetic_space; in a checkout docs/examples/<name>.yaml)")

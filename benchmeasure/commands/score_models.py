@@ -8,7 +8,6 @@ prior). A model may have answered only some of the benchmark's items (anchors, e
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -16,16 +15,9 @@ import time
 
 import numpy as np
 
-from benchmeasure.base.errors import ArgumentParser, fail
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
-from benchmeasure.base.options import N_TRIALS, OPEN_PROBABILITY, integer
+from benchmeasure.base.errors import command_parser, fail
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
+from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_hdi_prob, add_quiet, integer
 from benchmeasure.core.fixed_scale_inputs import (
     absent_counts,
     benchmark_difficulties,
@@ -59,8 +51,7 @@ PACKAGES = ["numpy", "numba", "xarray", "zarr"]
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="score_models.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("score_models.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("responses", metavar="RESPONSES_OR_MATRIX", nargs="+",
                         help="count matrix CSV (model,<item>,…) or graded responses CSV (model,item_id,trial,correct); "
                              "several files when models answered different items (a model in one file only)")
@@ -75,12 +66,10 @@ def parse_args(argv):
                              "or a CSV of draws): integrate over them instead of plugging in b_mean")
     parser.add_argument("--max-draws", type=integer(1, 100_000), default=200, metavar="S",
                         help="use S draws of --difficulty-draws, evenly spaced (default 200)")
-    parser.add_argument("--hdi-prob", type=OPEN_PROBABILITY, default=0.94, metavar="P",
-                        help="mass of θ's HDI and of the accuracy interval (default 0.94)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept absent cells (a model scored on the items it answered) and K per cell "
-                             "(blank cells and MATRIX.trials.csv, or long responses with fewer trials; docs/suites.md)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_hdi_prob(parser, "mass of θ's HDI and of the accuracy interval (default 0.94)")
+    add_allow_missing(parser, "accept absent cells (a model scored on the items it answered) and K per cell "
+                      "(blank cells and MATRIX.trials.csv, or long responses with fewer trials; docs/suites.md)")
+    add_quiet(parser)
     return parser.parse_args(argv)
 
 
@@ -159,7 +148,7 @@ def main(argv=None) -> int:
                      "hdi_prob": args.hdi_prob, "difficulty_draws_used": None if draws is None else len(draws),
                      "max_draws": args.max_draws, "model": "1PL, theta ~ Normal(0, 1), difficulties fixed"},
         "inputs": input_records(inputs),
-        "command": command_line(), "package_versions": package_versions(PACKAGES),
+        **provenance(PACKAGES),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

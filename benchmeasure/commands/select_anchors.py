@@ -8,7 +8,6 @@ posterior precision of θ), ``random``. Every strategy is seeded.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 import time
@@ -16,16 +15,9 @@ import time
 import numpy as np
 
 from benchmeasure.analyses.anchors import STRATEGIES
-from benchmeasure.base.errors import ArgumentParser
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    write_json,
-)
-from benchmeasure.base.options import N_TRIALS, SEED, add_entry_options, entry_options, integer
+from benchmeasure.base.errors import command_parser
+from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
+from benchmeasure.base.options import N_TRIALS, SEED, add_entry_options, add_quiet, entry_options, integer
 from benchmeasure.core.fixed_scale_inputs import benchmark_difficulties, input_records
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
 
@@ -42,8 +34,7 @@ then: have the new model answer the anchors, and
 
 
 def parse_args(argv):
-    parser = ArgumentParser(prog="select_anchors.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("select_anchors.py", __doc__.splitlines()[0], EXAMPLES)
     parser.add_argument("difficulty", metavar="DIFFICULTY_CSV",
                         help="the benchmark's difficulties: columns item (or item_id) and b_mean")
     parser.add_argument("--k", type=integer(1, 10_000_000), required=True, help="number of anchor items")
@@ -57,7 +48,7 @@ def parse_args(argv):
     add_guessing_options(parser, "the difficulty file (information only)")
     parser.add_argument("--n-trials", type=N_TRIALS, default=1, metavar="K",
                         help="information: trials per item the new models will run (default 1)")
-    parser.add_argument("--quiet", action="store_true", help="no summary line")
+    add_quiet(parser, "no summary line")
     add_entry_options(parser, "strategy")
     args = parser.parse_args(argv)
     args.strategy_options = entry_options(args.option, STRATEGIES[args.strategy].options,
@@ -89,7 +80,7 @@ def main(argv=None) -> int:
                      "design_abilities": None if abilities is None else len(abilities),
                      **({"options": args.strategy_options} if args.strategy_options else {})},
         "anchor_b_range": [float(b[chosen].min()), float(b[chosen].max())],
-        "inputs": input_records(inputs), "command": command_line(), "package_versions": package_versions(["numpy"]),
+        "inputs": input_records(inputs), **provenance(["numpy"]),
         "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import ArgumentParser, command_parser
 from benchmeasure.base.lifetime import alive
 from benchmeasure.base.options import SECONDS, integer, number
 from benchmeasure.serving.process import (
@@ -38,8 +38,7 @@ prints the announced URL on stdout once it answers URL/models.
 
 
 def _parser() -> ArgumentParser:
-    parser = ArgumentParser(prog="serve.py", description=__doc__.splitlines()[0], epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("serve.py", __doc__.splitlines()[0], EXAMPLES)
     actions = parser.add_subparsers(dest="action", required=True)
     for action, text in (("start", "start a command in its own session, record its PID"),
                          ("wait", "wait until the server answers its URL"),

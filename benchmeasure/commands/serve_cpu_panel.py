@@ -8,14 +8,13 @@ Runs in ``.venv-benchfill``. Starts vLLM through its module entry point (see
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from benchmeasure.base.errors import ArgumentParser
+from benchmeasure.base.errors import command_parser
 from benchmeasure.base.options import PORT, SECONDS
 from benchmeasure.serving.cpu_server import plan_server, running_server
 from benchmeasure.verifier.panel import load_panel
@@ -31,12 +30,8 @@ examples:
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="serve_cpu_panel.py",
-        description="Start a real vLLM server on CPU for a panel whose models share one checkpoint.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("serve_cpu_panel.py",
+                            "Start a real vLLM server on CPU for a panel whose models share one checkpoint.", EXAMPLES)
     parser.add_argument("--panel", required=True, help="panel TOML (e.g. verifier/panels/cpu_smollm.toml)")
     parser.add_argument("--model-dir",
                         help="model folder (default: $BENCHMEASURE_SMOLLM2_DIR, else the panel's serve.path)")

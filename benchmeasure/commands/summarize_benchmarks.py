@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -15,17 +15,8 @@ from benchmeasure.analyses.summary import (
     summarize,
     write_csv,
 )
-from benchmeasure.base.errors import ArgumentParser
-from benchmeasure.base.files import (
-    all_or_nothing,
-    atomic_write,
-    command_line,
-    package_versions,
-    plan_outputs,
-    result_json,
-    sha256_file,
-    write_json,
-)
+from benchmeasure.base.errors import command_parser
+from benchmeasure.base.files import plan_outputs, provenance, result_json, sha256_file, write_report
 from benchmeasure.core.benchmarks import find_benchmarks, skipped_warning
 
 EXAMPLES = """\
@@ -42,10 +33,9 @@ subfolders without difficulty.csv are skipped with a warning.
 
 
 def parse_args(argv):
-    parser = ArgumentParser(
-        prog="summarize_benchmarks.py",
-        description="Table 1 of the paper for your benchmark folders: DDM, Max Gap, Top-5 Gap Sum and item count.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("summarize_benchmarks.py",
+                            "Table 1 of the paper for your benchmark folders: DDM, Max Gap, Top-5 Gap Sum and item "
+                            "count.", EXAMPLES)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="a folder of benchmark folders, benchmark folders, or their difficulty.csv files")
     parser.add_argument("--domains", default=str(DEFAULT_DOMAINS), metavar="CSV",
@@ -69,18 +59,13 @@ def main(argv=None) -> int:
         "marked_counts": {m: {"marked": c, "total": n} for m, (c, n) in marked_counts(rows).items()},
         "inputs": {b.name: sha256_file(Path(b.folder) / "difficulty.csv") for b in benchmarks},
         "skipped_folders": [str(folder) for folder in skipped],
-        "command": command_line(),
-        "package_versions": package_versions([]),
+        **provenance([]),
     }
     table = markdown_table(rows)
     if args.output_dir:
         out = Path(args.output_dir)
-        with all_or_nothing():
-            with atomic_write(out / "table1.csv") as handle:
-                write_csv(rows, handle)
-            with atomic_write(out / "table1.md") as handle:
-                handle.write(table)
-            write_json(out / "table1.json", record)
+        write_report({out / "table1.csv": functools.partial(write_csv, rows), out / "table1.md": table},
+                     out / "table1.json", record)
     for folder in skipped:  # after everything that could fail, so a rejected run prints one error line only
         print(skipped_warning(folder), file=sys.stderr)
     print(result_json(record) if args.json else table, end="\n" if args.json else "")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
-from benchmeasure.base.files import read_jsonl_objects
+from benchmeasure.base.files import file_in_folder, read_jsonl_objects
 from benchmeasure.core.difficulty_file import read_difficulty_column
 
 DIFFICULTY = "difficulty.csv"
@@ -82,11 +82,7 @@ def _integer_ids(ids: list, lines: list, where: str) -> list:
 def load_benchmark(folder: str | os.PathLike) -> Benchmark:
     """Read and cross-check one benchmark folder (module docstring)."""
     folder = Path(folder)
-    if not folder.is_dir():
-        fail(f"{folder}: no such benchmark folder")
-    difficulty_path = folder / DIFFICULTY
-    if not difficulty_path.is_file():
-        fail(f"{folder}: not a benchmark folder (no {DIFFICULTY})")
+    difficulty_path = file_in_folder(folder, DIFFICULTY, "benchmark folder", "a benchmark folder")
     column = read_difficulty_column(difficulty_path, "b_mean")
     id_name, lines = column.id_column, column.lines
     counts = Counter(column.item_ids)

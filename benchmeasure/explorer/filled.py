@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchmeasure.base.csv_table import finite_float, read_table
 from benchmeasure.base.errors import fail, file_errors
-from benchmeasure.base.files import RENAMED_FIELDS, sha256_file
+from benchmeasure.base.files import RENAMED_FIELDS, file_in_folder, sha256_file
 from benchmeasure.benchfill.gaps import SeedSet, load_seed_set
 from benchmeasure.benchfill.records import Annotation
 from benchmeasure.benchfill.run_folder import CONFIG, RunFolder
@@ -195,11 +195,7 @@ def read_records(path: Path, id_column: str) -> list:
 def read_filled(folder) -> FilledRun:
     """Read a finished BenchFill run or mass-fill folder (module docstring)."""
     folder = Path(folder)
-    if not folder.is_dir():
-        fail(f"{folder}: no such run folder")
-    config_path = folder / CONFIG
-    if not config_path.is_file():
-        fail(f"{folder}: not a BenchFill run or mass-fill folder (no {CONFIG})")
+    config_path = file_in_folder(folder, CONFIG, "run folder", "a BenchFill run or mass-fill folder")
     run = RunFolder.open(folder)  # the one reader of config.json
     files = {entry.label: entry for entry in run.inputs}
     for label in ("calibration", "pool"):

@@ -8,7 +8,7 @@ non-centred coordinates (θ_j = μ + diag(s) L z_j) remove it but mix worse alon
 This module is centred along the second kind of direction and non-centred along the first (Papaspiliopoulos,
 Roberts & Sköld 2007, "A general framework for the parametrization of hierarchical models", Statist. Sci. 22).
 
-The map. With μ integrated out, θ's density given Σ (:func:`benchmeasure.suite.mirt.theta_marginal_logp`) factors
+The map. With μ integrated out, θ's density given Σ (:func:`benchmeasure.suite.prior.theta_marginal_logp`) factors
 over an orthonormal Helmert basis of the models: √M θ̄ ~ N(0, Σ + τ²M I), and the M − 1 contrasts
 h_r = Σ_j H_rj θ_j are independent N(0, Σ). Fix an invertible B × B matrix T (:func:`pilot_basis`, from the data
 alone) whose first B − r columns span the directions the data resolve, and write each contrast as h_r = T w_r,
@@ -82,11 +82,22 @@ def pilot_basis(counts, trials, item_benchmark, n_benchmarks: int, *, threshold:
     return half[:, None] * vectors, weak, values
 
 
+def centre_logp(centre, chol, n_models, mean_sd: float):
+    """log N(θ̄; 0, Σ/M + τ² I), the mean of the M abilities with μ integrated out (PyTensor; Σ = C Cᵀ)."""
+    import pytensor.tensor as pt
+    from pytensor.tensor.linalg import cholesky, solve_triangular
+
+    n_benchmarks = chol.shape[0]
+    outer = cholesky(chol @ chol.T / n_models + mean_sd ** 2 * pt.eye(n_benchmarks))
+    w = solve_triangular(outer, centre, lower=True)
+    return -0.5 * pt.sum(w ** 2) - pt.sum(pt.log(pt.diag(outer))) - n_benchmarks / 2.0 * np.log(2.0 * np.pi)
+
+
 def partial_abilities(centre, strong, weak, chol, basis: np.ndarray, n_weak: int, n_models: int, mean_sd: float):
     """θ (M × B) and the log density of the coordinates (PyTensor), from θ̄ (B), w_strong ((M − 1) × (B − r)),
     z ((M − 1) × r) and ``chol`` = the Cholesky factor of Σ.
 
-    The density is θ's given Σ with μ integrated out (:func:`benchmeasure.suite.mirt.theta_marginal_logp`) times
+    The density is θ's given Σ with μ integrated out (:func:`benchmeasure.suite.prior.theta_marginal_logp`) times
     the map's Jacobian, written in the coordinates: with u_strong = L₁₁⁻¹ w_strong, u = (u_strong, z) = L⁻¹ w for
     every contrast, so tr(Σ⁻¹ Σ_r h_r h_rᵀ) = Σ_r |u_r|², and log|Σ| = 2 log|det T| + 2 Σ log diag L, whose
     L₂₂ part the Jacobian cancels:
@@ -96,8 +107,6 @@ def partial_abilities(centre, strong, weak, chol, basis: np.ndarray, n_weak: int
     """
     import pytensor.tensor as pt
     from pytensor.tensor.linalg import cholesky, solve_triangular
-
-    from benchmeasure.suite.mirt import centre_logp
 
     b = basis.shape[0]
     n_strong = b - n_weak

@@ -31,7 +31,7 @@ simulated 50 × (2 × 30) suite, 2 chains × (300 + 300): diagonal, R-hat 1.079 
 max R-hat 1.032 over every parameter and min bulk ESS 603, at 29 s against 18 s.
 
 The benchmark means are integrated out by default (``means="integrated"``): given Σ = diag(s) R diag(s), θ's
-density with μ ~ Normal(0, 3² I) integrated out is Gaussian in closed form (:func:`theta_marginal_logp`), so NUTS
+density with μ ~ Normal(0, 3² I) integrated out is Gaussian in closed form (:func:`.prior.theta_marginal_logp`), so NUTS
 runs on (θ, s, R) and each posterior draw of μ is drawn afterwards from its exact conditional
 μ | θ, Σ ~ Normal(V M Σ⁻¹ θ̄, V), V = (M Σ⁻¹ + I/9)⁻¹ (:func:`draw_means`). The joint draws are draws of the same
 posterior. μ_k was the slowest coordinate: it moves with its benchmark's abilities, and only the priors hold it.
@@ -63,6 +63,7 @@ import numpy as np
 
 from benchmeasure.base.errors import fail
 from benchmeasure.base.registry import Registry
+from benchmeasure.suite.prior import MEAN_SD, ability_prior, coordinates_basis
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +95,7 @@ class SuiteRoute:
 #: the fit-suite routes, in the order of ``--route``'s choices, registered below with ``@ROUTES.add`` (no entry-point
 #: group: a route is written against this module's model and draws, not a public protocol)
 ROUTES = Registry("route", entry=SuiteRoute, builtins=("benchmeasure.suite.mirt",))
-PARAMETRIZATIONS = ("centred", "non-centred", "partial")   # θ's coordinates (partial: suite/coordinates.py)
 DENSITIES = ("compiled", "pymc")   # the cached Numba density (suite/density.py) where it applies, or PyMC's graph
-MEANS = ("sampled", "integrated")   # the benchmark means μ: NUTS samples them, or they are integrated out
-MEAN_SD = 3.0  # prior sd of each benchmark's mean ability (several benchmarks only)
 INTERVAL = 0.94
 
 
@@ -114,106 +112,10 @@ class CorrelatedFit:
     posterior: object    # the ArviZ DataTree (theta, b, corr[, scale])
 
 
-def ability_prior(n_models: int, n_benchmarks: int, *, eta: float, scales: str, scale_sd: float,
-                  parametrization: str, mean_sd: float, means: str = "sampled", basis=None):
-    """Inside a PyMC model: R (``corr``), s, μ and θ (M × B) with the priors above; returns θ.
-
-    Shared by the joint model (:func:`build_model`) and the collapsed one (:mod:`.mirt_collapsed`), so the two
-    have the same prior by construction. ``means="integrated"`` (several benchmarks, centred coordinates) leaves μ
-    out of the model: θ gets its density with μ integrated out (:func:`theta_marginal_logp`), and μ is drawn
-    afterwards from its exact conditional (:func:`draw_means`). ``parametrization="partial"`` (μ integrated) samples
-    θ in the coordinates of :mod:`.coordinates`, with ``basis`` = (T, r) from :func:`.coordinates.pilot_basis`.
-    """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    if means not in MEANS:
-        fail(f"means must be one of {', '.join(MEANS)}, got {means!r}")
-    if parametrization not in PARAMETRIZATIONS:
-        fail(f"parametrization must be one of {', '.join(PARAMETRIZATIONS)}, got {parametrization!r}")
-    integrated = means == "integrated" and n_benchmarks > 1
-    if integrated and parametrization == "non-centred":
-        fail("the benchmark means are integrated out in the centred and partial coordinates only")
-    if parametrization == "partial" and not integrated:
-        fail("the partial coordinates need two or more benchmarks with their means integrated out")
-
-    if n_benchmarks == 1:
-        chol = pt.ones((1, 1))
-    else:
-        chol = pm.LKJCorr("chol_corr", n=n_benchmarks, eta=eta)  # PyMC 6: the Cholesky factor of R
-    pm.Deterministic("corr", chol @ chol.T)
-    if scales == "half-normal":
-        scale = pm.HalfNormal("scale", scale_sd, shape=n_benchmarks)
-        chol = scale[:, None] * chol                         # Cholesky factor of diag(s) R diag(s)
-    # with several benchmarks each has its own mean ability (a benchmark's items may all be easy): R is the
-    # correlation of deviations from those means; with one there is nothing to correlate, and the model is
-    # the paper's (mean 0)
-    if integrated and parametrization == "partial":
-        from benchmeasure.suite.coordinates import partial_abilities
-
-        t, n_weak = basis
-        centre = pm.Flat("theta_centre", shape=n_benchmarks)
-        strong = pm.Flat("theta_strong", shape=(n_models - 1, n_benchmarks - n_weak)) if n_weak < n_benchmarks \
-            else None
-        weak = pm.Flat("theta_weak", shape=(n_models - 1, n_weak)) if n_weak else None
-        theta, logp = partial_abilities(centre, strong, weak, chol, np.asarray(t, dtype=float), int(n_weak),
-                                        n_models, mean_sd)
-        pm.Potential("theta_given_cov", logp)
-        return pm.Deterministic("theta", theta)
-    if integrated:
-        theta = pm.Flat("theta", shape=(n_models, n_benchmarks))
-        pm.Potential("theta_given_cov", theta_marginal_logp(theta, chol, mean_sd))
-        return theta
-    mu = pm.Normal("mu", 0.0, mean_sd, shape=n_benchmarks) if n_benchmarks > 1 else pt.zeros(1)
-    if parametrization == "non-centred":
-        z = pm.Normal("z", 0.0, 1.0, shape=(n_models, n_benchmarks))
-        return pm.Deterministic("theta", mu[None, :] + z @ chol.T)   # rows ~ Normal(μ, diag(s) R diag(s))
-    if n_benchmarks == 1:
-        return pm.Normal("theta", 0.0, chol[0, 0], shape=(n_models, 1))
-    return pm.MvNormal("theta", mu=mu, chol=chol, shape=(n_models, n_benchmarks))
-
-
 def default_means(parametrization: str) -> str:
     """What :func:`fit_correlated` does with the benchmark means when not told: integrated out in the centred
     coordinates (where that is defined), sampled in the non-centred ones."""
     return "sampled" if parametrization == "non-centred" else "integrated"
-
-
-def theta_marginal_logp(theta, chol, mean_sd: float):
-    """log p(θ | Σ) with μ ~ Normal(0, τ² I) integrated out (τ = ``mean_sd``; Σ = C Cᵀ, ``chol`` = C; PyTensor).
-
-    With θ̄ the mean of the M rows and S = Σ_j (θ_j − θ̄)(θ_j − θ̄)ᵀ, Π_j N(θ_j; μ, Σ) factors into a part in S
-    and N(θ̄; μ, Σ/M), and the Gaussian integral over μ gives
-
-        log p(θ | Σ) = −(M − 1)B/2 · log 2π − (M − 1)/2 · log|Σ| − B/2 · log M − tr(Σ⁻¹ S)/2
-                       + log N(θ̄; 0, Σ/M + τ² I),
-
-    exactly (``tests/test_suite_lkj_collapsed.py`` checks it against the (M·B)-dimensional Gaussian
-    vec θ ~ N(0, I ⊗ Σ + τ² 11ᵀ ⊗ I)).
-    """
-    import pytensor.tensor as pt
-    from pytensor.tensor.linalg import solve_triangular
-
-    n_models, n_benchmarks = theta.shape[0], chol.shape[0]
-    m = pt.cast(n_models, "float64")
-    k = pt.cast(n_benchmarks, "float64")
-    centre = theta.mean(axis=0)
-    white = solve_triangular(chol, (theta - centre[None, :]).T, lower=True)
-    log_det = 2.0 * pt.sum(pt.log(pt.diag(chol)))
-    log_2pi = np.log(2.0 * np.pi)
-    return (-(m - 1.0) * k / 2.0 * log_2pi - (m - 1.0) / 2.0 * log_det - k / 2.0 * pt.log(m)
-            - 0.5 * pt.sum(white ** 2) + centre_logp(centre, chol, m, mean_sd))
-
-
-def centre_logp(centre, chol, n_models, mean_sd: float):
-    """log N(θ̄; 0, Σ/M + τ² I), the mean of the M abilities with μ integrated out (PyTensor; Σ = C Cᵀ)."""
-    import pytensor.tensor as pt
-    from pytensor.tensor.linalg import cholesky, solve_triangular
-
-    n_benchmarks = chol.shape[0]
-    outer = cholesky(chol @ chol.T / n_models + mean_sd ** 2 * pt.eye(n_benchmarks))
-    w = solve_triangular(outer, centre, lower=True)
-    return -0.5 * pt.sum(w ** 2) - pt.sum(pt.log(pt.diag(outer))) - n_benchmarks / 2.0 * np.log(2.0 * np.pi)
 
 
 def draw_means(theta, corr, scale, mean_sd: float, seed: int) -> np.ndarray:
@@ -234,16 +136,6 @@ def draw_means(theta, corr, scale, mean_sd: float, seed: int) -> np.ndarray:
     mean = np.linalg.solve(precision, rhs[..., None])[..., 0]
     z = np.random.default_rng(seed).standard_normal(centre.shape)
     return mean + np.linalg.solve(np.swapaxes(lower, -1, -2), z[..., None])[..., 0]
-
-
-def coordinates_basis(counts, trials, item_benchmark, n_benchmarks: int, parametrization: str, basis=None):
-    """(T, r) of the partial coordinates (:func:`.coordinates.pilot_basis`) when they are asked for, else None."""
-    if parametrization != "partial" or basis is not None:
-        return basis
-    from benchmeasure.suite.coordinates import pilot_basis
-
-    t, n_weak, _ = pilot_basis(counts, trials, item_benchmark, n_benchmarks)
-    return t, n_weak
 
 
 def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0, scales: str = "half-normal",
@@ -283,7 +175,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     b integrated out, then exact draws of b (:mod:`.mirt_collapsed`); ``route="joint"``: NUTS on everything
     (:func:`build_model`). Both sample the same posterior. ``means="integrated"`` (the default in the centred
     and partial coordinates) leaves the benchmark means μ out of NUTS and draws them exactly afterwards
-    (:func:`theta_marginal_logp`, :func:`draw_means`); ``"sampled"`` (the default in the non-centred ones) has
+    (:func:`.prior.theta_marginal_logp`, :func:`draw_means`); ``"sampled"`` (the default in the non-centred ones) has
     NUTS sample them (the model as written). ``parametrization`` (θ's coordinates; the same posterior): left
     unset, ``"partial"`` (:mod:`.coordinates`) with two or more benchmarks and the means integrated, else
     ``"centred"``. ``density="compiled"`` (default) hands nutpie the cached Numba density of

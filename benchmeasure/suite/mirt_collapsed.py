@@ -9,7 +9,7 @@ exactly, and each benchmark's factor is the collapsed 1PL marginal of its own su
 evaluated at θ_{·,k} (:class:`benchmeasure.irt.collapsed_holes.CollapsedHolesData`: the masked likelihood,
 items grouped by trials column and column sum, quadrature with a grid sized for the sub-matrix; the
 quadrature error is about 1e−17 relative and checked per fit). NUTS runs on (θ, s, R) only (μ integrated out
-as well by default, :func:`benchmeasure.suite.mirt.theta_marginal_logp`) — M·B + B + B(B − 1)/2 coordinates (511
+as well by default, :func:`benchmeasure.suite.prior.theta_marginal_logp`) — M·B + B + B(B − 1)/2 coordinates (511
 on MMLU-Pro's 29 models × 14 categories) whatever the number of items — with the
 log density and its gradient from the Numba kernels: by default one cached compiled function for the whole
 density (:mod:`.density`), else this PyMC model with one PyTensor Op for all benchmarks' likelihoods
@@ -52,8 +52,8 @@ def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, 
     :func:`benchmark_data` gives it (built here when None)."""
     import pymc as pm
 
-    from benchmeasure.suite.mirt import MEAN_SD, ability_prior, coordinates_basis
     from benchmeasure.suite.mirt_kernel import suite_marginal
+    from benchmeasure.suite.prior import MEAN_SD, ability_prior, coordinates_basis
 
     if data is None:
         data = benchmark_data(counts, trials, item_benchmark, n_benchmarks)

@@ -20,27 +20,15 @@ completions elsewhere (``scenario_state.json``), so ``--grade`` does not apply.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
 from benchmeasure.core.harness.formats import FORMATS
-from benchmeasure.core.harness.records import HarnessLog, Sample
+from benchmeasure.core.harness.records import HarnessLog, Sample, read_json
 
 STATS = "per_instance_stats.json"
-
-
-def _load(file: Path):
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        fail(f"{file}: not UTF-8 text")
-    except ValueError as exc:
-        fail(f"{file}: not valid JSON ({str(exc).splitlines()[0]})")
-    except OSError as exc:
-        fail(f"{file}: cannot read ({exc.strerror or exc})")
 
 
 def _stats_file(path: Path) -> Path:
@@ -62,7 +50,7 @@ def _run_spec(file: Path) -> tuple:
     spec_file = file.parent / "run_spec.json"
     if not spec_file.is_file():
         fail(f"{file}: no run_spec.json beside it (HELM writes it in the same run folder; it names the model)")
-    spec = _load(spec_file)
+    spec = read_json(spec_file)
     adapter = spec.get("adapter_spec") if isinstance(spec, dict) else None
     model = adapter.get("model") if isinstance(adapter, dict) else None
     name = spec.get("name") if isinstance(spec, dict) else None
@@ -106,7 +94,7 @@ def read_helm_log(path: Path, metric: str | None, perturbation: str | None = Non
     """One HELM run (its folder or ``per_instance_stats.json``); ``metric`` names the 0/1 stat."""
     file = _stats_file(Path(path))
     model, task = _run_spec(file)
-    entries = _load(file)
+    entries = read_json(file)
     if not isinstance(entries, list) or not entries:
         fail(f"{file}: not a non-empty list of per-instance stats")
     if not metric:

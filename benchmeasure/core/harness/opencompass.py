@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchmeasure.base.errors import fail
 from benchmeasure.core.harness.formats import FORMATS
-from benchmeasure.core.harness.records import HarnessLog, Sample, one_file
+from benchmeasure.core.harness.records import HarnessLog, Sample, one_file, read_json
 
 _RESULTS = re.compile(r"^(?P<task>.+)\.json$")
 CORRECT_KEYS = ("correct", "is_correct", "cascade_correct")  # OpenCompass's own order
@@ -36,14 +36,7 @@ ANSWER_KEYS = ("answer", "gold", "refr", "references")
 
 
 def _load(file: Path) -> dict:
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        fail(f"{file}: not UTF-8 text")
-    except ValueError as exc:
-        fail(f"{file}: not valid JSON ({str(exc).splitlines()[0]})")
-    except OSError as exc:
-        fail(f"{file}: cannot read ({exc.strerror or exc})")
+    data = read_json(file)
     if not isinstance(data, dict):
         fail(f"{file}: not an OpenCompass results file (a JSON object with 'details' is expected)")
     return data

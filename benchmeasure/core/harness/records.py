@@ -8,6 +8,7 @@ the paper's response rows and count matrix.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -95,6 +96,18 @@ def binarize(value, threshold: float, where: str) -> int:
     if isinstance(value, float):  # JSON's NaN / Infinity: no verdict can be read from it
         fail(f"{where}: metric value {value!r} is not a finite number")
     fail(f"{where}: metric value {value!r} is not a number")
+
+
+def read_json(file: Path):
+    """The content of one JSON log file; a file that is unreadable, not UTF-8 or not JSON is one error line."""
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        fail(f"{file}: not UTF-8 text")
+    except ValueError as exc:
+        fail(f"{file}: not valid JSON ({str(exc).splitlines()[0]})")
+    except OSError as exc:
+        fail(f"{file}: cannot read ({exc.strerror or exc})")
 
 
 def read_jsonl(path: Path) -> list:
