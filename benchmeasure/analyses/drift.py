@@ -116,8 +116,8 @@ def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side):
             if cand.size:
                 onehot = np.zeros((present.sum(), n_bins))
                 onehot[np.arange(present.sum()), bins[present]] = 1
-                stats.append(float(score_max(y[None, m, present], n[m, present], bb, aa, onehot, cand,
-                                             np.array([theta]))[0][0]))
+                p = sigmoid(aa * (theta - bb))
+                stats.append(float(score_max(y[None, m, present], n[m, present], p, aa, onehot, cand)[0][0]))
         rows.append({"model_index": int(m), "max_abs_b_error": float(np.abs(diff).max()),
                      "rms_b_error": float(np.sqrt((diff ** 2).mean())),
                      "one_step_max_abs_b_error": float(np.abs((one - exact)[present]).max()),

@@ -22,7 +22,9 @@ LOG_A_SD = 0.5
 
 
 def sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
+    from scipy.special import expit
+
+    return expit(x)
 
 
 @dataclass
@@ -38,7 +40,7 @@ class DriftFit:
         return self.slope[self.group]
 
 
-def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = None, tol: float = 1e-7,
+def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = None, tol: float = 1e-6,
             max_iter: int = 500, start: DriftFit | None = None) -> DriftFit:
     """Mode of the 1PL (with per-group slopes when ``group`` has several values) for counts/trials (M, N)."""
     y = np.asarray(counts, dtype=float)

@@ -51,23 +51,25 @@ def fit_theta(y, n, b, a, theta0, steps: int = 8, ridge: float = 1e-3):
     return theta
 
 
-def score_max(y, n, b, a, onehot, candidates, theta0):
-    """Largest Z_τ over the candidate bins, and where, for each row of y (R, N)."""
-    theta = fit_theta(y, n, b, a, theta0)
-    p = sigmoid(a * (theta[:, None] - b))
+def score_max(y, n, p, a, onehot, candidates):
+    """Largest Z_τ over the candidate bins, and where, for each row of y (R, N), at the no-step fit's p.
+
+    θ is profiled out by projection (the efficient score ``U_τ − (W_τ / W)·U``), so a replicate needs no refit.
+    """
+    w = (a * a * n * p * (1 - p)) @ onehot               # (B,)
     r = (a * (y - n * p)) @ onehot                      # (R, B)
-    w = (a * a * n * p * (1 - p)) @ onehot
-    u = np.cumsum(r, axis=1)[:, candidates - 1]         # pre = bins < t
-    wc = np.cumsum(w, axis=1)
-    pre = wc[:, candidates - 1]
-    total = wc[:, -1:]
-    info = np.maximum(pre - pre * pre / total, 1e-12)
-    z = u / np.sqrt(info)
+    u = np.cumsum(r, axis=1)
+    wc = np.cumsum(w)
+    pre = wc[candidates - 1]
+    total = wc[-1]
+    share = pre / total
+    info = np.maximum(pre - pre * share, 1e-12)
+    z = (u[:, candidates - 1] - share * u[:, -1:]) / np.sqrt(info)
     k = z.argmax(axis=1)
-    return z[np.arange(len(z)), k], k, theta
+    return z[np.arange(len(z)), k], k
 
 
-def subset_theta(y, n, b, a, masks, theta0, steps: int = 25, prior_sd: float = 5.0):
+def subset_theta(y, n, b, a, masks, theta0, steps: int = 30, prior_sd: float = 5.0):
     """θ fitted on each mask's items (masks: (T, N) bool), prior N(theta0, prior_sd²); with its information."""
     theta = np.full(masks.shape[0], theta0, dtype=float)
     m = masks.astype(float)
@@ -75,7 +77,10 @@ def subset_theta(y, n, b, a, masks, theta0, steps: int = 25, prior_sd: float = 5
         p = sigmoid(a * (theta[:, None] - b))
         grad = (m * a * (y - n * p)).sum(1) - (theta - theta0) / prior_sd**2
         hess = (m * a * a * n * p * (1 - p)).sum(1) + 1 / prior_sd**2
-        theta = theta + np.clip(grad / hess, -2, 2)
+        step = np.clip(grad / hess, -2, 2)
+        theta = theta + step
+        if np.abs(step).max() < 1e-8:
+            break
     p = sigmoid(a * (theta[:, None] - b))
     info = (m * a * a * n * p * (1 - p)).sum(1) + 1 / prior_sd**2
     return theta, info
@@ -96,6 +101,22 @@ def profile(y, n, b, a, bins, candidates, theta_null):
     null = _loglik(y, n, b, a, np.array([theta_null]), np.ones((1, len(b))))[0]
     lr = 2 * (_loglik(y, n, b, a, t_pre, pre) + _loglik(y, n, b, a, t_post, post) - null)
     return np.maximum(lr, 0.0), t_pre - t_post, np.sqrt(1 / i_pre + 1 / i_post)
+
+
+def simulate_counts(rng, n, p, size: int) -> np.ndarray:
+    """(size, N) binomial counts of n trials at p, by inverting each cell's CDF (K ≤ 64), else NumPy's sampler."""
+    k_max = int(n.max(initial=0))
+    if k_max > 64:
+        return rng.binomial(n.astype(np.int64), p, size=(size, len(p))).astype(float)
+    from scipy.stats import binom
+
+    k = np.arange(k_max)
+    cdf = binom.cdf(k[:, None], n[None, :], p[None, :])          # (K, N); P(count ≤ k)
+    u = rng.random((size, len(p)))
+    counts = np.zeros((size, len(p)))
+    for level in cdf:
+        counts += u > level
+    return counts
 
 
 def candidates_of(bins: np.ndarray, n_bins: int, min_side: int) -> np.ndarray:
@@ -121,14 +142,13 @@ def step_test(y, n, b, a, bins, n_bins: int, rng, min_side: int = 20, batch: int
         return StepResult(-1, nan, nan, nan, nan, nan, nan, 0, theta, np.full(n_bins - 1, nan))
     onehot = np.zeros((len(b), n_bins))
     onehot[np.arange(len(b)), bins] = 1.0
-    z_obs, _, _ = score_max(y[None, :], n, b, a, onehot, candidates, np.array([theta]))
-    z_obs = float(z_obs[0])
     p = sigmoid(a * (theta - b))
+    z_obs = float(score_max(y[None, :], n, p, a, onehot, candidates)[0][0])
     exceed = done = 0
     while done < max_replicates:
         size = min(batch, max_replicates - done)
-        sims = rng.binomial(n.astype(np.int64), p, size=(size, len(b))).astype(float)
-        z_sim, _, _ = score_max(sims, n, b, a, onehot, candidates, np.full(size, theta))
+        sims = simulate_counts(rng, n, p, size)
+        z_sim, _ = score_max(sims, n, p, a, onehot, candidates)
         exceed += int((z_sim >= z_obs - 1e-12).sum())
         done += size
         if exceed >= resolve:

@@ -1,0 +1,165 @@
+"""Simulated growing benchmarks: power, false alarms and τ error of ``benchmeasure drift`` (docs/drift.md).
+
+Each world: 71 models × 1,055 items dated over 24 months (2023-05 … 2025-04) in three releases (months 0–7,
+8–15, 16–23), K = 10 for the first 40 models and K = 1 for the rest, block holes (a third of the models join
+only at release 2, a fifth answer only releases 1–2), abilities N(0, 1.2²), difficulties N(0, 1.5²).
+
+* ``null``         no contamination;
+* ``trend``        no contamination, difficulty rising by 2 logits over the 24 months;
+* ``slopes``       no contamination, items of release 2 with discrimination 0.6 and of release 3 with 1.6;
+* ``panels``       no contamination, panels that change between releases (half the models answer one release);
+* ``contaminated`` 10 models with a 1-logit boost on the items dated up to their cut-off (cut-offs at months
+                   7–16, so ≥ 300 pre-cut-off items); plus the trend and slope differences.
+
+Printed per world: false-alarm rate per clean model at the 5 % level (BH q ≤ 0.05, and raw p ≤ 0.05), power
+(contaminated models flagged) and the share of detections with τ within one month of the cut-off. Then the
+timing of the real command on one world's files (71 × 1,055, K per cell, holes).
+
+    .venv-irt/bin/python bench/bench_drift.py              # 3 replicate worlds each
+    .venv-irt/bin/python bench/bench_drift.py --quick      # 1 replicate each
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import platform
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
+
+from benchmeasure.analyses.drift import DriftSettings, run_drift  # noqa: E402
+from benchmeasure.core.item_meta import Covariate, month_date  # noqa: E402
+from benchmeasure.core.matrix import ResponseMatrix  # noqa: E402
+
+M, N, MONTHS, START = 71, 1055, 24, 2023 * 12 + 4   # 2023-05
+SEEDS = {"null": 1, "trend": 2, "slopes": 3, "panels": 4, "contaminated": 5}
+
+
+def world(kind: str, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    month = np.sort(rng.integers(0, MONTHS, N))
+    release = np.where(month < 8, "r1", np.where(month < 16, "r2", "r3"))
+    theta = rng.normal(0, 1.2, M)
+    b = rng.normal(0, 1.5, N)
+    a = np.ones(N)
+    if kind in ("trend", "contaminated"):
+        b = b + 2.0 * month / (MONTHS - 1) - 1.0
+    if kind in ("slopes", "contaminated"):
+        a = np.where(release == "r2", 0.6, np.where(release == "r3", 1.6, 1.0))
+    K = np.where(np.arange(M) < 40, 10, 1)
+    trials = np.repeat(K[:, None], N, axis=1)
+    late = rng.choice(M, M // 3, replace=False)
+    trials[np.ix_(late, np.flatnonzero(release == "r1"))] = 0
+    early = rng.choice(np.setdiff1d(np.arange(M), late), M // 5, replace=False)
+    trials[np.ix_(early, np.flatnonzero(release == "r3"))] = 0
+    if kind == "panels":
+        for m in rng.choice(M, M // 2, replace=False):
+            keep = rng.choice(["r1", "r2", "r3"])
+            trials[m, release != keep] = 0
+    eta = a * (theta[:, None] - b)
+    bad, cutoff = np.zeros(M, bool), np.full(M, -1)
+    if kind == "contaminated":
+        chosen = rng.choice(M, 10, replace=False)
+        bad[chosen] = True
+        cutoff[chosen] = rng.integers(7, 17, chosen.size)
+        for m in chosen:
+            eta[m] = a * (theta[m] + 1.0 * (month <= cutoff[m]) - b)
+    counts = rng.binomial(trials, 1 / (1 + np.exp(-eta)))
+    return {"counts": counts, "trials": trials, "month": month, "release": release, "bad": bad, "cutoff": cutoff,
+            "K": 10}
+
+
+def matrix_of(w) -> ResponseMatrix:
+    models = [f"m{j:02d}" for j in range(M)]
+    items = [f"q{i:04d}" for i in range(N)]
+    return ResponseMatrix(models, items, w["counts"], 10, w["trials"])
+
+
+def dates(w) -> list:
+    return [month_date(START + int(k))[:8] + "15" for k in w["month"]]
+
+
+def run_world(kind: str, seed: int) -> dict:
+    w = world(kind, seed)
+    cov = Covariate("date", "date", dates(w), [float(START + k) for k in w["month"]])
+    report = run_drift(matrix_of(w), cov, list(w["release"]), list(w["release"]), None,
+                       DriftSettings(seed=seed, check_models=0))
+    flagged = np.array([r["flagged"] for r in report.models])
+    p = np.array([r["p_value"] for r in report.models])
+    tau = [r["tau"] for r in report.models]
+    within = []
+    for m in np.flatnonzero(flagged & w["bad"]):
+        y, mo = int(tau[m][:4]), int(tau[m][5:7])
+        step_month = y * 12 + mo - 1 - START          # first month after the step
+        within.append(abs(step_month - (w["cutoff"][m] + 1)) <= 1)
+    return {"clean": int((~w["bad"]).sum()), "false": int((flagged & ~w["bad"]).sum()),
+            "false_raw": int(((p <= 0.05) & ~w["bad"]).sum()), "bad": int(w["bad"].sum()),
+            "hit": int((flagged & w["bad"]).sum()), "within": int(sum(within)), "detections": len(within)}
+
+
+def write_files(w, folder: Path) -> tuple:
+    matrix = folder / "matrix.csv"
+    with open(matrix, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["model", *[f"q{i:04d}" for i in range(N)]])
+        for j in range(M):
+            out.writerow([f"m{j:02d}", *["" if w["trials"][j, i] == 0 else int(w["counts"][j, i])
+                                        for i in range(N)]])
+    with open(folder / "matrix.csv.trials.csv", "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["model", *[f"q{i:04d}" for i in range(N)]])
+        for j in range(M):
+            out.writerow([f"m{j:02d}", *[int(t) for t in w["trials"][j]]])
+    meta = folder / "items.csv"
+    with open(meta, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["item", "date", "release"])
+        for i, (d, r) in enumerate(zip(dates(w), w["release"])):
+            out.writerow([f"q{i:04d}", d, r])
+    return matrix, meta
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--replicates", type=int, default=3)
+    args = parser.parse_args()
+    reps = 1 if args.quick else args.replicates
+    print(f"machine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} CPUs, "
+          f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d', time.gmtime())}")
+    print("| world | clean models | false alarms (BH q≤.05) | rate | raw p≤.05 rate | power | τ within 1 month | s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in ("null", "trend", "slopes", "panels", "contaminated"):
+        t0 = time.perf_counter()
+        total = {}
+        for r in range(reps):
+            for key, value in run_world(kind, 1000 * r + SEEDS[kind]).items():
+                total[key] = total.get(key, 0) + value
+        power = f"{total['hit']}/{total['bad']} = {total['hit'] / total['bad']:.0%}" if total["bad"] else "—"
+        tau = (f"{total['within']}/{total['detections']} = {total['within'] / total['detections']:.0%}"
+               if total["detections"] else "—")
+        print(f"| {kind} | {total['clean']} | {total['false']} | {total['false'] / total['clean']:.1%} | "
+              f"{total['false_raw'] / total['clean']:.1%} | {power} | {tau} | {time.perf_counter() - t0:.0f} |",
+              flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        matrix, meta = write_files(world("contaminated", 7), Path(tmp))
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "benchmeasure", "drift", str(matrix), "--item-meta", str(meta),
+                               "--by", "date", "--n-trials", "10", "--allow-missing", "--output-dir",
+                               str(Path(tmp) / "out"), "--quiet"], capture_output=True, text=True, cwd=ROOT)
+        wall = time.perf_counter() - t0
+        print(f"benchmeasure drift on 71 × 1,055 (K = 10 or 1 per cell, holes): exit {done.returncode}, "
+              f"{wall:.1f} s wall" + (f"\n{done.stderr}" if done.returncode else ""))
+
+
+if __name__ == "__main__":
+    main()
