@@ -66,6 +66,8 @@ COMMANDS: dict[str, Command] = {
                                  "posterior 94% intervals of DDM, Max Gap, Top-k"),
     "label-validity": Command("label_validity", "scripts/label_validity.py", "analyses",
                               "fitted difficulties vs people's easy/hard labels (AUC), abilities vs accuracy"),
+    "drift": Command("drift", "scripts/drift.py", "analyses",
+                     "contamination and drift by item date or any item column, difficulty-adjusted, calibrated"),
     "detect": Command("detect_improvement", "scripts/detect_improvement.py", "analyses",
                       "permutation test of a model's improvement (Table 12)"),
     "rank-flip": Command("rank_flip_bound", "scripts/rank_flip_bound.py", "analyses",

@@ -198,7 +198,8 @@ def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftRepor
             _, _, _, _, offset, se = bin_offsets(y[m, present], n[m, present], b_loo[m, present], a[present],
                                                  res.theta, bins[present], n_bins)
             report.figures[model] = {"labels": labels, "offset": offset, "se": se, "tau_bin": res.tau_bin,
-                                     "delta": res.delta, "theta": res.theta, "by": cov.name}
+                                     "delta": res.delta, "theta": res.theta, "theta_pre": res.theta_pre,
+                                     "theta_post": res.theta_post, "by": cov.name}
     order = np.argsort([r.theta for r in results])
     chosen = sorted({int(order[0]), int(order[len(order) // 2]), int(order[-1])})[:settings.check_models]
     if settings.check_models > 0:

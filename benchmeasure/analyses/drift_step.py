@@ -38,6 +38,8 @@ class StepResult:
     replicates: int
     theta: float          # no-step θ
     lr_profile: np.ndarray  # LR at each candidate (NaN where not tested)
+    theta_pre: float = float("nan")
+    theta_post: float = float("nan")
 
 
 def fit_theta(y, n, b, a, theta0, steps: int = 8, ridge: float = 1e-3):
@@ -100,7 +102,7 @@ def profile(y, n, b, a, bins, candidates, theta_null):
     t_post, i_post = subset_theta(y, n, b, a, post, theta_null)
     null = _loglik(y, n, b, a, np.array([theta_null]), np.ones((1, len(b))))[0]
     lr = 2 * (_loglik(y, n, b, a, t_pre, pre) + _loglik(y, n, b, a, t_post, post) - null)
-    return np.maximum(lr, 0.0), t_pre - t_post, np.sqrt(1 / i_pre + 1 / i_post)
+    return np.maximum(lr, 0.0), t_pre - t_post, np.sqrt(1 / i_pre + 1 / i_post), t_pre, t_post
 
 
 def simulate_counts(rng, n, p, size: int) -> np.ndarray:
@@ -153,14 +155,14 @@ def step_test(y, n, b, a, bins, n_bins: int, rng, min_side: int = 20, batch: int
         done += size
         if exceed >= resolve:
             break
-    lr, delta, se = profile(y, n, b, a, bins, candidates, theta)
+    lr, delta, se, t_pre, t_post = profile(y, n, b, a, bins, candidates, theta)
     positive = delta > 0
     pick = np.flatnonzero(positive)[lr[positive].argmax()] if positive.any() else int(lr.argmax())
     full = np.full(n_bins - 1, np.nan)
     full[candidates - 1] = lr
     d, s = float(delta[pick]), float(se[pick])
     return StepResult(int(candidates[pick]), d, d - Z_95 * s, d + Z_95 * s, float(lr[pick]), z_obs,
-                      (1 + exceed) / (1 + done), done, theta, full)
+                      (1 + exceed) / (1 + done), done, theta, full, float(t_pre[pick]), float(t_post[pick]))
 
 
 def bin_offsets(y, n, b, a, theta: float, bins, n_bins: int):
