@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from benchmeasure.analyses.drift_fit import (
+    B_SD,
     exact_leave_out,
     fit_map,
     item_newton,
@@ -272,12 +273,9 @@ def item_drift(matrix, y, n, fit, release: list, model_dates: dict | None, alpha
     a = fit.a
     for mask in (early, late):
         yy, nn = y[mask], n[mask]
-        b = fit.b.copy()
-        for _ in range(8):
-            p = sigmoid(a * (fit.theta[mask][:, None] - b))
-            grad = -a * (yy - nn * p).sum(0) - b / 9.0
-            hess = a * a * (nn * p * (1 - p)).sum(0) + 1 / 9.0
-            b = b - np.clip(grad / hess, -2, 2)
+        b = item_newton(yy, nn, fit.theta[mask], a, fit.b, 30)
+        p = sigmoid(a * (fit.theta[mask][:, None] - b))
+        hess = a * a * (nn * p * (1 - p)).sum(0) + 1 / B_SD**2
         models = ((nn > 0).sum(0))
         rows.append((b, hess, models))
     (b_e, h_e, k_e), (b_l, h_l, k_l) = rows

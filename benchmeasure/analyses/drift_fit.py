@@ -2,7 +2,8 @@
 the item difficulties without that model's responses.
 
 Model: ``P(correct) = σ(a_g(i)·(θ_m − b_i))`` with binomial cells (K per cell, 0 = a hole), θ ~ N(0, 1),
-b ~ N(0, 3²), log a_g ~ N(0, 0.5²). With one group (``a`` = 1) it is the project's 1PL at its mode. Fitted by
+b ~ N(0, 3²), log a_g ~ N(0, 0.5²) with the largest group's a = 1 (the 1PL's scale). With one
+group (``a`` = 1) it is the project's 1PL at its mode. Fitted by
 alternating Newton steps (θ, then b, then a), each a set of 1-D problems, vectorized with NumPy.
 
 Leaving a model out: with every other model's θ (and the slopes) held fixed, an item's difficulty is a 1-D
@@ -57,6 +58,7 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
         item_rate = (y.sum(0) + 0.5) / (n.sum(0) + 1.0)
         b = -np.log(item_rate / (1 - item_rate))
         slope = np.ones(G)
+    reference = int(np.bincount(group, minlength=G).argmax())   # the largest group keeps a = 1: the 1PL's scale
     it = 0
     while it < max_iter:
         it += 1
@@ -81,6 +83,7 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
             grad = np.bincount(group, r.sum(0), G) - log_a / (slope * LOG_A_SD**2)
             hess = np.bincount(group, w.sum(0), G) + 1 / (slope**2 * LOG_A_SD**2)
             step_a = np.clip(grad / hess, -0.3, 0.3)
+            step_a[reference] = 0.0
             slope = np.maximum(slope + step_a, 0.05)
             biggest = max(biggest, np.abs(step_a).max())
         if biggest < tol:
@@ -89,17 +92,20 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
 
 
 def item_newton(y, n, theta_others, a_item, b0, steps: int):
-    """``steps`` Newton steps of each item's b (columns) with the models' θ fixed; y, n: (M', N)."""
+    """Up to ``steps`` Newton steps of each item's b (columns) with the models' θ fixed; y, n: (M', N)."""
     b = b0.copy()
     for _ in range(steps):
         p = sigmoid(a_item * (theta_others[:, None] - b))
-        grad = -a_item * (y - n * p).sum(0) - b / B_SD**2
+        grad = -a_item * (y - n * p).sum(0) - b / B_SD**2     # d log posterior / d b
         hess = a_item * a_item * (n * p * (1 - p)).sum(0) + 1 / B_SD**2
-        b = b - np.clip(grad / hess, -2, 2)
+        step = np.clip(grad / hess, -2, 2)
+        b = b + step
+        if np.abs(step).max(initial=0) < 1e-8:
+            break
     return b
 
 
-def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 3) -> np.ndarray:
+def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> np.ndarray:
     """(M, N): row m holds the items' b with model m's responses removed (other θ and slopes fixed)."""
     y = np.asarray(counts, dtype=float)
     n = np.asarray(trials, dtype=float)

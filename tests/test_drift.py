@@ -1,0 +1,143 @@
+"""``benchmeasure drift`` through the command line, and the item/model metadata readers (hypothesis fuzz)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmeasure.base.errors import InputError
+from benchmeasure.core.item_meta import covariate, read_item_meta, read_model_meta
+from conftest import assert_rejected, run_script
+
+MODELS, ITEMS, MONTHS, K, BAD = 10, 240, 12, 4, 3   # model m03 gets +2 logits on items before month 7
+
+
+def _write(path, header, rows):
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(header)
+        out.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("drift")
+    rng = np.random.default_rng(11)
+    month = np.repeat(np.arange(MONTHS), ITEMS // MONTHS)
+    theta = np.linspace(-1.5, 1.5, MODELS)
+    b = rng.normal(0, 1.2, ITEMS) + 0.08 * month          # difficulty drifts up over the year
+    eta = theta[:, None] - b
+    eta[BAD] += 2.0 * (month < 7)
+    counts = rng.binomial(K, 1 / (1 + np.exp(-eta)))
+    models = [f"m{j:02d}" for j in range(MODELS)]
+    items = [f"q{i:03d}" for i in range(ITEMS)]
+    matrix = _write(folder / "matrix.csv", ["model", *items], [[m, *row] for m, row in zip(models, counts)])
+    dates = [f"2024-{k + 1:02d}-{1 + i % 28:02d}" for i, k in enumerate(month)]
+    source = ["old" if i % 2 else "new" for i in range(ITEMS)]
+    meta = _write(folder / "items.csv", ["item", "date", "source", "release"],
+                  [[i, d, s, "r1" if k < 6 else "r2"] for i, d, s, k in zip(items, dates, source, month)])
+    model_meta = _write(folder / "models.csv", ["model", "release", "cutoff"],
+                        [[m, "2024-09-01", "2024-06-20" if j == BAD else ""] for j, m in enumerate(models)])
+    out = folder / "out"
+    done = run_script("drift.py", matrix, "--n-trials", K, "--item-meta", meta, "--by", "date", "--model-meta",
+                      model_meta, "--output-dir", out, "--json", "--max-replicates", 2000)
+    assert done.returncode == 0, done.stderr
+    return {"folder": folder, "matrix": matrix, "meta": meta, "out": out, "json": json.loads(done.stdout),
+            "models": models}
+
+
+def _rows(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_contaminated_model_is_flagged_with_its_step(world):
+    rows = {r["model"]: r for r in _rows(world["out"] / "models.csv")}
+    bad = rows[f"m{BAD:02d}"]
+    assert bad["flagged"] == "true"
+    assert float(bad["delta"]) > 0 and float(bad["delta_lo"]) > 0
+    month = int(bad["tau"][5:7]) - 1                 # first month after the step
+    assert abs(month - 7) <= 1, bad["tau"]
+    assert bad["near_release"] == "true"
+    for name, row in rows.items():
+        if name != f"m{BAD:02d}":
+            assert row["flagged"] == "false", row
+    assert (world["out"] / "figures" / f"m{BAD:02d}.png").is_file()
+    assert world["json"]["flagged"] == [f"m{BAD:02d}"]
+    error = world["json"]["leave_out_error"]["models"]
+    assert error and all(e["max_abs_b_error"] < 0.5 for e in error)
+    assert _rows(world["out"] / "bins.csv")
+    assert world["json"]["items_tested"] >= 0
+
+
+def test_categorical_covariate_differs_by(world, tmp_path):
+    done = run_script("drift.py", world["matrix"], "--n-trials", K, "--item-meta", world["meta"], "--by", "source",
+                      "--output-dir", tmp_path / "cat", "--slopes-by", "none")
+    assert done.returncode == 0, done.stderr
+    assert "differs by source" in done.stdout or "differ by source" in done.stdout
+    assert "contaminat" not in done.stdout.lower()
+    rows = _rows(tmp_path / "cat" / "models.csv")
+    assert len(rows) == MODELS and {"shift", "shift_lo", "shift_hi", "differs"} <= set(rows[0])
+
+
+@pytest.mark.parametrize("case", ["unknown_item", "not_a_date", "output_is_input", "unknown_column"])
+def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
+    meta, out = world["meta"], tmp_path / "out"
+    fragment = ""
+    if case == "unknown_item":
+        rows = _rows(world["meta"]) + [{"item": "zz-extra", "date": "2024-01-02", "source": "old", "release": "r1"}]
+        meta = _write(tmp_path / "m.csv", ["item", "date", "source", "release"], [list(r.values()) for r in rows])
+        fragment = "zz-extra"
+    elif case == "not_a_date":
+        rows = _rows(world["meta"])
+        rows[5]["date"] = "June 2024"
+        meta = _write(tmp_path / "m.csv", ["item", "date", "source", "release"], [list(r.values()) for r in rows])
+        fragment = "not a date"
+    elif case == "output_is_input":
+        out = world["matrix"]
+    else:
+        fragment = "no column 'nope'"
+    by = "nope" if case == "unknown_column" else "date"
+    done = run_script("drift.py", world["matrix"], "--n-trials", K, "--item-meta", meta, "--by", by,
+                      "--output-dir", out)
+    assert_rejected(done, fragment)
+    if case != "output_is_input":
+        assert not out.exists()
+
+
+# --- the readers, fuzzed -------------------------------------------------------------------------------------
+
+cells = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(cells, min_size=0, max_size=4), max_size=6), header=st.lists(cells, max_size=4),
+       by=cells)
+def test_item_meta_reader_fails_only_with_input_error(tmp_path, rows, header, by):
+    path = tmp_path / "items.csv"
+    _write(path, header, rows)
+    try:
+        meta = read_item_meta(str(path), ["a", "b"])
+        cov = covariate(str(path), meta, by)
+    except InputError:
+        return
+    assert len(cov.values) == 2
+    assert cov.kind in ("date", "number", "category")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.sampled_from(["x", "y", "z", ""]), cells, cells), max_size=5))
+def test_model_meta_reader_fails_only_with_input_error(tmp_path, rows):
+    path = tmp_path / "models.csv"
+    _write(path, ["model", "release", "cutoff"], rows)
+    try:
+        dates = read_model_meta(str(path), ["x", "y"])
+    except InputError:
+        return
+    assert set(dates) == {"release", "cutoff"} and all(len(v) == 2 for v in dates.values())
