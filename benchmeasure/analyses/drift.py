@@ -201,9 +201,12 @@ def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftRepor
             report.figures[model] = {"labels": labels, "offset": offset, "se": se, "tau_bin": res.tau_bin,
                                      "delta": res.delta, "theta": res.theta, "theta_pre": res.theta_pre,
                                      "theta_post": res.theta_post, "by": cov.name}
-    order = np.argsort([r.theta for r in results])
-    chosen = sorted({int(order[0]), int(order[len(order) // 2]), int(order[-1])})[:settings.check_models]
-    if settings.check_models > 0:
+    thetas = np.array([r.theta for r in results])
+    order = np.flatnonzero(np.isfinite(thetas))
+    order = order[np.argsort(thetas[order])]
+    picks = np.unique(np.linspace(0, len(order) - 1, min(settings.check_models, len(order))).round().astype(int))
+    chosen = [int(order[k]) for k in picks]
+    if chosen:
         report.leave_out_error = {"models": [dict(r, model=matrix.models[r.pop("model_index")])
                                              for r in leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins,
                                                                       settings.min_side)]}

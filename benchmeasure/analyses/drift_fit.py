@@ -122,6 +122,8 @@ def judged_theta(y_row, n_row, b_row, a, steps: int = 30, ridge: float = 1e-3) -
     """One model's θ against fixed difficulties (nearly flat prior)."""
     present = n_row > 0
     y, n, b, a = y_row[present], n_row[present], b_row[present], a[present]
+    if not present.any():
+        return float("nan")
     rate = (y.sum() + 0.5) / (n.sum() + 1.0)
     theta = float(np.log(rate / (1 - rate)) + np.average(b))
     for _ in range(steps):
