@@ -105,17 +105,21 @@ def item_newton(y, n, theta_others, a_item, b0, steps: int):
     return b
 
 
-def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> np.ndarray:
-    """(M, N): row m holds the items' b with model m's responses removed (other θ and slopes fixed)."""
+def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """(M, N) twice: row m holds the items' b with model m's responses removed (other θ and slopes fixed), and
+    each such b's posterior standard deviation given those θ (what the bootstrap propagates)."""
     y = np.asarray(counts, dtype=float)
     n = np.asarray(trials, dtype=float)
     M = y.shape[0]
     a = fit.a
     out = np.empty_like(y)
+    sd = np.empty_like(y)
     for m in range(M):
         keep = np.arange(M) != m
         out[m] = item_newton(y[keep], n[keep], fit.theta[keep], a, fit.b, steps)
-    return out
+        p = sigmoid(a * (fit.theta[keep][:, None] - out[m]))
+        sd[m] = 1 / np.sqrt(a * a * (n[keep] * p * (1 - p)).sum(0) + 1 / B_SD**2)
+    return out, sd
 
 
 def judged_theta(y_row, n_row, b_row, a, steps: int = 30, ridge: float = 1e-3) -> float:
