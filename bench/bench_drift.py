@@ -114,11 +114,11 @@ def write_files(w, folder: Path) -> tuple:
         for j in range(M):
             out.writerow([f"m{j:02d}", *["" if w["trials"][j, i] == 0 else int(w["counts"][j, i])
                                         for i in range(N)]])
-    with open(folder / "matrix.csv.trials.csv", "w", newline="") as handle:
+    with open(folder / "matrix.trials.csv", "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["model", *[f"q{i:04d}" for i in range(N)]])
         for j in range(M):
-            out.writerow([f"m{j:02d}", *[int(t) for t in w["trials"][j]]])
+            out.writerow([f"m{j:02d}", *["" if t == 0 else int(t) for t in w["trials"][j]]])
     meta = folder / "items.csv"
     with open(meta, "w", newline="") as handle:
         out = csv.writer(handle)
