@@ -1,7 +1,7 @@
 """The uniform random numbers of the compiled exact draws: xoshiro256** with its state in the caller's array.
 
-The exact draws of b (:mod:`benchmeasure.irt.collapsed`, :mod:`benchmeasure.irt.collapsed_holes`,
-:func:`benchmeasure.irt.quadrature.sample`) need two or three uniforms per draw and little else, so the generator's
+The exact draws of b (:mod:`benchmeasure.irt.routes.collapsed`, :mod:`benchmeasure.irt.routes.collapsed.holes`,
+:func:`benchmeasure.irt.routes.collapsed.quadrature.sample`) need two or three uniforms per draw and little else, so the generator's
 cost is a large part of theirs: Numba's ``np.random.random()`` (a Mersenne Twister behind a thread-local lookup)
 took 18 ns a number on the 2-core development machine, more than the rest of a draw. This is the generator
 xoshiro256** of Blackman & Vigna ("Scrambled linear pseudorandom number generators", ACM TOMS 47(4), 2021), written

@@ -1,6 +1,6 @@
 """The collapsed 1PL sampler on a matrix with holes or K per cell (``prepare --allow-missing``).
 
-The same exact posterior as :mod:`benchmeasure.irt.collapsed`, with the trials matrix T (T_ij = 0 for an
+The same exact posterior as :mod:`benchmeasure.irt.routes.collapsed`, with the trials matrix T (T_ij = 0 for an
 absent cell, 1 … K otherwise) in place of one K: Y_ij ~ Binomial(T_ij, g_i + (1 − g_i)·σ(θ_j − b_i)), so an
 absent cell (T = Y = 0) adds exactly nothing to the likelihood (the masked likelihood), and
 
@@ -15,7 +15,7 @@ Which items share one integral:
   (P × M times M × G).
 * g_i > 0: items share an integral when g, the column of counts and the column of trials are all identical.
 
-The grid (:func:`benchmeasure.irt.quadrature.make_grid` with K the largest trials count) stays valid: fewer
+The grid (:func:`benchmeasure.irt.routes.collapsed.quadrature.make_grid` with K the largest trials count) stays valid: fewer
 trials only flatten the integrand, so its curvature bound and the exact draws' envelope still hold.
 
 Cost of one log-density and gradient: O(M·G·(1 + P) + groups·G), P the number of distinct trials columns (8 on
@@ -32,9 +32,16 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.collapsed import window_integral, window_steps
-from benchmeasure.irt.quadrature import Grid, cell_loglik, chord_cumulative, chord_draw, make_grid
 from benchmeasure.irt.rng import uniform
+from benchmeasure.irt.routes.collapsed.quadrature import (
+    Grid,
+    cell_loglik,
+    chord_cumulative,
+    chord_draw,
+    make_grid,
+    window_integral,
+    window_steps,
+)
 
 
 def _unique_columns(keys: np.ndarray):
@@ -52,7 +59,7 @@ class CollapsedHolesData:
     per (trials column, column sum) group its pattern index, its sum and how many items share it; ``row_sums``:
     Σ over g = 0 items of Y_ij per model; ``gu``/``yu``/``ku``/``nu``: distinct (g, counts column, trials column)
     of the g > 0 items, sorted by g, with ``gbounds`` the start of each distinct g; ``item_kind``/``item_group``
-    as in :class:`benchmeasure.irt.collapsed.CollapsedData`.
+    as in :class:`benchmeasure.irt.routes.collapsed.marginal.CollapsedData`.
     """
 
     def __init__(self, counts, trials, n_trials: int, guessing=0.0, grid: Grid | None = None):
@@ -160,7 +167,7 @@ FEW_PATTERNS = 16
 def _pattern_tables(theta, nodes, patterns, s_tab, sig):
     """s_tab[p, k] = Σ_j T_pj·softplus(θ_j − x_k) for every trials column p, and sig[j, k] = σ(θ_j − x_k).
 
-    The trick of :func:`benchmeasure.irt.collapsed._softplus_sigma_table`: e^(±η) = e^(±θ_j)·e^(∓x_k) are products
+    The trick of :func:`benchmeasure.irt.routes.collapsed.marginal._softplus_sigma_table`: e^(±η) = e^(±θ_j)·e^(∓x_k) are products
     of per-model and per-node factors, softplus(η) = max(η, 0) + log(1 + min(e^η, e^(−η))), and the logarithms
     of a trials column's factors (each in (1, 2]) are taken once per node, distinct trials count t and block of 512
     of them (Σ_j T_pj·log(1 + e^(−|η_jk|)) = Σ_t t·log Π_{j: T_pj = t} (1 + e^(−|η_jk|))). No transcendental
