@@ -2,9 +2,10 @@
 """What the gibbs route's shift move buys: the same sweeps with and without it, side by side in one run.
 
 A simulated 200 × 2,000 binary matrix with 50 % of the cells absent at random (θ, b ~ N(0, 1.1²), seed 1); 4 chains
-of 1,500 sweeps each (500 burn-in) of b | θ and θ | b (``benchmeasure.irt.routes.gibbs.kernel.update_block``), once followed by
-the exact shift move (``kernel.shift``, as the route runs) and once without it. Printed per variant: min bulk ESS of
-θ and of b, max R-hat, and the bulk ESS of the common level (the mean of θ over models), of 4,000 kept draws.
+of 1,500 sweeps each (500 burn-in) of b | θ and θ | b (``benchmeasure.irt.routes.gibbs.kernel.update_block``),
+once followed by the exact shift move (``kernel.shift``, as the route runs) and once without it. Printed per
+variant: min bulk ESS of θ and of b, max R-hat, and the bulk ESS of the common level (the mean of θ over
+models), of 4,000 kept draws.
 
     nice -n 10 .venv-irt/bin/python bench/bench_gibbs_shift.py
 """

@@ -1,4 +1,4 @@
-"""The gibbs route (benchmeasure.irt.routes.gibbs): one conditional update leaves its exact 1-D conditional invariant (KS),
+"""The gibbs route (irt/routes/gibbs/): one conditional update leaves its exact 1-D conditional invariant (KS),
 the shift move is the exact Gibbs step of the common level, the posterior equals the joint and collapsed NUTS routes'
 on a small matrix with holes and K per cell, and the command line runs it, feeds diagnose and posterior-metrics and
 refuses the settings it does not take in one error line."""

@@ -1,4 +1,4 @@
-"""The 1-D quadrature of benchmeasure.irt.routes.collapsed.quadrature against SciPy's adaptive integration and its own draws."""
+"""The 1-D quadrature of irt/routes/collapsed/quadrature.py against SciPy's adaptive integration and its own draws."""
 
 from __future__ import annotations
 

@@ -4,9 +4,10 @@
 * ``difficulty.csv`` — ``item,b_mean,b_sd,r_hat,ess_bulk`` (plus ``fixed`` for an anchored fit), one row per
   item in matrix order; ``ability.csv`` — ``model,theta_mean,theta_sd,r_hat,ess_bulk``. A figure a method
   does not give (MAP has no b_sd) is an empty cell, never NaN.
-* ``diagnostics.json`` — :func:`benchmeasure.irt.plan.fit_record`, the one record of a fit: convergence (the paper's Tables 6/9/10 report ``max_r_hat``,
-  ``min_ess_bulk`` and ``divergences``), the settings, the input's sha256, constant items and models, timing,
-  warnings, package versions and the command line. Non-finite numbers are written as null.
+* ``diagnostics.json`` — :func:`benchmeasure.irt.plan.fit_record`, the one record of a fit: convergence (the
+  paper's Tables 6/9/10 report ``max_r_hat``, ``min_ess_bulk`` and ``divergences``), the settings, the input's
+  sha256, constant items and models, timing, warnings, package versions and the command line. Non-finite numbers are
+  written as null.
 * ``posterior.zarr`` — the ArviZ DataTree of θ and b draws (:func:`save_posterior_zarr`).
 
 :func:`write_fit_folder` writes everything into a staging folder first and then moves each file into place,

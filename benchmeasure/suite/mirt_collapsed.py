@@ -14,8 +14,8 @@ on MMLU-Pro's 29 models × 14 categories) whatever the number of items — with 
 log density and its gradient from the Numba kernels: by default one cached compiled function for the whole
 density (:mod:`.density`), else this PyMC model with one PyTensor Op for all benchmarks' likelihoods
 (:mod:`.mirt_kernel`). Then every b_i is drawn exactly from its
-one-dimensional conditional given each θ draw (:func:`benchmeasure.irt.routes.collapsed.difficulties.draw_difficulties`, per
-benchmark). The joint draws (θ, μ, s, R, b) are draws of the same posterior as the joint model's
+one-dimensional conditional given each θ draw (:func:`benchmeasure.irt.routes.collapsed.difficulties.draw_difficulties`,
+per benchmark). The joint draws (θ, μ, s, R, b) are draws of the same posterior as the joint model's
 (:func:`.mirt.build_model`); only b's prior must be the paper's Normal(0, 1), which the quadrature weights carry.
 """
 

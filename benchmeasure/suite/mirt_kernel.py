@@ -19,7 +19,8 @@ from benchmeasure.irt.routes.collapsed.holes import marginal_logp_grad_holes
 
 
 def pack(datas: list) -> list:
-    """The flat arrays (and offsets) of a list of :class:`~benchmeasure.irt.routes.collapsed.holes.CollapsedHolesData`."""
+    """The flat arrays (and offsets) of a list of
+    :class:`~benchmeasure.irt.routes.collapsed.holes.CollapsedHolesData`."""
     def offsets(sizes):
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 

@@ -15,8 +15,8 @@ Which items share one integral:
   (P × M times M × G).
 * g_i > 0: items share an integral when g, the column of counts and the column of trials are all identical.
 
-The grid (:func:`benchmeasure.irt.routes.collapsed.quadrature.make_grid` with K the largest trials count) stays valid: fewer
-trials only flatten the integrand, so its curvature bound and the exact draws' envelope still hold.
+The grid (:func:`benchmeasure.irt.routes.collapsed.quadrature.make_grid` with K the largest trials count) stays
+valid: fewer trials only flatten the integrand, so its curvature bound and the exact draws' envelope still hold.
 
 Cost of one log-density and gradient: O(M·G·(1 + P) + groups·G), P the number of distinct trials columns (8 on
 MMLU-Pro's 29 × 12,032 matrix with 1,713 holes), independent of the number of items. The tables take no
@@ -167,7 +167,7 @@ FEW_PATTERNS = 16
 def _pattern_tables(theta, nodes, patterns, s_tab, sig):
     """s_tab[p, k] = Σ_j T_pj·softplus(θ_j − x_k) for every trials column p, and sig[j, k] = σ(θ_j − x_k).
 
-    The trick of :func:`benchmeasure.irt.routes.collapsed.marginal._softplus_sigma_table`: e^(±η) = e^(±θ_j)·e^(∓x_k) are products
+    The trick of :func:`.marginal._softplus_table`: e^(±η) = e^(±θ_j)·e^(∓x_k) are products
     of per-model and per-node factors, softplus(η) = max(η, 0) + log(1 + min(e^η, e^(−η))), and the logarithms
     of a trials column's factors (each in (1, 2]) are taken once per node, distinct trials count t and block of 512
     of them (Σ_j T_pj·log(1 + e^(−|η_jk|)) = Σ_t t·log Π_{j: T_pj = t} (1 + e^(−|η_jk|))). No transcendental

@@ -37,7 +37,7 @@ def _pass(x, sign, yplain, lo, hi, idx, yy, tt, gg, w_other, other, safe, guesse
 def _softplus_sum(x, sign, lo, hi, idx, yy, tt, gg, w_other, other, safe, guessed):
     """Σ over the g = 0 cells of −T_k softplus(η_k), plus Σ over the others of Y log p − (T − Y) softplus(η_k)
     (ℓ_k up to terms constant in x). Σ T softplus = Σ T max(η, 0) + log Π (1 + min(e^η, e^−η))^T: the logarithm of
-    the product is taken only when it passes 1e250 (each factor is in (1, 2]), not once per cell (irt/routes/joint/kernel.py)."""
+    the product is taken only when it passes 1e250 (each factor is in (1, 2]), not once per cell (joint/kernel.py)."""
     ex = math.exp(sign * x) if safe else 0.0
     linear = 0.0
     logs = 0.0
