@@ -12,9 +12,16 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.rng import private_state, states, uniform
+from benchmeasure.irt.rng import private_state, states
 from benchmeasure.irt.routes.collapsed.marginal import CollapsedData, _guess_tables, _softplus_table, node_exps
-from benchmeasure.irt.routes.collapsed.quadrature import Grid, _logf_general, chord_cumulative, chord_draw, make_grid
+from benchmeasure.irt.routes.collapsed.quadrature import (
+    Grid,
+    _logf_general,
+    chord_cumulative,
+    chord_propose,
+    chord_tables,
+    make_grid,
+)
 
 # ---------------------------------------------------------------------------------------------
 # exact draws of b given θ
@@ -44,14 +51,8 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
     group as :func:`group_members` lists them)."""
     m, n_nodes = theta_draws.shape[1], nodes.shape[0]
     n_c, n_u = c_values.shape[0], gu.shape[0]
-    f_c = np.empty((n_c, n_nodes))
-    cum_c = np.empty((n_c, n_nodes - 1))
-    shape_c = np.empty((n_c, n_nodes - 1))
-    guide_c = np.empty((n_c, n_nodes - 1), dtype=np.int64)
-    f_u = np.empty((n_u, n_nodes))
-    cum_u = np.empty((n_u, n_nodes - 1))
-    shape_u = np.empty((n_u, n_nodes - 1))
-    guide_u = np.empty((n_u, n_nodes - 1), dtype=np.int64)
+    f_c, cum_c, shape_c, guide_c = chord_tables(n_c, n_nodes)
+    f_u, cum_u, shape_u, guide_u = chord_tables(n_u, n_nodes)
     s_sum = np.empty(n_nodes)
     d = np.empty((m, n_nodes))
     dd = np.empty((m, n_nodes))
@@ -85,11 +86,8 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
             f, cum, shp, gd = f_c[c], cum_c[c], shape_c[c], guide_c[c]
             for q in range(starts_c[c], starts_c[c + 1]):
                 while True:
-                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
-                    w = uniform(state)
-                    if w < squeeze_plain:
-                        break
-                    if math.log(w) < _logf_plain(x, c_values[c], theta, n_trials) - chord - delta:
+                    x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze_plain)
+                    if sure or math.log(w) < _logf_plain(x, c_values[c], theta, n_trials) - chord - delta:
                         break
                 out[s, members_c[q]] = x
         for u in range(n_u):
@@ -98,11 +96,8 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
                 g_item[j] = gu[u]
             for q in range(starts_u[u], starts_u[u + 1]):
                 while True:
-                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
-                    w = uniform(state)
-                    if w < squeeze:
-                        break
-                    if math.log(w) < _logf_general(x, yu[u], theta, -1, n_trials, g_item) - chord - delta:
+                    x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze)
+                    if sure or math.log(w) < _logf_general(x, yu[u], theta, -1, n_trials, g_item) - chord - delta:
                         break
                 out[s, members_u[q]] = x
 

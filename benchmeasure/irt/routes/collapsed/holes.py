@@ -32,13 +32,13 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.rng import uniform
 from benchmeasure.irt.routes.collapsed.quadrature import (
     Grid,
     cell_loglik,
     chord_cumulative,
-    chord_draw,
-    make_grid,
+    chord_propose,
+    chord_tables,
+    start_groups,
     window_integral,
     window_steps,
 )
@@ -69,14 +69,8 @@ class CollapsedHolesData:
             raise ValueError(f"counts {y.shape} and trials {t.shape} differ in shape")
         if np.any(y > t) or np.any(y < 0):
             raise ValueError("every count must lie in [0, its cell's trials]")
-        n_models, n_items = y.shape
-        g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,))
-        self.n_models, self.n_items, self.n_trials = n_models, n_items, int(n_trials)
-        self.grid = grid or make_grid(n_models, n_trials)
-        plain = g == 0.0
-        self.item_kind = np.where(plain, 0, 1).astype(np.int64)
-        self.item_group = np.zeros(n_items, dtype=np.int64)
-        col = y.sum(axis=0)
+        g, plain, col = start_groups(self, y, guessing, n_trials, grid)
+        n_models = y.shape[0]
         plain_idx = np.flatnonzero(plain)
         patterns, pattern_of, _ = _unique_columns(t[:, plain_idx].T)
         self.patterns = np.ascontiguousarray(patterns, dtype=float).reshape(-1, n_models)
@@ -337,6 +331,18 @@ def marginal_logp_grad_holes(theta, nodes, log_weights, patterns, c_pattern, c_v
 
 
 @numba.njit(cache=True)
+def _logf_pattern(x, c, prow, theta):
+    """log N(x; 0, 1)·likelihood of a g = 0 item with column sum c and trials column ``prow`` at b = x, without the
+    terms free of x (Σ_j Y_ij θ_j): −x²/2 − c·x − Σ_j T_pj softplus(θ_j − x)."""
+    exact = -0.5 * x * x - c * x
+    for j in range(theta.shape[0]):
+        eta = theta[j] - x
+        if prow[j] > 0.0:
+            exact -= prow[j] * (max(eta, 0.0) + math.log(1.0 + math.exp(-abs(eta))))
+    return exact
+
+
+@numba.njit(cache=True)
 def _logf_exact(x, y, k, theta, g):
     """log N(x; 0, 1)·likelihood of one item at b = x, cells with 0 trials skipped (up to constants)."""
     total = -0.5 * x * x
@@ -352,14 +358,8 @@ def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_v
     """out[s, i] = one exact draw of b_i given θ = theta_draws[s] (the envelope of ``collapsed.draw_b_block``)."""
     m, n_nodes = theta_draws.shape[1], nodes.shape[0]
     n_c, n_u = c_values.shape[0], gu.shape[0]
-    f_c = np.empty((n_c, n_nodes))
-    cum_c = np.empty((n_c, n_nodes - 1))
-    shape_c = np.empty((n_c, n_nodes - 1))
-    guide_c = np.empty((n_c, n_nodes - 1), dtype=np.int64)
-    f_u = np.empty((n_u, n_nodes))
-    cum_u = np.empty((n_u, n_nodes - 1))
-    shape_u = np.empty((n_u, n_nodes - 1))
-    guide_u = np.empty((n_u, n_nodes - 1), dtype=np.int64)
+    f_c, cum_c, shape_c, guide_c = chord_tables(n_c, n_nodes)
+    f_u, cum_u, shape_u, guide_u = chord_tables(n_u, n_nodes)
     s_tab = np.empty((patterns.shape[0], n_nodes))
     sig = np.empty((m, n_nodes))
     d = np.empty((m, n_nodes))
@@ -393,27 +393,15 @@ def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_v
             prow = patterns[c_pattern[c]]
             for q in range(starts_c[c], starts_c[c + 1]):
                 while True:
-                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
-                    w = uniform(state)
-                    if w < squeeze_plain:
-                        break
-                    # Σ_j Y_ij θ_j is constant in x: −x²/2 − C·x − Σ_j T_pj softplus(θ_j − x)
-                    exact = -0.5 * x * x - c_values[c] * x
-                    for j in range(m):
-                        eta = theta[j] - x
-                        if prow[j] > 0.0:
-                            exact -= prow[j] * (max(eta, 0.0) + math.log(1.0 + math.exp(-abs(eta))))
-                    if math.log(w) < exact - chord - delta:
+                    x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze_plain)
+                    if sure or math.log(w) < _logf_pattern(x, c_values[c], prow, theta) - chord - delta:
                         break
                 out[s, members_c[q]] = x
         for u in range(n_u):
             f, cum, shp, gd = f_u[u], cum_u[u], shape_u[u], guide_u[u]
             for q in range(starts_u[u], starts_u[u + 1]):
                 while True:
-                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
-                    w = uniform(state)
-                    if w < squeeze:
-                        break
-                    if math.log(w) < _logf_exact(x, yu[u], ku[u], theta, gu[u]) - chord - delta:
+                    x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze)
+                    if sure or math.log(w) < _logf_exact(x, yu[u], ku[u], theta, gu[u]) - chord - delta:
                         break
                 out[s, members_u[q]] = x

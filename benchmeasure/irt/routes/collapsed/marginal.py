@@ -38,7 +38,7 @@ from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.routes.collapsed.quadrature import (
     Grid,
     cell_loglik,
-    make_grid,
+    start_groups,
     window_integral,
     window_steps,
 )
@@ -56,14 +56,8 @@ class CollapsedData:
 
     def __init__(self, counts, n_trials: int, guessing=0.0, grid: Grid | None = None):
         y = np.asarray(counts, dtype=np.int64)
-        n_models, n_items = y.shape
-        g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,))
-        self.n_models, self.n_items, self.n_trials = n_models, n_items, int(n_trials)
-        self.grid = grid or make_grid(n_models, n_trials)
-        plain = g == 0.0
-        self.item_kind = np.where(plain, 0, 1).astype(np.int64)
-        self.item_group = np.zeros(n_items, dtype=np.int64)
-        col = y.sum(axis=0)
+        g, plain, col = start_groups(self, y, guessing, n_trials, grid)
+        n_models = y.shape[0]
         c_values, c_index, c_counts = np.unique(col[plain], return_inverse=True, return_counts=True)
         self.c_values = c_values.astype(float)
         self.c_counts = c_counts.astype(float)

@@ -87,6 +87,21 @@ def make_grid(n_opposing: int, n_trials: int, *, step_factor: float = STEP_FACTO
 # the log-likelihood of one cell (matches benchmeasure.irt.likelihood without log C(K, Y))
 
 
+def start_groups(data, y, guessing, n_trials: int, grid: Grid | None):
+    """Set what every grouping of a matrix's items shares (the collapsed route's :class:`~.marginal.CollapsedData`
+    and :class:`~.holes.CollapsedHolesData`): ``n_models``, ``n_items``, ``n_trials``, the ``grid`` (default
+    :func:`make_grid`), ``item_kind`` (0 for g = 0, else 1) and a zeroed ``item_group``; returns (g per item, the
+    g = 0 mask, the column sums)."""
+    n_models, n_items = y.shape
+    g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,))
+    data.n_models, data.n_items, data.n_trials = n_models, n_items, int(n_trials)
+    data.grid = grid or make_grid(n_models, n_trials)
+    plain = g == 0.0
+    data.item_kind = np.where(plain, 0, 1).astype(np.int64)
+    data.item_group = np.zeros(n_items, dtype=np.int64)
+    return g, plain, y.sum(axis=0)
+
+
 @numba.njit(cache=True, inline="always")
 def _log_sigmoid(x):
     return -(max(-x, 0.0) + math.log1p(math.exp(-abs(x))))
@@ -287,6 +302,23 @@ def chord_draw(f, cum, shape, guide, x0, h, state):
     return x0 + (n + t) * h, f[n] + d * t
 
 
+@numba.njit(cache=True, inline="always")
+def chord_propose(f, cum, shape, guide, x0, h, state, squeeze):
+    """One proposal of an exact draw by rejection from exp(chord of f + δ): (x, chord(x), w, sure) with x from
+    :func:`chord_draw` and w the uniform of its test; ``sure`` when w < ``squeeze`` accepts x whatever its exact
+    density (the caller's exact test, log w < log f(x) − chord − δ, runs only otherwise)."""
+    x, chord = chord_draw(f, cum, shape, guide, x0, h, state)
+    w = uniform(state)
+    return x, chord, w, w < squeeze
+
+
+@numba.njit(cache=True, inline="always")
+def chord_tables(groups, n_nodes):
+    """Empty tables (f, cum, shape, guide) for ``groups`` densities on ``n_nodes`` nodes (:func:`chord_cumulative`)."""
+    return (np.empty((groups, n_nodes)), np.empty((groups, n_nodes - 1)), np.empty((groups, n_nodes - 1)),
+            np.empty((groups, n_nodes - 1), dtype=np.int64))
+
+
 @numba.njit(cache=True)
 def _sample_rows(counts, opposing, sign, k, g, nodes, h, delta, f_grid, size, state, out):
     cum = np.empty(nodes.shape[0] - 1)
@@ -298,11 +330,8 @@ def _sample_rows(counts, opposing, sign, k, g, nodes, h, delta, f_grid, size, st
         chord_cumulative(f, h, cum, shape, guide)
         for s in range(size):
             while True:
-                x, chord = chord_draw(f, cum, shape, guide, nodes[0], h, state)
-                w = uniform(state)
-                if w < squeeze:
-                    break
-                if math.log(w) < _logf_general(x, counts[u], opposing, sign, k, g[u]) - chord - delta:
+                x, chord, w, sure = chord_propose(f, cum, shape, guide, nodes[0], h, state, squeeze)
+                if sure or math.log(w) < _logf_general(x, counts[u], opposing, sign, k, g[u]) - chord - delta:
                     break
             out[u, s] = x
 

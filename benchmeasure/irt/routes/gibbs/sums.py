@@ -86,6 +86,37 @@ RESCALE = 1e200      # a running product of such factors is logged and reset abo
 FLOOR_MIN = 1e-6     # a guessing floor this small or smaller (but not 0) keeps the general kernels
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _four_scores(u0, u1, u2, u3, tt, q, binary, s0, s1, s2, s3, i0, i1, i2, i3):
+    """Four cells' T·σ(η) and T·σ(η)(1 − σ(η)) (u = e^η; T = ``tt[q]`` … ``tt[q + 3]`` unless ``binary``) added to the
+    running sums: the step of :func:`_sums_plain` and :func:`_sums_dense` (the same operations in the same order)."""
+    f0, f1, f2, f3 = 1.0 + u0, 1.0 + u1, 1.0 + u2, 1.0 + u3
+    f01, f23 = f0 * f1, f2 * f3
+    inv = 1.0 / (f01 * f23)          # one division for four cells (each f < e^FAST_BOUND: no overflow)
+    inv01, inv23 = inv * f23, inv * f01
+    r0, r1, r2, r3 = inv01 * f1, inv01 * f0, inv23 * f3, inv23 * f2
+    g0, g1, g2, g3 = u0 * r0, u1 * r1, u2 * r2, u3 * r3
+    if not binary:
+        g0, g1, g2, g3 = tt[q] * g0, tt[q + 1] * g1, tt[q + 2] * g2, tt[q + 3] * g3
+    s0 += g0
+    s1 += g1
+    s2 += g2
+    s3 += g3
+    i0 += g0 * r0
+    i1 += g1 * r1
+    i2 += g2 * r2
+    i3 += g3 * r3
+    return s0, s1, s2, s3, i0, i1, i2, i3
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _one_score(u0, tt, q, binary, s0, i0):
+    """One left-over cell's terms into the first running sums (:func:`_four_scores`)."""
+    r0 = 1.0 / (1.0 + u0)
+    g0 = u0 * r0 * (1.0 if binary else tt[q])
+    return s0 + g0, i0 + g0 * r0
+
+
 @numba.njit(cache=True, nogil=True)
 def _sums_plain(ex, lo, hi, idx, tt, w_other, binary):
     """(Σ_k T_k σ(η_k), Σ_k T_k σ(η_k)(1 − σ(η_k))) over cells with g = 0, e^η_k = w_other[k]·ex, with
@@ -100,29 +131,10 @@ def _sums_plain(ex, lo, hi, idx, tt, w_other, binary):
         u1 = w_other[idx[p + 1]] * ex
         u2 = w_other[idx[p + 2]] * ex
         u3 = w_other[idx[p + 3]] * ex
-        f0, f1, f2, f3 = 1.0 + u0, 1.0 + u1, 1.0 + u2, 1.0 + u3
-        f01, f23 = f0 * f1, f2 * f3
-        inv = 1.0 / (f01 * f23)          # one division for four cells (each f < e^FAST_BOUND: no overflow)
-        inv01, inv23 = inv * f23, inv * f01
-        r0, r1, r2, r3 = inv01 * f1, inv01 * f0, inv23 * f3, inv23 * f2
-        g0, g1, g2, g3 = u0 * r0, u1 * r1, u2 * r2, u3 * r3
-        if not binary:
-            g0, g1, g2, g3 = tt[p] * g0, tt[p + 1] * g1, tt[p + 2] * g2, tt[p + 3] * g3
-        s0 += g0
-        s1 += g1
-        s2 += g2
-        s3 += g3
-        i0 += g0 * r0
-        i1 += g1 * r1
-        i2 += g2 * r2
-        i3 += g3 * r3
+        s0, s1, s2, s3, i0, i1, i2, i3 = _four_scores(u0, u1, u2, u3, tt, p, binary, s0, s1, s2, s3, i0, i1, i2, i3)
         p += 4
     while p < hi:
-        u0 = w_other[idx[p]] * ex
-        r0 = 1.0 / (1.0 + u0)
-        g0 = u0 * r0 * (1.0 if binary else tt[p])
-        s0 += g0
-        i0 += g0 * r0
+        s0, i0 = _one_score(w_other[idx[p]] * ex, tt, p, binary, s0, i0)
         p += 1
     return (s0 + s1) + (s2 + s3), (i0 + i1) + (i2 + i3)
 
@@ -140,30 +152,11 @@ def _sums_dense(ex, w_other, tt, lo, binary):
         u1 = w_other[p + 1] * ex
         u2 = w_other[p + 2] * ex
         u3 = w_other[p + 3] * ex
-        f0, f1, f2, f3 = 1.0 + u0, 1.0 + u1, 1.0 + u2, 1.0 + u3
-        f01, f23 = f0 * f1, f2 * f3
-        inv = 1.0 / (f01 * f23)
-        inv01, inv23 = inv * f23, inv * f01
-        r0, r1, r2, r3 = inv01 * f1, inv01 * f0, inv23 * f3, inv23 * f2
-        g0, g1, g2, g3 = u0 * r0, u1 * r1, u2 * r2, u3 * r3
-        if not binary:
-            g0, g1 = tt[lo + p] * g0, tt[lo + p + 1] * g1
-            g2, g3 = tt[lo + p + 2] * g2, tt[lo + p + 3] * g3
-        s0 += g0
-        s1 += g1
-        s2 += g2
-        s3 += g3
-        i0 += g0 * r0
-        i1 += g1 * r1
-        i2 += g2 * r2
-        i3 += g3 * r3
+        s0, s1, s2, s3, i0, i1, i2, i3 = _four_scores(u0, u1, u2, u3, tt, lo + p, binary, s0, s1, s2, s3, i0, i1, i2,
+                                                      i3)
         p += 4
     while p < n:
-        u0 = w_other[p] * ex
-        r0 = 1.0 / (1.0 + u0)
-        g0 = u0 * r0 * (1.0 if binary else tt[lo + p])
-        s0 += g0
-        i0 += g0 * r0
+        s0, i0 = _one_score(w_other[p] * ex, tt, lo + p, binary, s0, i0)
         p += 1
     return (s0 + s1) + (s2 + s3), (i0 + i1) + (i2 + i3)
 
@@ -181,6 +174,40 @@ def _ipow(v, n):
     return r
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _four_factors(f0, f1, f2, f3, tt, q, binary, p0, p1, p2, p3, logs):
+    """Four cells' factors (each raised to its T, ``tt[q]`` … ``tt[q + 3]``, unless ``binary``) multiplied into the
+    four running products, which are logged into ``logs`` and reset together when one passes RESCALE: the step of
+    every unrolled product loop here (the same operations in the same order wherever it is inlined)."""
+    if not binary:
+        f0, f1 = _ipow(f0, int(tt[q])), _ipow(f1, int(tt[q + 1]))
+        f2, f3 = _ipow(f2, int(tt[q + 2])), _ipow(f3, int(tt[q + 3]))
+    p0 *= f0
+    p1 *= f1
+    p2 *= f2
+    p3 *= f3
+    if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
+        logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
+        p0 = p1 = p2 = p3 = 1.0
+    return p0, p1, p2, p3, logs
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _one_factor(f0, tt, q, binary, p0, logs):
+    """One left-over cell's factor into the first running product (:func:`_four_factors`)."""
+    p0 *= f0 if binary else _ipow(f0, int(tt[q]))
+    if p0 > RESCALE:
+        logs += math.log(p0)
+        p0 = 1.0
+    return p0, logs
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _log_products(p0, p1, p2, p3, logs):
+    """Σ_k T_k log(1 + e^η_k) from the running products and what was logged before."""
+    return logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+
+
 @numba.njit(cache=True, nogil=True)
 def _softplus_plain(ex, lo, hi, idx, tt, w_other, binary):
     """Σ_k T_k softplus(η_k) = log Π_k (1 + e^η_k)^T_k over cells with g = 0 (``binary``: every T = 1, not read):
@@ -194,25 +221,13 @@ def _softplus_plain(ex, lo, hi, idx, tt, w_other, binary):
         f1 = 1.0 + w_other[idx[p + 1]] * ex
         f2 = 1.0 + w_other[idx[p + 2]] * ex
         f3 = 1.0 + w_other[idx[p + 3]] * ex
-        if not binary:
-            f0, f1 = _ipow(f0, int(tt[p])), _ipow(f1, int(tt[p + 1]))
-            f2, f3 = _ipow(f2, int(tt[p + 2])), _ipow(f3, int(tt[p + 3]))
-        p0 *= f0
-        p1 *= f1
-        p2 *= f2
-        p3 *= f3
-        if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
-            logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
-            p0 = p1 = p2 = p3 = 1.0
+        p0, p1, p2, p3, logs = _four_factors(f0, f1, f2, f3, tt, p, binary, p0, p1, p2, p3, logs)
         p += 4
     while p < hi:
         f0 = 1.0 + w_other[idx[p]] * ex
-        p0 *= f0 if binary else _ipow(f0, int(tt[p]))
-        if p0 > RESCALE:
-            logs += math.log(p0)
-            p0 = 1.0
+        p0, logs = _one_factor(f0, tt, p, binary, p0, logs)
         p += 1
-    return logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+    return _log_products(p0, p1, p2, p3, logs)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -230,25 +245,13 @@ def _softplus_dense(ex, w_other, tt, lo, binary):
         f1 = 1.0 + w_other[p + 1] * ex
         f2 = 1.0 + w_other[p + 2] * ex
         f3 = 1.0 + w_other[p + 3] * ex
-        if not binary:
-            f0, f1 = _ipow(f0, int(tt[lo + p])), _ipow(f1, int(tt[lo + p + 1]))
-            f2, f3 = _ipow(f2, int(tt[lo + p + 2])), _ipow(f3, int(tt[lo + p + 3]))
-        p0 *= f0
-        p1 *= f1
-        p2 *= f2
-        p3 *= f3
-        if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
-            logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
-            p0 = p1 = p2 = p3 = 1.0
+        p0, p1, p2, p3, logs = _four_factors(f0, f1, f2, f3, tt, lo + p, binary, p0, p1, p2, p3, logs)
         p += 4
     while p < n:
         f0 = 1.0 + w_other[p] * ex
-        p0 *= f0 if binary else _ipow(f0, int(tt[lo + p]))
-        if p0 > RESCALE:
-            logs += math.log(p0)
-            p0 = 1.0
+        p0, logs = _one_factor(f0, tt, lo + p, binary, p0, logs)
         p += 1
-    return logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+    return _log_products(p0, p1, p2, p3, logs)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -294,28 +297,16 @@ def _sum_and_softplus_plain(ex, lo, hi, idx, tt, other, w_other, binary):
         f1 = 1.0 + w_other[k1] * ex
         f2 = 1.0 + w_other[k2] * ex
         f3 = 1.0 + w_other[k3] * ex
-        if not binary:
-            f0, f1 = _ipow(f0, int(tt[p])), _ipow(f1, int(tt[p + 1]))
-            f2, f3 = _ipow(f2, int(tt[p + 2])), _ipow(f3, int(tt[p + 3]))
-        p0 *= f0
-        p1 *= f1
-        p2 *= f2
-        p3 *= f3
-        if p0 > RESCALE or p1 > RESCALE or p2 > RESCALE or p3 > RESCALE:
-            logs += math.log(p0) + math.log(p1) + math.log(p2) + math.log(p3)
-            p0 = p1 = p2 = p3 = 1.0
+        p0, p1, p2, p3, logs = _four_factors(f0, f1, f2, f3, tt, p, binary, p0, p1, p2, p3, logs)
         p += 4
     while p < hi:
         a0 = other[idx[p]]
         o0 += a0
         q0 += a0 * a0
         f0 = 1.0 + w_other[idx[p]] * ex
-        p0 *= f0 if binary else _ipow(f0, int(tt[p]))
-        if p0 > RESCALE:
-            logs += math.log(p0)
-            p0 = 1.0
+        p0, logs = _one_factor(f0, tt, p, binary, p0, logs)
         p += 1
-    return o0 + o1, q0 + q1, logs + (math.log(p0) + math.log(p1)) + (math.log(p2) + math.log(p3))
+    return o0 + o1, q0 + q1, _log_products(p0, p1, p2, p3, logs)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -360,6 +351,22 @@ def _floor_sums_binary(ex, lo, hi, idx, yy, gg, w_other):
     return s0 + s1, i0 + i1
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _floor_factors(u, g, y, up, hit, logs):
+    """One binary cell (u = e^η, floor g, answer y) into the running products of :func:`_floor_logf_binary`: 1 + u
+    into ``up``, and into ``hit`` the factor g + u where g > 0 and Y = 1, else 1, as h·(g + u) + (1 − h) with
+    h ∈ {0, 1}: exact (one term is 0), and no branch on Y (the data's coin flip); both logged into ``logs`` and reset
+    when one leaves [1e−200, 1e200]."""
+    up *= 1.0 + u
+    h = y * (g != 0.0)
+    hit *= h * (g + u) + (1.0 - h)
+    if up > RESCALE or hit > RESCALE or hit < 1.0 / RESCALE:
+        logs += math.log(hit) - math.log(up)
+        up = 1.0
+        hit = 1.0
+    return up, hit, logs
+
+
 @numba.njit(cache=True, nogil=True)
 def _floor_logf_binary(ex, lo, hi, idx, yy, gg, w_other):
     """``_softplus_sum`` over binary cells with guessing floors (g ≥ FLOOR_MIN where not 0): Σ over the floored
@@ -369,17 +376,7 @@ def _floor_logf_binary(ex, lo, hi, idx, yy, gg, w_other):
     hit = 1.0     # Π (g + u) over floored cells answered correctly
     logs = 0.0
     for p in range(lo, hi):
-        u = w_other[idx[p]] * ex
-        up *= 1.0 + u
-        g = gg[p]
-        # the factor g + u where g > 0 and Y = 1, else 1, as h·(g + u) + (1 − h) with h ∈ {0, 1}: exact (one term
-        # is 0), and no branch on Y (the data's coin flip)
-        h = yy[p] * (g != 0.0)
-        hit *= h * (g + u) + (1.0 - h)
-        if up > RESCALE or hit > RESCALE or hit < 1.0 / RESCALE:
-            logs += math.log(hit) - math.log(up)
-            up = 1.0
-            hit = 1.0
+        up, hit, logs = _floor_factors(w_other[idx[p]] * ex, gg[p], yy[p], up, hit, logs)
     return logs + math.log(hit) - math.log(up)
 
 
@@ -396,16 +393,8 @@ def _floor_sum_and_logf_binary(ex, lo, hi, idx, yy, gg, other, w_other):
         a = other[k]
         sum_o += a
         sum_o2 += a * a
-        u = w_other[k] * ex
-        up *= 1.0 + u
-        g = gg[p]
-        sum_g += g
-        h = yy[p] * (g != 0.0)
-        hit *= h * (g + u) + (1.0 - h)
-        if up > RESCALE or hit > RESCALE or hit < 1.0 / RESCALE:
-            logs += math.log(hit) - math.log(up)
-            up = 1.0
-            hit = 1.0
+        sum_g += gg[p]
+        up, hit, logs = _floor_factors(w_other[k] * ex, gg[p], yy[p], up, hit, logs)
     return sum_o, sum_o2, sum_g, logs + math.log(hit) - math.log(up)
 
 

@@ -14,12 +14,17 @@ from benchmeasure.irt.compiled import _OK, Density, _buffer, _finish, _mat, _ref
 from benchmeasure.irt.routes.joint.kernel import loglik_and_grad
 
 
+@numba.njit(cache=True, inline="always")
+def _head(buf):
+    """(rotated, M, cos, sin of the rotation, the free items' indices) from the joint density's buffer."""
+    head = _vec(buf, 0)
+    return head[0] == 0.0, int(head[1]), head[2], head[3], _vec(buf, 10)
+
+
 @numba.njit(cache=True)
 def _joint_unpack(z, buf, theta, b):
     """θ and every b (anchors at their value) from the sampler's coordinates z; returns the free b."""
-    head = _vec(buf, 0)
-    rotated, m, c, s = head[0] == 0.0, int(head[1]), head[2], head[3]
-    free = _vec(buf, 10)
+    rotated, m, c, s, free = _head(buf)
     n_free = free.shape[0]
     b_free = np.empty(n_free)
     if rotated:
@@ -40,9 +45,7 @@ def _joint_unpack(z, buf, theta, b):
 
 @numba.njit(cache=True)
 def _joint_call(z, buf, out, logp):
-    head = _vec(buf, 0)
-    rotated, m, c, s = head[0] == 0.0, int(head[1]), head[2], head[3]
-    free = _vec(buf, 10)
+    rotated, m, c, s, free = _head(buf)
     theta = np.empty(m)
     b = np.empty(_vec(buf, 9).shape[0])
     _joint_unpack(z, buf, theta, b)
