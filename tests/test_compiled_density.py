@@ -190,7 +190,7 @@ def test_two_fits_at_once_on_an_empty_cache_both_succeed_and_agree_with_a_warm_o
     cold = "once for this package version"
     assert any(cold in err for _, err, _ in results)      # the first run says why it is slower
     kernels = list((cache / "kernels").iterdir())
-    assert len(kernels) == 1 and any(kernels[0].rglob("compiled.*.nbi"))
+    assert len(kernels) == 1 and any(kernels[0].rglob("density.*.nbi"))
     warm = _fit(tmp_path, small_matrix, tmp_path / "warm", cache)
     assert warm.returncode == 0, warm.stderr
     assert cold not in warm.stderr
@@ -249,7 +249,7 @@ def test_an_edit_to_any_kernel_source_gives_a_new_kernel_folder(tmp_path):
     assert before == kernel_cache.source_digest(package) and len(before) == 12
     (copy / "commands" / "fit_irt.py").write_text("# not a kernel module\n")   # no numba: same folder
     assert kernel_cache.source_digest(copy) == before
-    holes = copy / "irt" / "collapsed_holes.py"
+    holes = copy / "irt" / "routes" / "collapsed" / "holes.py"
     holes.write_text(holes.read_text() + "\n# an edit\n")
     assert kernel_cache.source_digest(copy) != before
 
