@@ -13,10 +13,12 @@ import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.rng import private_state, states
+from benchmeasure.irt.routes.collapsed.holes import _guess_tables_cells, _pattern_tables
 from benchmeasure.irt.routes.collapsed.marginal import CollapsedData, _guess_tables, _softplus_table, node_exps
 from benchmeasure.irt.routes.collapsed.quadrature import (
     Grid,
     _logf_general,
+    cell_loglik,
     chord_cumulative,
     chord_propose,
     chord_tables,
@@ -44,17 +46,44 @@ def _logf_plain(x, c, theta, n_trials):
     return total - n_trials * math.log(product)
 
 
+@numba.njit(cache=True)
+def _logf_pattern(x, c, prow, theta):
+    """log N(x; 0, 1)·likelihood of a g = 0 item with column sum c and trials column ``prow`` at b = x, without the
+    terms free of x (Σ_j Y_ij θ_j): −x²/2 − c·x − Σ_j T_pj softplus(θ_j − x)."""
+    exact = -0.5 * x * x - c * x
+    for j in range(theta.shape[0]):
+        eta = theta[j] - x
+        if prow[j] > 0.0:
+            exact -= prow[j] * (max(eta, 0.0) + math.log(1.0 + math.exp(-abs(eta))))
+    return exact
+
+
+@numba.njit(cache=True)
+def _logf_exact(x, y, k, theta, g):
+    """log N(x; 0, 1)·likelihood of one item at b = x, cells with 0 trials skipped (up to constants)."""
+    total = -0.5 * x * x
+    for j in range(theta.shape[0]):
+        if k[j] > 0.0:
+            total += cell_loglik(y[j], k[j], theta[j] - x, g)
+    return total
+
+
 @numba.njit(cache=True, nogil=True)
-def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gbounds, members_c, starts_c,
-                 members_u, starts_u, state, out):
+def draw_b_block(theta_draws, nodes, step, delta, n_trials, holes, patterns, c_pattern, c_values, yu, ku, gu, gbounds,
+                 members_c, starts_c, members_u, starts_u, state, out):
     """out[s, i] = one exact draw of b_i given θ = theta_draws[s], for every draw s and item i (the items of each
-    group as :func:`group_members` lists them)."""
+    group as :func:`group_members` lists them), of a :class:`~.marginal.CollapsedData` (one K: ``n_trials``) or,
+    with ``holes``, a :class:`~.holes.CollapsedHolesData` (its trials columns ``patterns``, ``c_pattern`` and
+    ``ku``; empty arrays without holes)."""
     m, n_nodes = theta_draws.shape[1], nodes.shape[0]
     n_c, n_u = c_values.shape[0], gu.shape[0]
     f_c, cum_c, shape_c, guide_c = chord_tables(n_c, n_nodes)
     f_u, cum_u, shape_u, guide_u = chord_tables(n_u, n_nodes)
-    s_sum = np.empty(n_nodes)
+    s_sum = np.empty(n_nodes)                             # one K: Σ_j softplus(θ_j − x_k)
+    s_tab = np.empty((patterns.shape[0], n_nodes))        # holes: the same per trials column, times T
+    sig = np.empty((m, n_nodes))
     d = np.empty((m, n_nodes))
+    lw = np.empty((m, n_nodes))
     dd = np.empty((m, n_nodes))
     dbl = np.empty((m, n_nodes))
     e_sum = np.empty(n_nodes)
@@ -67,19 +96,31 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
     for s in range(theta_draws.shape[0]):
         theta = theta_draws[s]
         if n_c:
-            _softplus_table(theta, nodes, exps, s_sum)
+            if holes:
+                _pattern_tables(theta, nodes, patterns, s_tab, sig)
+            else:
+                _softplus_table(theta, nodes, exps, s_sum)
             for c in range(n_c):
                 for k in range(n_nodes):
                     x = nodes[k]
-                    f_c[c, k] = -0.5 * x * x - c_values[c] * x - n_trials * s_sum[k]
+                    f_c[c, k] = -0.5 * x * x - c_values[c] * x - (s_tab[c_pattern[c], k] if holes
+                                                                  else n_trials * s_sum[k])
                 chord_cumulative(f_c[c], step, cum_c[c], shape_c[c], guide_c[c])
         for block in range(gbounds.shape[0] - 1):
             lo, hi = gbounds[block], gbounds[block + 1]
-            _guess_tables(theta, nodes, gu[lo], n_trials, d, e_sum, dd, dbl)
-            f_u[lo:hi] = np.ascontiguousarray(yu[lo:hi]) @ d
+            if holes:
+                _guess_tables_cells(theta, nodes, gu[lo], d, lw, dd, dbl)
+                f_u[lo:hi] = np.ascontiguousarray(yu[lo:hi]) @ d + np.ascontiguousarray(ku[lo:hi]) @ lw
+                for u in range(lo, hi):
+                    for k in range(n_nodes):
+                        f_u[u, k] -= 0.5 * nodes[k] * nodes[k]
+            else:
+                _guess_tables(theta, nodes, gu[lo], n_trials, d, e_sum, dd, dbl)
+                f_u[lo:hi] = np.ascontiguousarray(yu[lo:hi]) @ d
+                for u in range(lo, hi):
+                    for k in range(n_nodes):
+                        f_u[u, k] += e_sum[k] - 0.5 * nodes[k] * nodes[k]
             for u in range(lo, hi):
-                for k in range(n_nodes):
-                    f_u[u, k] += e_sum[k] - 0.5 * nodes[k] * nodes[k]
                 chord_cumulative(f_u[u], step, cum_u[u], shape_u[u], guide_u[u])
         # group by group: each group's tables are looked up once, then its items' draws (i.i.d. given θ) are made
         for c in range(n_c):
@@ -87,17 +128,26 @@ def draw_b_block(theta_draws, nodes, step, delta, n_trials, c_values, yu, gu, gb
             for q in range(starts_c[c], starts_c[c + 1]):
                 while True:
                     x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze_plain)
-                    if sure or math.log(w) < _logf_plain(x, c_values[c], theta, n_trials) - chord - delta:
+                    if sure:
+                        break
+                    exact = (_logf_pattern(x, c_values[c], patterns[c_pattern[c]], theta) if holes
+                             else _logf_plain(x, c_values[c], theta, n_trials))
+                    if math.log(w) < exact - chord - delta:
                         break
                 out[s, members_c[q]] = x
         for u in range(n_u):
             f, cum, shp, gd = f_u[u], cum_u[u], shape_u[u], guide_u[u]
-            for j in range(m):
-                g_item[j] = gu[u]
+            if not holes:
+                for j in range(m):
+                    g_item[j] = gu[u]
             for q in range(starts_u[u], starts_u[u + 1]):
                 while True:
                     x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze)
-                    if sure or math.log(w) < _logf_general(x, yu[u], theta, -1, n_trials, g_item) - chord - delta:
+                    if sure:
+                        break
+                    exact = (_logf_exact(x, yu[u], ku[u], theta, gu[u]) if holes
+                             else _logf_general(x, yu[u], theta, -1, n_trials, g_item))
+                    if math.log(w) < exact - chord - delta:
                         break
                 out[s, members_u[q]] = x
 
@@ -176,6 +226,11 @@ def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *
     starts = list(range(0, flat.shape[0], block))
     block_states = states(seed, len(starts))   # one generator per block (irt/rng.py)
     members = group_members(data.item_kind, data.item_group, data.c_values.size, data.gu.size)
+    if hasattr(data, "patterns"):   # holes or K per cell (holes.CollapsedHolesData): its trials columns
+        trials_columns, ku = (True, data.patterns, data.c_pattern), data.ku
+    else:
+        empty = np.zeros((0, data.n_models))
+        trials_columns, ku = (False, empty, np.zeros(0, dtype=np.int64)), empty
     if threads is None:
         threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
@@ -183,11 +238,8 @@ def draw_difficulties(data: CollapsedData, theta_draws: np.ndarray, seed: int, *
         start = starts[index]
         stop = min(start + block, flat.shape[0])
         part = out[start:stop]   # the kernels write float32 in place (rounded as NumPy would)
-        if hasattr(data, "draw_block"):  # holes or K per cell (collapsed_holes.CollapsedHolesData)
-            data.draw_block(flat[start:stop], nodes, step, delta, members, private_state(block_states[index]), part)
-        else:
-            draw_b_block(flat[start:stop], nodes, step, delta, float(data.n_trials), data.c_values,
-                         data.yu, data.gu, data.gbounds, *members, private_state(block_states[index]), part)
+        draw_b_block(flat[start:stop], nodes, step, delta, float(data.n_trials), *trials_columns, data.c_values,
+                     data.yu, ku, data.gu, data.gbounds, *members, private_state(block_states[index]), part)
         return stop
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:

@@ -35,9 +35,6 @@ from benchmeasure.base.kernel_cache import numba
 from benchmeasure.irt.routes.collapsed.quadrature import (
     Grid,
     cell_loglik,
-    chord_cumulative,
-    chord_propose,
-    chord_tables,
     start_groups,
     window_integral,
     window_steps,
@@ -110,12 +107,6 @@ class CollapsedHolesData:
     def __call__(self, theta):
         """(log p(Y | θ) integrated over b, its gradient in θ) at a NumPy θ; the θ prior is not included."""
         return marginal_logp_grad_holes(np.ascontiguousarray(theta, dtype=float), *self.args())
-
-    def draw_block(self, theta_draws, nodes, step, delta, members, state, out):
-        """out[s, i] = one exact draw of b_i given θ = theta_draws[s] on the grid ``nodes`` (used by
-        ``collapsed.draw_difficulties``)."""
-        draw_b_block_holes(theta_draws, nodes, step, delta, self.patterns, self.c_pattern,
-                           self.c_values, self.yu, self.ku, self.gu, self.gbounds, *members, state, out)
 
     def log_integrands(self, theta) -> np.ndarray:
         """Every group's log-integrand on the grid at θ (groups × G), for the edge-weight check."""
@@ -328,80 +319,3 @@ def marginal_logp_grad_holes(theta, nodes, log_weights, patterns, c_pattern, c_v
                     acc += t_y[j, k] * dd[j, k] + t_k[j, k] * dbl[j, k]
                 grad[j] += acc
     return value, grad
-
-
-@numba.njit(cache=True)
-def _logf_pattern(x, c, prow, theta):
-    """log N(x; 0, 1)·likelihood of a g = 0 item with column sum c and trials column ``prow`` at b = x, without the
-    terms free of x (Σ_j Y_ij θ_j): −x²/2 − c·x − Σ_j T_pj softplus(θ_j − x)."""
-    exact = -0.5 * x * x - c * x
-    for j in range(theta.shape[0]):
-        eta = theta[j] - x
-        if prow[j] > 0.0:
-            exact -= prow[j] * (max(eta, 0.0) + math.log(1.0 + math.exp(-abs(eta))))
-    return exact
-
-
-@numba.njit(cache=True)
-def _logf_exact(x, y, k, theta, g):
-    """log N(x; 0, 1)·likelihood of one item at b = x, cells with 0 trials skipped (up to constants)."""
-    total = -0.5 * x * x
-    for j in range(theta.shape[0]):
-        if k[j] > 0.0:
-            total += cell_loglik(y[j], k[j], theta[j] - x, g)
-    return total
-
-
-@numba.njit(cache=True, nogil=True)
-def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_values, yu, ku, gu, gbounds,
-                       members_c, starts_c, members_u, starts_u, state, out):
-    """out[s, i] = one exact draw of b_i given θ = theta_draws[s] (the envelope of ``collapsed.draw_b_block``)."""
-    m, n_nodes = theta_draws.shape[1], nodes.shape[0]
-    n_c, n_u = c_values.shape[0], gu.shape[0]
-    f_c, cum_c, shape_c, guide_c = chord_tables(n_c, n_nodes)
-    f_u, cum_u, shape_u, guide_u = chord_tables(n_u, n_nodes)
-    s_tab = np.empty((patterns.shape[0], n_nodes))
-    sig = np.empty((m, n_nodes))
-    d = np.empty((m, n_nodes))
-    lw = np.empty((m, n_nodes))
-    dd = np.empty((m, n_nodes))
-    dbl = np.empty((m, n_nodes))
-    squeeze = math.exp(-2.0 * delta)
-    # g = 0: the log density is concave, so it lies on or above its chord and log w < −δ is accepted by the
-    # exact test below whatever x is: the test is skipped, the decision (and every draw) is the same
-    squeeze_plain = math.exp(-delta)
-    for s in range(theta_draws.shape[0]):
-        theta = theta_draws[s]
-        if n_c:
-            _pattern_tables(theta, nodes, patterns, s_tab, sig)
-            for c in range(n_c):
-                for k in range(n_nodes):
-                    x = nodes[k]
-                    f_c[c, k] = -0.5 * x * x - c_values[c] * x - s_tab[c_pattern[c], k]
-                chord_cumulative(f_c[c], step, cum_c[c], shape_c[c], guide_c[c])
-        for block in range(gbounds.shape[0] - 1):
-            lo, hi = gbounds[block], gbounds[block + 1]
-            _guess_tables_cells(theta, nodes, gu[lo], d, lw, dd, dbl)
-            f_u[lo:hi] = np.ascontiguousarray(yu[lo:hi]) @ d + np.ascontiguousarray(ku[lo:hi]) @ lw
-            for u in range(lo, hi):
-                for k in range(n_nodes):
-                    f_u[u, k] -= 0.5 * nodes[k] * nodes[k]
-                chord_cumulative(f_u[u], step, cum_u[u], shape_u[u], guide_u[u])
-        # group by group, as collapsed.draw_b_block
-        for c in range(n_c):
-            f, cum, shp, gd = f_c[c], cum_c[c], shape_c[c], guide_c[c]
-            prow = patterns[c_pattern[c]]
-            for q in range(starts_c[c], starts_c[c + 1]):
-                while True:
-                    x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze_plain)
-                    if sure or math.log(w) < _logf_pattern(x, c_values[c], prow, theta) - chord - delta:
-                        break
-                out[s, members_c[q]] = x
-        for u in range(n_u):
-            f, cum, shp, gd = f_u[u], cum_u[u], shape_u[u], guide_u[u]
-            for q in range(starts_u[u], starts_u[u + 1]):
-                while True:
-                    x, chord, w, sure = chord_propose(f, cum, shp, gd, nodes[0], step, state, squeeze)
-                    if sure or math.log(w) < _logf_exact(x, yu[u], ku[u], theta, gu[u]) - chord - delta:
-                        break
-                out[s, members_u[q]] = x
