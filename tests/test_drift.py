@@ -91,7 +91,7 @@ def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
     meta, out = world["meta"], tmp_path / "out"
     fragment = ""
     if case == "unknown_item":
-        rows = _rows(world["meta"]) + [{"item": "zz-extra", "date": "2024-01-02", "source": "old", "release": "r1"}]
+        rows = [*_rows(world["meta"]), {"item": "zz-extra", "date": "2024-01-02", "source": "old", "release": "r1"}]
         meta = _write(tmp_path / "m.csv", ["item", "date", "source", "release"], [list(r.values()) for r in rows])
         fragment = "zz-extra"
     elif case == "not_a_date":
