@@ -9,7 +9,8 @@ only at release 2, a fifth answer only releases 1–2), abilities N(0, 1.2²), d
 * ``slopes``       no contamination, items of release 2 with discrimination 0.6 and of release 3 with 1.6;
 * ``panels``       no contamination, panels that change between releases (half the models answer one release);
 * ``contaminated`` 10 models with a 1-logit boost on the items dated up to their cut-off (cut-offs at months
-                   7–16, so ≥ 300 pre-cut-off items); plus the trend and slope differences.
+                   7–16, so ≥ 300 pre-cut-off items unless holes take some); plus the trend and slope differences.
+                   Power is printed over all of them and over those with ≥ 300 answered pre-cut-off items.
 
 Printed per world: false-alarm rate per clean model at the 5 % level (BH q ≤ 0.05, and raw p ≤ 0.05), power
 (contaminated models flagged) and the share of detections with τ within one month of the cut-off. Then the
@@ -96,6 +97,8 @@ def run_world(kind: str, seed: int) -> dict:
     flagged = np.array([r["flagged"] for r in report.models])
     p = np.array([r["p_value"] for r in report.models])
     tau = [r["tau"] for r in report.models]
+    pre = np.array([((w["trials"][m] > 0) & (w["month"] <= w["cutoff"][m])).sum() for m in range(M)])
+    big = w["bad"] & (pre >= 300)
     within = []
     for m in np.flatnonzero(flagged & w["bad"]):
         y, mo = int(tau[m][:4]), int(tau[m][5:7])
@@ -103,7 +106,8 @@ def run_world(kind: str, seed: int) -> dict:
         within.append(abs(step_month - (w["cutoff"][m] + 1)) <= 1)
     return {"clean": int((~w["bad"]).sum()), "false": int((flagged & ~w["bad"]).sum()),
             "false_raw": int(((p <= 0.05) & ~w["bad"]).sum()), "bad": int(w["bad"].sum()),
-            "hit": int((flagged & w["bad"]).sum()), "within": int(sum(within)), "detections": len(within)}
+            "hit": int((flagged & w["bad"]).sum()), "within": int(sum(within)), "detections": len(within),
+            "bad300": int(big.sum()), "hit300": int((flagged & big).sum())}
 
 
 def write_files(w, folder: Path) -> tuple:
@@ -144,7 +148,9 @@ def main() -> None:
         for r in range(reps):
             for key, value in run_world(kind, 1000 * r + SEEDS[kind]).items():
                 total[key] = total.get(key, 0) + value
-        power = f"{total['hit']}/{total['bad']} = {total['hit'] / total['bad']:.0%}" if total["bad"] else "—"
+        power = (f"{total['hit']}/{total['bad']} = {total['hit'] / total['bad']:.0%}; ≥ 300 answered pre-cut-off "
+                 f"items: {total['hit300']}/{total['bad300']} = {total['hit300'] / max(total['bad300'], 1):.0%}"
+                 if total["bad"] else "—")
         tau = (f"{total['within']}/{total['detections']} = {total['within'] / total['detections']:.0%}"
                if total["detections"] else "—")
         print(f"| {kind} | {total['clean']} | {total['false']} | {total['false'] / total['clean']:.1%} | "
