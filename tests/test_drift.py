@@ -141,3 +141,27 @@ def test_model_meta_reader_fails_only_with_input_error(tmp_path, rows):
     except InputError:
         return
     assert set(dates) == {"release", "cutoff"} and all(len(v) == 2 for v in dates.values())
+
+
+def test_ctrl_c_exits_130_at_once_and_writes_nothing(world, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "drift.py"), str(world["matrix"]), "--n-trials",
+                             str(K), "--item-meta", str(world["meta"]), "--by", "date", "--output-dir", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for line in proc.stderr:
+        if "fitting the 1PL" in line:
+            break
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    assert proc.returncode == 130, proc.stderr.read()
+    assert time.monotonic() - sent < 5
+    assert not out.exists()
