@@ -41,7 +41,7 @@ class DriftFit:
         return self.slope[self.group]
 
 
-def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = None, tol: float = 1e-6,
+def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = None, tol: float = 1e-5,
             max_iter: int = 500, start: DriftFit | None = None) -> DriftFit:
     """Mode of the 1PL (with per-group slopes when ``group`` has several values) for counts/trials (M, N)."""
     y = np.asarray(counts, dtype=float)
