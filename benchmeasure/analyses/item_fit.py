@@ -1,0 +1,114 @@
+"""Item fit of the 1PL on one batch of posterior draws, and the multiplicity adjustment.
+
+For draw s (θ_s, b_s) the fitted probability of cell (j, i) is p = g_i + (1 − g_i)·σ(θ_sj − b_si); a cell has K_ji
+trials (0: absent) and y_ji correct. Every statistic is a *realized discrepancy* D(y; θ_s, b_s), and its p-value
+is the conditional tail probability of D under replicated data y_rep ~ Binomial(K, p) from that draw, averaged
+over the draws (a posterior predictive p-value whose replication step is integrated analytically, so its tail is
+resolved far below 1 / draws — which the false discovery rate over thousands of items needs):
+
+* **curve** — observed vs expected successes by ability group (models sorted by posterior-mean θ into G groups):
+  X² = Σ_g (|O_g − E_g| − ½)₊² / V_g with E_g = Σ K p, V_g = Σ K p (1 − p); tail χ²(G′), G′ the groups with an
+  answer. It sees the shape of the response curve (too flat, too steep, reversed, a bump).
+* **slope** — the score of a slope on θ at the 1PL's slope 1: S = Σ_j (y − K p)(θ_j − θ̄), θ̄ the K-weighted mean
+  of the models that answered; z = S / √(Σ K p (1 − p)(θ_j − θ̄)²); one-sided tail Φ(z): small when success
+  rises as ability falls (a wrong key or a grader that fails the right answer).
+* **unsolved** — probability that no model solves the item in any trial, Π (1 − p)^K, for items nobody solved.
+* **infit / outfit** — the Rasch mean-squares (descriptive, about 1 under the model), averaged over the draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, gammaincc, ndtr
+
+#: Statistics accumulated over draws (sums of per-draw values), one array of shape (N,) each.
+ITEM_SUMS = ("p_curve", "p_slope", "p_unsolved", "chi2", "z_slope", "infit", "outfit")
+
+
+def probabilities(theta: np.ndarray, b: np.ndarray, guessing: np.ndarray) -> np.ndarray:
+    """(B, M, N) fitted success probabilities, clipped away from 0 and 1."""
+    p = expit(theta[:, :, None] - b[:, None, :])
+    if guessing.any():
+        p = guessing[None, None, :] + (1.0 - guessing[None, None, :]) * p
+    return np.clip(p, 1e-12, 1.0 - 1e-12)
+
+
+def item_batch(y: np.ndarray, k: np.ndarray, p: np.ndarray, theta: np.ndarray, groups: np.ndarray,
+               unsolved: np.ndarray) -> dict:
+    """Per-item statistics for a batch of draws: ``{name: (N,) sum over the batch}`` for :data:`ITEM_SUMS`.
+
+    ``y``, ``k`` (M, N) counts and trials (0 = absent), ``p`` (B, M, N), ``theta`` (B, M), ``groups`` (G, M) 0/1
+    membership of the ability groups, ``unsolved`` (N,) bool: no success in any cell."""
+    kp = k * p
+    var = kp * (1.0 - p)
+    resid = y - kp
+    # curve: ability groups
+    observed = groups @ y                                       # (G, N)
+    expected = np.einsum("gm,bmn->bgn", groups, kp)
+    variance = np.einsum("gm,bmn->bgn", groups, var)
+    present = variance > 1e-12
+    dev = np.maximum(np.abs(observed[None] - expected) - 0.5, 0.0)
+    chi2 = np.where(present, dev ** 2 / np.where(present, variance, 1.0), 0.0).sum(axis=1)   # (B, N)
+    df = np.maximum(present.sum(axis=1), 1)
+    p_curve = gammaincc(df / 2.0, chi2 / 2.0)
+    # slope on θ
+    weight = k.sum(axis=0)                                      # (N,)
+    centre = np.einsum("bm,mn->bn", theta, k) / np.maximum(weight, 1)
+    dtheta = theta[:, :, None] - centre[:, None, :]
+    score = (resid * dtheta).sum(axis=1)
+    info = (var * dtheta ** 2).sum(axis=1)
+    z = np.where(info > 1e-12, score / np.sqrt(np.maximum(info, 1e-12)), 0.0)
+    p_slope = ndtr(z)
+    # nobody solved it: the fitted probability of that
+    p_unsolved = np.where(unsolved[None, :], np.exp((k * np.log1p(-p)).sum(axis=1)), 1.0)
+    # infit / outfit
+    cells = np.maximum((k > 0).sum(axis=0), 1)
+    outfit = np.where(k > 0, resid ** 2 / np.maximum(var, 1e-12), 0.0).sum(axis=1) / cells
+    infit = (resid ** 2).sum(axis=1) / np.maximum(var.sum(axis=1), 1e-12)
+    values = {"p_curve": p_curve, "p_slope": p_slope, "p_unsolved": p_unsolved, "chi2": chi2, "z_slope": z,
+              "infit": infit, "outfit": outfit}
+    return {name: value.sum(axis=0) for name, value in values.items()}
+
+
+def point_biserial(y: np.ndarray, k: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Per item, the correlation across the models that answered of their success rate y/K with θ (posterior
+    mean), each model weighted by its trials; 0 where it is undefined (one model, or a constant column)."""
+    w = k.astype(float)
+    total = np.maximum(w.sum(axis=0), 1e-12)
+    rate = np.where(k > 0, y / np.maximum(k, 1), 0.0)
+    mean_rate = (w * rate).sum(axis=0) / total
+    mean_theta = (w * theta[:, None]).sum(axis=0) / total
+    dr = np.where(k > 0, rate - mean_rate, 0.0)
+    dt = np.where(k > 0, theta[:, None] - mean_theta, 0.0)
+    cov = (w * dr * dt).sum(axis=0)
+    scale = np.sqrt((w * dr ** 2).sum(axis=0) * (w * dt ** 2).sum(axis=0))
+    return np.where(scale > 1e-12, cov / np.maximum(scale, 1e-12), 0.0)
+
+
+def ability_groups(theta_mean: np.ndarray, n_groups: int) -> np.ndarray:
+    """(G, M) 0/1 membership: models sorted by θ and cut into ``n_groups`` groups of (nearly) equal size."""
+    order = np.argsort(theta_mean, kind="stable")
+    groups = np.zeros((n_groups, len(theta_mean)))
+    for g, members in enumerate(np.array_split(order, n_groups)):
+        groups[g, members] = 1.0
+    return groups
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg q-values (adjusted p-values) of ``p``, in the same order."""
+    p = np.asarray(p, dtype=float)
+    n = p.size
+    if n == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * n / np.arange(1, n + 1)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty(n)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+def combined(*p_values: np.ndarray) -> np.ndarray:
+    """One p-value from several tests of the same unit: Bonferroni's min × count, capped at 1."""
+    stacked = np.vstack(p_values)
+    return np.minimum(stacked.min(axis=0) * stacked.shape[0], 1.0)
