@@ -94,8 +94,8 @@ def recorded_matrix(diagnostics: dict, given: str | None, folder: str) -> str:
     if not isinstance(path, str) or not path:
         fail(f"{folder}/diagnostics.json records no matrix path; give the matrix with --matrix PATH")
     if not os.path.isfile(path):
-        fail(f"{path}: no such matrix (the one {folder}/diagnostics.json records{'' if given is None else ''}); "
-             "give it with --matrix PATH" if given is None else f"{path}: no such file")
+        fail(f"{path}: no such matrix (the one {folder}/diagnostics.json records); give it with --matrix PATH"
+             if given is None else f"{path}: no such file")
     if sha256_file(path) != source["sha256"]:
         fail(f"{path}: not the matrix this fit saw (its SHA-256 differs from the one recorded in "
              f"{folder}/diagnostics.json); give the fitted matrix with --matrix PATH")
@@ -108,7 +108,8 @@ def align(table: ParameterTable, names: list, what: str, path: str) -> Parameter
     missing = [name for name in names if name not in index]
     if missing or len(index) != len(names):
         extra = [name for name in table.names if name not in set(names)]
-        which = f"{what} {missing[0]!r} of the matrix is missing" if missing else f"{what} {extra[0]!r} is not in the matrix"
+        which = (f"{what} {missing[0]!r} of the matrix is missing" if missing
+                 else f"{what} {extra[0]!r} is not in the matrix")
         fail(f"{path}: {which}; the fit folder and the matrix must be the same fit's")
     order = np.asarray([index[name] for name in names], dtype=np.int64)
     return ParameterTable(list(names), table.mean[order], table.sd[order])

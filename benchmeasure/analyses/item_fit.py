@@ -25,27 +25,41 @@ from scipy.special import expit, gammaincc, ndtr
 ITEM_SUMS = ("p_curve", "p_slope", "p_unsolved", "chi2", "z_slope", "infit", "outfit")
 
 
-def probabilities(theta: np.ndarray, b: np.ndarray, guessing: np.ndarray) -> np.ndarray:
-    """(B, M, N) fitted success probabilities, clipped away from 0 and 1."""
-    p = expit(theta[:, :, None] - b[:, None, :])
-    if guessing.any():
-        p = guessing[None, None, :] + (1.0 - guessing[None, None, :]) * p
-    return np.clip(p, 1e-12, 1.0 - 1e-12)
+class Cells:
+    """The fitted cells of a batch of draws, shared by the item and model statistics (each (B, M, N)):
+    ``p``, ``kp`` = K p, ``var`` = K p (1 − p), ``resid`` = y − K p, ``log_q`` = log(1 − p), ``logit`` = logit p."""
+
+    def __init__(self, y: np.ndarray, k: np.ndarray, theta: np.ndarray, b: np.ndarray, guessing: np.ndarray):
+        eta = theta[:, :, None] - b[:, None, :]
+        p = expit(eta)
+        if guessing.any():
+            p = guessing[None, None, :] + (1.0 - guessing[None, None, :]) * p
+        self.p = p = np.clip(p, 1e-12, 1.0 - 1e-12)
+        self.kp = k * p
+        self.var = self.kp * (1.0 - p)
+        self.resid = y - self.kp
+        self.log_q = np.log1p(-p)
+        self.logit = np.log(p) - self.log_q if guessing.any() else np.clip(eta, -27.6, 27.6)
 
 
-def item_batch(y: np.ndarray, k: np.ndarray, p: np.ndarray, theta: np.ndarray, groups: np.ndarray,
+def group_sums(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(B, G, N) sums of (B, M, N) ``values`` over the models of each of the (G, M) ``groups``."""
+    batch, models, items = values.shape
+    return (groups @ values.transpose(1, 0, 2).reshape(models, batch * items)).reshape(-1, batch, items
+                                                                                      ).transpose(1, 0, 2)
+
+
+def item_batch(y: np.ndarray, k: np.ndarray, cells: Cells, theta: np.ndarray, groups: np.ndarray,
                unsolved: np.ndarray) -> dict:
     """Per-item statistics for a batch of draws: ``{name: (N,) sum over the batch}`` for :data:`ITEM_SUMS`.
 
-    ``y``, ``k`` (M, N) counts and trials (0 = absent), ``p`` (B, M, N), ``theta`` (B, M), ``groups`` (G, M) 0/1
-    membership of the ability groups, ``unsolved`` (N,) bool: no success in any cell."""
-    kp = k * p
-    var = kp * (1.0 - p)
-    resid = y - kp
+    ``y``, ``k`` (M, N) counts and trials (0 = absent), ``cells`` the batch's :class:`Cells`, ``theta`` (B, M),
+    ``groups`` (G, M) 0/1 membership of the ability groups, ``unsolved`` (N,) bool: no success in any cell."""
+    kp, var, resid = cells.kp, cells.var, cells.resid
     # curve: ability groups
     observed = groups @ y                                       # (G, N)
-    expected = np.einsum("gm,bmn->bgn", groups, kp)
-    variance = np.einsum("gm,bmn->bgn", groups, var)
+    expected = group_sums(groups, kp)
+    variance = group_sums(groups, var)
     present = variance > 1e-12
     dev = np.maximum(np.abs(observed[None] - expected) - 0.5, 0.0)
     chi2 = np.where(present, dev ** 2 / np.where(present, variance, 1.0), 0.0).sum(axis=1)   # (B, N)
@@ -54,17 +68,19 @@ def item_batch(y: np.ndarray, k: np.ndarray, p: np.ndarray, theta: np.ndarray, g
     # slope on θ
     weight = k.sum(axis=0)                                      # (N,)
     centre = np.einsum("bm,mn->bn", theta, k) / np.maximum(weight, 1)
-    dtheta = theta[:, :, None] - centre[:, None, :]
-    score = (resid * dtheta).sum(axis=1)
-    info = (var * dtheta ** 2).sum(axis=1)
+    # Σ_j r (θ_j − c) and Σ_j v (θ_j − c)² from moments, without a (B, M, N) array of θ_j − c
+    score = np.einsum("bmn,bm->bn", resid, theta) - centre * resid.sum(axis=1)
+    v0, v1, v2 = var.sum(axis=1), np.einsum("bmn,bm->bn", var, theta), np.einsum("bmn,bm->bn", var, theta ** 2)
+    info = np.maximum(v2 - 2 * centre * v1 + centre ** 2 * v0, 0.0)
     z = np.where(info > 1e-12, score / np.sqrt(np.maximum(info, 1e-12)), 0.0)
     p_slope = ndtr(z)
     # nobody solved it: the fitted probability of that
-    p_unsolved = np.where(unsolved[None, :], np.exp((k * np.log1p(-p)).sum(axis=1)), 1.0)
+    p_unsolved = np.where(unsolved[None, :], np.exp(np.einsum("bmn,mn->bn", cells.log_q, k)), 1.0)
     # infit / outfit
-    cells = np.maximum((k > 0).sum(axis=0), 1)
-    outfit = np.where(k > 0, resid ** 2 / np.maximum(var, 1e-12), 0.0).sum(axis=1) / cells
-    infit = (resid ** 2).sum(axis=1) / np.maximum(var.sum(axis=1), 1e-12)
+    n_cells = np.maximum((k > 0).sum(axis=0), 1)
+    squared = resid ** 2
+    outfit = (squared / np.maximum(var, 1e-12) * (k > 0)).sum(axis=1) / n_cells
+    infit = squared.sum(axis=1) / np.maximum(v0, 1e-12)
     values = {"p_curve": p_curve, "p_slope": p_slope, "p_unsolved": p_unsolved, "chi2": chi2, "z_slope": z,
               "infit": infit, "outfit": outfit}
     return {name: value.sum(axis=0) for name, value in values.items()}
