@@ -82,6 +82,7 @@ class FitInputs:
     guessing: np.ndarray        # (N,)
     posterior: str | None       # the posterior.zarr used, or None (normal approximation)
     draws_note: str
+    samples: tuple | None = None  # in-memory draws (theta (D, M), b (D, N)) instead of a posterior file
 
 
 def recorded_matrix(diagnostics: dict, given: str | None, folder: str) -> str:
@@ -163,6 +164,13 @@ def read_fit_inputs(folder: str, diagnostics: dict, posterior: str | None, *, ma
 def draw_batches(inputs: FitInputs, draws: int, seed: int, batch: int = 8):
     """Yield ``(theta, b)`` arrays of shape (B, M) and (B, N), ``draws`` in all (fewer for a MAP fit: one)."""
     m = inputs.matrix
+    if inputs.samples is not None:
+        theta, b = inputs.samples
+        pick = np.unique(np.linspace(0, theta.shape[0] - 1, min(draws, theta.shape[0])).round().astype(np.int64))
+        for start in range(0, len(pick), batch):
+            rows = pick[start:start + batch]
+            yield np.asarray(theta[rows], dtype=float), np.asarray(b[rows], dtype=float)
+        return
     if inputs.posterior is not None:
         from benchmeasure.analyses.posterior_metrics import read_posterior_b
 

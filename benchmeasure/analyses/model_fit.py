@@ -15,10 +15,10 @@ import numpy as np
 
 from benchmeasure.analyses.item_fit import (
     ITEM_SUMS,
+    Cells,
     ability_groups,
     benjamini_hochberg,
     combined,
-    Cells,
     item_batch,
     point_biserial,
 )
