@@ -119,15 +119,11 @@ def score(flagged: set, truth: set, suspects: set) -> tuple:
     return (hits / counted if counted else float("nan")), (hits / len(truth) if truth else float("nan"))
 
 
-def never_solved(check) -> set:
-    return {row["item"] for row in check.items if row["flagged"] and "no model solved" in row["reason"]}
-
-
 def null_rates(check) -> dict:
     items = len(check.items)
-    return {"item_flag_rate": len(check.flagged_items()) / items,
+    return {"item_flag_rate": len(check.flagged_items()) / items, "items": items,
+            "flagged": len(check.flagged_items()),
             "against_rate": sum(row["against_ability"] for row in check.items) / items,
-            "unsolved_rate": len(never_solved(check)) / items,
             "models_flagged": len(check.flagged_models()), "models": len(check.models),
             "any_item_flag": bool(check.flagged_items())}
 
@@ -152,6 +148,7 @@ def main() -> int:
     parser.add_argument("--matrices", nargs="+", default=["chembench", "gsm8k", "math_l5", "mmlu_pro"],
                         choices=sorted(SOURCES))
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--null-worlds", type=int, default=2, help="null worlds per matrix and per unlike kind")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     rows, nulls = [], []
@@ -167,32 +164,44 @@ def main() -> int:
             anyflag = {row["item"] for row in check.flagged_items()}
             flagged_models = {row["model"] for row in check.flagged_models()}
             p_against, r_against = score(against, inverted, suspects)
-            p_any, r_any = score(anyflag, inverted | dead, suspects)
-            p_dead, r_dead = score(never_solved(check), dead, suspects)
+            p_any, r_any = score(anyflag, inverted, suspects | dead)
+            never, clean_never = check.whole["never_solved"], clean.whole["never_solved"]
+            dead_flagged = len(anyflag & dead)
             rows.append((name, f"{len(matrix.models)}×{len(matrix.items)}", len(suspects), len(inverted),
-                         p_against, r_against, p_any, r_any, r_dead, p_dead, shuffled in flagged_models,
+                         p_against, r_against, p_any, r_any,
+                         f"{never['observed']} vs {never['replicated_mean']:.1f} ({clean_never['observed']}), "
+                         f"{dead_flagged} of {len(dead)} flagged", shuffled in flagged_models,
                          len(flagged_models - suspect_models - {shuffled}), len(suspect_models), fit_s, check_s,
                          pcheck_s))
-            null = simulate_null(matrix, result.theta_mean, result.b_mean, rng)
-            ncheck, _, _, _ = fit_and_check(null, args.seed + 2)
-            nulls.append((f"{name} (at the fit)", null_rates(ncheck)))
+            for w in range(args.null_worlds):
+                null = simulate_null(matrix, result.theta_mean, result.b_mean, rng)
+                ncheck, _, _, _ = fit_and_check(null, args.seed + 2 + w)
+                nulls.append((f"{name} (at the fit) #{w + 1}", null_rates(ncheck)))
             print(f"done {name}: fit {fit_s:.0f} s, check {check_s:.1f} s", file=sys.stderr, flush=True)
-        for label, models, items, k in (("bimodal", 30, 600, 1), ("skewed", 30, 600, 3)):
-            ncheck, _, _, _ = fit_and_check(world(label, models, items, k, args.seed), args.seed + 3)
-            nulls.append((f"{label} θ, b ~ U(−4, 4), {models}×{items}, K={k} (unlike)", null_rates(ncheck)))
+        for w in range(args.null_worlds):
+            for label, models, items, k in (("bimodal", 30, 600, 1), ("skewed", 30, 600, 3)):
+                ncheck, _, _, _ = fit_and_check(world(label, models, items, k, args.seed + w), args.seed + 3 + w)
+                nulls.append((f"{label} θ, b ~ U(−4, 4), {models}×{items}, K={k} (unlike) #{w + 1}",
+                              null_rates(ncheck)))
     print("\nPlanted defects (2 % wrong keys, 1 shuffled model, 5 unsolvable items); FDR 0.05")
     print("| matrix | M×N | clean suspects | wrong keys | against-ability P / R | any item flag P / R | "
-          "unsolvable R / P | shuffled model flagged | other models flagged (clean flagged) | check s |")
+          "never solved: observed vs replicated (clean), planted flagged | shuffled model flagged | "
+          "other models flagged (clean flagged) | check s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.2f} / {r[5]:.2f} | {r[6]:.2f} / {r[7]:.2f} | "
-              f"{r[8]:.2f} / {r[9]:.2f} | {'yes' if r[10] else 'no'} | {r[11]} ({r[12]}) | {r[15]:.1f} |")
+              f"{r[8]} | {'yes' if r[9] else 'no'} | {r[10]} ({r[11]}) | {r[14]:.1f} |")
     print("\nNull worlds (every flag is a false alarm)")
-    print("| world | items flagged | against ability | never solved | models flagged | any item flagged |")
-    print("|---|---|---|---|---|---|")
+    print("| world | items flagged | against ability | models flagged | any item flagged |")
+    print("|---|---|---|---|---|")
     for label, n in nulls:
         print(f"| {label} | {n['item_flag_rate']:.2%} | {n['against_rate']:.2%} | {n['unsolved_rate']:.2%} | "
               f"{n['models_flagged']} of {n['models']} | {'yes' if n['any_item_flag'] else 'no'} |")
+    items = sum(n["items"] for _, n in nulls)
+    print(f"\nall null worlds: {sum(n['flagged'] for _, n in nulls)} of {items:,} items flagged "
+          f"({sum(n['flagged'] for _, n in nulls) / items:.3%}), "
+          f"{sum(n['models_flagged'] for _, n in nulls)} of {sum(n['models'] for _, n in nulls)} models; "
+          f"worlds with any item flag: {sum(n['any_item_flag'] for _, n in nulls)} of {len(nulls)}")
     print(f"\nmachine: {os.cpu_count()} CPUs; NUTS {FIT}")
     return 0
 

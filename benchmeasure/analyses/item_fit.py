@@ -12,7 +12,9 @@ resolved far below 1 / draws — which the false discovery rate over thousands o
 * **slope** — the score of a slope on θ at the 1PL's slope 1: S = Σ_j (y − K p)(θ_j − θ̄), θ̄ the K-weighted mean
   of the models that answered; z = S / √(Σ K p (1 − p)(θ_j − θ̄)²); one-sided tail Φ(z): small when success
   rises as ability falls (a wrong key or a grader that fails the right answer).
-* **unsolved** — probability that no model solves the item in any trial, Π (1 − p)^K, for items nobody solved.
+* **unsolved** — probability that no model solves the item in any trial, Π (1 − p)^K, for items nobody solved
+  (descriptive: the fit gives an all-zero item a large b, so this is rarely small; the check counts never-solved
+  items against the replicated count instead).
 * **infit / outfit** — the Rasch mean-squares (descriptive, about 1 under the model), averaged over the draws.
 """
 

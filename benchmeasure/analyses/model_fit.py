@@ -51,10 +51,12 @@ class FitCheck:
     def summary(self) -> str:
         fdr = self.settings["fdr"]
         against = sum(1 for row in self.items if row["against_ability"])
+        never = self.whole["never_solved"]
         return (f"model fit: {len(self.flagged_items()):,} of {len(self.items):,} items flagged "
                 f"(FDR {fdr * 100:g} %; {against:,} run against ability), {len(self.flagged_models())} of "
                 f"{len(self.models)} models; score distribution p = {self.whole['score_distribution']['p_value']:.2f}, "
-                f"accuracy by ability p = {self.whole['accuracy_by_ability']['p_value']:.2f}")
+                f"accuracy by ability p = {self.whole['accuracy_by_ability']['p_value']:.2f}; "
+                f"{never['observed']:,} items never solved (replicated {never['replicated_mean']:.0f})")
 
 
 def default_groups(n_models: int) -> int:
@@ -83,7 +85,7 @@ def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int
     rng = np.random.default_rng(seed + 1)
     model_trials = np.maximum(k.sum(axis=1), 1)
     group_trials = np.maximum(membership @ k.sum(axis=1), 1)
-    rep_scores, rep_groups, obs_groups_fit = [], [], []
+    rep_scores, rep_groups, obs_groups_fit, rep_unsolved = [], [], [], []
     k_int = k.astype(np.int64)
     max_k = int(k_int.max())
     done = 0
@@ -96,7 +98,8 @@ def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int
         # replicated per-model totals: a sum of binomials, drawn as its exact law's normal limit would blur the
         # tails of small panels, so each cell is drawn (uniforms against p, one per trial)
         for s in range(theta.shape[0]):
-            totals = _replicated_totals(rng, k_int, cells.p[s], max_k)
+            totals, zero = _replicated(rng, k_int, cells.p[s], max_k)
+            rep_unsolved.append(zero)
             rep_scores.append(np.sort(totals / model_trials))
             rep_groups.append(membership @ totals / group_trials)
             obs_groups_fit.append(membership @ cells.kp[s].sum(axis=1) / group_trials)
@@ -115,6 +118,10 @@ def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int
         "accuracy_by_ability": {**_ppp_curve(observed_groups, np.asarray(rep_groups), "accuracy of ability group"),
                                 "group_theta": [float(theta_mean[membership[g] > 0].mean()) for g in range(groups)],
                                 "fitted": np.asarray(obs_groups_fit).mean(axis=0).tolist()},
+        "never_solved": {"observed": int(unsolved.sum()), "replicated_mean": float(np.mean(rep_unsolved)),
+                         "replicated_90": np.quantile(rep_unsolved, [0.05, 0.95]).tolist(),
+                         "note": "items nobody solved in any trial; the 1PL absorbs each into a large b, so this "
+                                 "count, not a per-item test, is what the fit can say about unsolvable items"},
     }
     settings = {"draws": done, "groups": groups, "difficulty_bands": bands, "fdr": fdr, "seed": seed,
                 "draws_source": inputs.draws_note}
@@ -122,11 +129,11 @@ def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int
     return FitCheck(items, models, whole, settings, curves)
 
 
-def _replicated_totals(rng, k: np.ndarray, p: np.ndarray, max_k: int) -> np.ndarray:
-    """Per-model totals of one replicated matrix y_rep ~ Binomial(K, p) (cells with K = 0 give 0)."""
-    if max_k == 1:
-        return ((rng.random(p.shape, dtype=np.float32) < p) & (k > 0)).sum(axis=1).astype(float)
-    return rng.binomial(k, p).sum(axis=1).astype(float)
+def _replicated(rng, k: np.ndarray, p: np.ndarray, max_k: int) -> tuple:
+    """Per-model totals of one replicated matrix y_rep ~ Binomial(K, p) (cells with K = 0 give 0), and how many of
+    its items nobody solved."""
+    y = (rng.random(p.shape, dtype=np.float32) < p) & (k > 0) if max_k == 1 else rng.binomial(k, p)
+    return y.sum(axis=1).astype(float), int((y.sum(axis=0) == 0).sum())
 
 
 def _ppp_curve(observed: np.ndarray, replicated: np.ndarray, what: str) -> dict:
@@ -143,7 +150,9 @@ def _ppp_curve(observed: np.ndarray, replicated: np.ndarray, what: str) -> dict:
 
 
 def _item_rows(m, y, k, inputs, s: dict, pbis: np.ndarray, fdr: float) -> list:
-    p_value = combined(s["p_curve"], s["p_slope"], s["p_unsolved"])
+    # p_unsolved (the fitted probability that nobody solves the item, at its own b) stays descriptive: the 1PL
+    # fits an all-zero column with a large b, so it has no power against an unsolvable item (docs/model_fit.md)
+    p_value = combined(s["p_curve"], s["p_slope"])
     q_value = benjamini_hochberg(p_value)
     q_slope = benjamini_hochberg(s["p_slope"])
     accuracy = y.sum(axis=0) / np.maximum(k.sum(axis=0), 1)
@@ -157,8 +166,6 @@ def _item_rows(m, y, k, inputs, s: dict, pbis: np.ndarray, fdr: float) -> list:
             parts = []
             if against:
                 parts.append(f"success rises as ability falls (point-biserial {pbis[i]:+.2f}): wrong key or grader?")
-            if s["p_unsolved"][i] * 3 <= fdr:
-                parts.append("no model solved it, though the fit expects some to: unsolvable or broken?")
             if not parts:
                 parts.append("response curve misfits by ability group"
                              if s["p_curve"][i] <= s["p_slope"][i] else
