@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import runpy
 import sys
 import tempfile
 import time
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 
 from benchmeasure.analyses.fit_inputs import FitInputs, ParameterTable  # noqa: E402
 from benchmeasure.analyses.model_fit import run_check  # noqa: E402
