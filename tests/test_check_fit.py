@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from benchmeasure.analyses.fit_inputs import read_parameter_table
 from benchmeasure.analyses.item_fit import benjamini_hochberg
 from benchmeasure.base.errors import InputError
-from conftest import assert_rejected, run_script
+from conftest import ROOT, assert_rejected, run_script
 
 MODELS, ITEMS, K = 14, 90, 3
 INVERTED = ["q0", "q1", "q2", "q3"]
@@ -89,13 +89,19 @@ def test_planted_defects_are_flagged(checked):
     assert record["command"] and record["package_versions"]
 
 
-def test_without_posterior_uses_the_normal_approximation(fit, tmp_path):
+def _without_posterior(fit, tmp_path):
+    """A copy of the fit folder as benchmeasure fit leaves it without --save-posterior."""
     folder = tmp_path / "fit"
     shutil.copytree(fit / "fit", folder)
     shutil.rmtree(folder / "posterior.zarr")
     diagnostics = json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))
     diagnostics["outputs"] = [name for name in diagnostics["outputs"] if name != "posterior.zarr"]
     (folder / "diagnostics.json").write_text(json.dumps(diagnostics), encoding="utf-8")
+    return folder
+
+
+def test_without_posterior_uses_the_normal_approximation(fit, tmp_path):
+    folder = _without_posterior(fit, tmp_path)
     done = run_script("check_fit.py", folder, "--output-dir", tmp_path / "out", "--draws", 100, "--fdr", 0.1)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("model fit: ") and "normal approximation" in done.stderr
@@ -118,6 +124,16 @@ def test_bad_input_is_one_line_and_writes_nothing(fit, tmp_path):
     assert not out.exists()
     assert sorted(p.name for p in (fit / "fit").iterdir()) == ["ability.csv", "diagnostics.json", "difficulty.csv",
                                                                "posterior.zarr"]
+
+
+def test_ctrl_c_exits_130_and_writes_nothing(fit, tmp_path):
+    from test_interrupt_commands import assert_interrupted, interrupt
+
+    folder, out = _without_posterior(fit, tmp_path), tmp_path / "out"
+    result = interrupt([ROOT / "scripts" / "check_fit.py", folder, "--output-dir", out, "--draws", 100_000],
+                       r"^check-fit: posterior draws")
+    assert_interrupted(result, out / "items.csv", out / "check_fit.json")
+    assert not out.exists()
 
 
 def test_benjamini_hochberg_matches_the_definition():

@@ -87,7 +87,17 @@ def main(argv=None) -> int:
     inputs = read_fit_inputs(folder, fit.diagnostics, fit.posterior, matrix=args.matrix, n_trials=args.n_trials,
                              allow_missing=args.allow_missing)
     start = time.perf_counter()
-    check = run_check(inputs, draws=args.draws, groups=args.groups, fdr=args.fdr, seed=args.seed)
+    shown = [0.0]
+
+    def on_batch(done, total):   # a progress line on stderr at most every 2 s
+        now = time.perf_counter()
+        if now - shown[0] >= 2.0 or done >= total:
+            shown[0] = now
+            print(f"check-fit: posterior draws {done:,} of {total:,}, elapsed {now - start:.1f} s", file=sys.stderr,
+                  flush=True)
+
+    check = run_check(inputs, draws=args.draws, groups=args.groups, fdr=args.fdr, seed=args.seed,
+                      on_batch=None if args.json else on_batch)
     seconds = time.perf_counter() - start
     from benchmeasure.base.files import sha256_file
 
