@@ -55,7 +55,8 @@ class FitCheck:
         return (f"model fit: {len(self.flagged_items()):,} of {len(self.items):,} items flagged "
                 f"(FDR {fdr * 100:g} %; {against:,} run against ability), {len(self.flagged_models())} of "
                 f"{len(self.models)} models; score distribution p = {self.whole['score_distribution']['p_value']:.2f}, "
-                f"accuracy by ability p = {self.whole['accuracy_by_ability']['p_value']:.2f}; "
+                f"accuracy by ability p = {self.whole['accuracy_by_ability']['p_value']:.2f}, "
+                f"ability × difficulty p = {self.whole['ability_by_difficulty']['p_value']:.2f}; "
                 f"{never['observed']:,} items never solved (replicated {never['replicated_mean']:.0f})")
 
 
@@ -85,7 +86,8 @@ def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int
     rng = np.random.default_rng(seed + 1)
     model_trials = np.maximum(k.sum(axis=1), 1)
     group_trials = np.maximum(membership @ k.sum(axis=1), 1)
-    rep_scores, rep_groups, obs_groups_fit, rep_unsolved = [], [], [], []
+    rep_scores, rep_groups, obs_groups_fit, rep_unsolved, table_obs, table_rep = [], [], [], [], [], []
+    observed_table = membership @ y @ band_of
     k_int = k.astype(np.int64)
     max_k = int(k_int.max())
     done = 0
@@ -98,8 +100,13 @@ def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int
         # replicated per-model totals: a sum of binomials, drawn as its exact law's normal limit would blur the
         # tails of small panels, so each cell is drawn (uniforms against p, one per trial)
         for s in range(theta.shape[0]):
-            totals, zero = _replicated(rng, k_int, cells.p[s], max_k)
+            totals, zero, replicated = _replicated(rng, k_int, cells.p[s], max_k)
             rep_unsolved.append(zero)
+            # ability group × difficulty band: the interaction both margins (sufficient for θ and b) leave free
+            expected = membership @ cells.kp[s] @ band_of
+            variance = np.maximum(membership @ cells.var[s] @ band_of, 1e-9)
+            table_obs.append(float(((observed_table - expected) ** 2 / variance).sum()))
+            table_rep.append(float(((membership @ replicated @ band_of - expected) ** 2 / variance).sum()))
             rep_scores.append(np.sort(totals / model_trials))
             rep_groups.append(membership @ totals / group_trials)
             obs_groups_fit.append(membership @ cells.kp[s].sum(axis=1) / group_trials)
@@ -118,6 +125,13 @@ def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int
         "accuracy_by_ability": {**_ppp_curve(observed_groups, np.asarray(rep_groups), "accuracy of ability group"),
                                 "group_theta": [float(theta_mean[membership[g] > 0].mean()) for g in range(groups)],
                                 "fitted": np.asarray(obs_groups_fit).mean(axis=0).tolist()},
+        "ability_by_difficulty": {
+            "what": f"successes of {groups} ability groups × {bands} difficulty bands, observed vs replicated",
+            "discrepancy_mean": float(np.mean(table_obs)),
+            "replicated_mean": float(np.mean(table_rep)),
+            "p_value": float((1 + np.sum(np.asarray(table_rep) >= np.asarray(table_obs))) / (1 + len(table_rep))),
+            "note": "realized-discrepancy χ² over the table; small p: the 1PL's common slope misfits this panel "
+                    "(curves steeper or flatter than σ(θ − b))"},
         "never_solved": {"observed": int(unsolved.sum()), "replicated_mean": float(np.mean(rep_unsolved)),
                          "replicated_90": np.quantile(rep_unsolved, [0.05, 0.95]).tolist(),
                          "note": "items nobody solved in any trial; the 1PL absorbs each into a large b, so this "
@@ -133,7 +147,7 @@ def _replicated(rng, k: np.ndarray, p: np.ndarray, max_k: int) -> tuple:
     """Per-model totals of one replicated matrix y_rep ~ Binomial(K, p) (cells with K = 0 give 0), and how many of
     its items nobody solved."""
     y = (rng.random(p.shape, dtype=np.float32) < p) & (k > 0) if max_k == 1 else rng.binomial(k, p)
-    return y.sum(axis=1).astype(float), int((y.sum(axis=0) == 0).sum())
+    return y.sum(axis=1).astype(float), int((y.sum(axis=0) == 0).sum()), y.astype(float)
 
 
 def _ppp_curve(observed: np.ndarray, replicated: np.ndarray, what: str) -> dict:
