@@ -164,16 +164,24 @@ def main() -> int:
             against = {row["item"] for row in check.items if row["against_ability"]}
             anyflag = {row["item"] for row in check.flagged_items()}
             flagged_models = {row["model"] for row in check.flagged_models()}
-            p_against, r_against = score(against, inverted, suspects)
-            p_any, r_any = score(anyflag, inverted, suspects | dead)
+            running = {row["item"] for row in clean.items if row["point_biserial"] < 0}   # pbis < 0 when clean
+            k = trials_of(matrix)
+            accuracy = dict(zip(matrix.items, matrix.counts.sum(axis=0) / np.maximum(k.sum(axis=0), 1)))
+            middle = {item for item in inverted if 0.1 <= accuracy[item] <= 0.9}
             never, clean_never = check.whole["never_solved"], clean.whole["never_solved"]
-            dead_flagged = len(anyflag & dead)
-            rows.append((name, f"{len(matrix.models)}×{len(matrix.items)}", len(suspects), len(inverted),
-                         p_against, r_against, p_any, r_any,
-                         f"{never['observed']} vs {never['replicated_mean']:.1f} ({clean_never['observed']}), "
-                         f"{dead_flagged} of {len(dead)} flagged", shuffled in flagged_models,
-                         len(flagged_models - suspect_models - {shuffled}), len(suspect_models), fit_s, check_s,
-                         pcheck_s))
+            rows.append({
+                "matrix": name, "shape": f"{len(matrix.models)}×{len(matrix.items)}", "suspects": len(suspects),
+                "running": len(running), "keys": len(inverted), "middle": len(middle),
+                "against": score(against, inverted, suspects), "against_running": score(against, inverted, running),
+                "recall_middle": len(against & middle) / max(len(middle), 1),
+                "any": score(anyflag, inverted, suspects | dead),
+                "never": f"{never['observed']} vs {never['replicated_mean']:.0f} ({clean_never['observed']}); "
+                         f"{len(anyflag & dead)} of {len(dead)}",
+                "shuffled": shuffled in flagged_models,
+                "other_models": len(flagged_models - suspect_models - {shuffled}), "clean_models": len(suspect_models),
+                "table_p": check.whole["ability_by_difficulty"]["p_value"],
+                "clean_table_p": clean.whole["ability_by_difficulty"]["p_value"],
+                "fit_s": fit_s, "check_s": pcheck_s})
             for w in range(args.null_worlds):
                 null = simulate_null(matrix, result.theta_mean, result.b_mean, rng)
                 ncheck, _, _, _ = fit_and_check(null, args.seed + 2 + w)
@@ -185,18 +193,22 @@ def main() -> int:
                 nulls.append((f"{label} θ, b ~ U(−4, 4), {models}×{items}, K={k} (unlike) #{w + 1}",
                               null_rates(ncheck)))
     print("\nPlanted defects (2 % wrong keys, 1 shuffled model, 5 unsolvable items); FDR 0.05")
-    print("| matrix | M×N | clean suspects | wrong keys | against-ability P / R | any item flag P / R | "
-          "never solved: observed vs replicated (clean), planted flagged | shuffled model flagged | "
-          "other models flagged (clean flagged) | check s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| matrix | M×N | wrong keys (acc. 0.1–0.9) | clean flagged / pbis < 0 | against ability P / R "
+          "(suspects = clean flagged) | P (suspects = pbis < 0 when clean) | R on acc. 0.1–0.9 | any item flag P / R | "
+          "never solved: planted vs replicated (clean); planted unsolvable flagged | shuffled model flagged | "
+          "other models flagged (clean) | ability × difficulty p, clean → planted | check s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.2f} / {r[5]:.2f} | {r[6]:.2f} / {r[7]:.2f} | "
-              f"{r[8]} | {'yes' if r[9] else 'no'} | {r[10]} ({r[11]}) | {r[14]:.1f} |")
+        print(f"| {r['matrix']} | {r['shape']} | {r['keys']} ({r['middle']}) | {r['suspects']} / {r['running']} | "
+              f"{r['against'][0]:.2f} / {r['against'][1]:.2f} | {r['against_running'][0]:.2f} | "
+              f"{r['recall_middle']:.2f} | {r['any'][0]:.2f} / {r['any'][1]:.2f} | {r['never']} | "
+              f"{'yes' if r['shuffled'] else 'no'} | {r['other_models']} ({r['clean_models']}) | "
+              f"{r['clean_table_p']:.3f} → {r['table_p']:.3f} | {r['check_s']:.1f} |")
     print("\nNull worlds (every flag is a false alarm)")
     print("| world | items flagged | against ability | models flagged | any item flagged |")
     print("|---|---|---|---|---|")
     for label, n in nulls:
-        print(f"| {label} | {n['item_flag_rate']:.2%} | {n['against_rate']:.2%} | {n['unsolved_rate']:.2%} | "
+        print(f"| {label} | {n['item_flag_rate']:.2%} | {n['against_rate']:.2%} | "
               f"{n['models_flagged']} of {n['models']} | {'yes' if n['any_item_flag'] else 'no'} |")
     items = sum(n["items"] for _, n in nulls)
     print(f"\nall null worlds: {sum(n['flagged'] for _, n in nulls)} of {items:,} items flagged "
