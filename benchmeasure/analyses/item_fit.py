@@ -11,7 +11,8 @@ resolved far below 1 / draws — which the false discovery rate over thousands o
   answer. It sees the shape of the response curve (too flat, too steep, reversed, a bump).
 * **slope** — the score of a slope on θ at the 1PL's slope 1: S = Σ_j (y − K p)(θ_j − θ̄), θ̄ the K-weighted mean
   of the models that answered; z = S / √(Σ K p (1 − p)(θ_j − θ̄)²); one-sided tail Φ(z): small when success
-  rises as ability falls (a wrong key or a grader that fails the right answer).
+  rises as ability falls (a wrong key or a grader that fails the right answer). Where z < −2 the tail is the
+  saddlepoint (Lugannani–Rice) tail of the weighted binomial sum, not the normal one.
 * **unsolved** — probability that no model solves the item in any trial, Π (1 − p)^K, for items nobody solved
   (descriptive: the fit gives an all-zero item a large b, so this is rarely small; the check counts never-solved
   items against the replicated count instead).
@@ -76,6 +77,13 @@ def item_batch(y: np.ndarray, k: np.ndarray, cells: Cells, theta: np.ndarray, gr
     info = np.maximum(v2 - 2 * centre * v1 + centre ** 2 * v0, 0.0)
     z = np.where(info > 1e-12, score / np.sqrt(np.maximum(info, 1e-12)), 0.0)
     p_slope = ndtr(z)
+    # the normal tail is optimistic for a skewed sum (a strong model failing an easy item): the saddlepoint tail
+    # replaces it wherever a draw of the batch puts the item in the lower tail
+    low = np.flatnonzero((z < -2.0).any(axis=0))
+    if low.size:
+        w = theta[:, :, None] - centre[:, None, low]
+        observed_sum = (w * y[None, :, low]).sum(axis=1)
+        p_slope[:, low] = saddlepoint_lower(observed_sum, w, cells.p[:, :, low], k[:, low])
     # nobody solved it: the fitted probability of that
     p_unsolved = np.where(unsolved[None, :], np.exp(np.einsum("bmn,mn->bn", cells.log_q, k)), 1.0)
     # infit / outfit
@@ -130,3 +138,38 @@ def combined(*p_values: np.ndarray) -> np.ndarray:
     """One p-value from several tests of the same unit: Bonferroni's min × count, capped at 1."""
     stacked = np.vstack(p_values)
     return np.minimum(stacked.min(axis=0) * stacked.shape[0], 1.0)
+
+
+def saddlepoint_lower(s: np.ndarray, w: np.ndarray, p: np.ndarray, k: np.ndarray, steps: int = 30) -> np.ndarray:
+    """P(Σ_j w_j Y_j ≤ s) for independent Y_j ~ Binomial(k_j, p_j), by the Lugannani–Rice saddlepoint formula.
+
+    ``w``, ``p`` (B, M, n), ``k`` (M, n), ``s`` (B, n). The normal tail of such a weighted sum is optimistic when a
+    few large weights meet extreme p (a strong model failing an easy item); the saddlepoint tail is not. The
+    saddlepoint t solves K'(t) = s for the cumulant generating function K(t) = Σ k log(1 − p + p e^{t w})."""
+    logit_p = np.log(p) - np.log1p(-p)
+    low = (k[None] * np.minimum(w, 0.0)).sum(axis=1)
+    high = (k[None] * np.maximum(w, 0.0)).sum(axis=1)
+    s = np.clip(s, low + 1e-9 * (high - low), high - 1e-9 * (high - low))
+    t = np.zeros_like(s)
+    for _ in range(steps):
+        q = expit(logit_p + t[:, None, :] * w)
+        first = (k[None] * w * q).sum(axis=1)
+        second = np.maximum((k[None] * w ** 2 * q * (1.0 - q)).sum(axis=1), 1e-300)
+        step = np.clip((first - s) / second, -5.0, 5.0)
+        t = np.clip(t - step, -200.0, 200.0)
+        if np.abs(step).max() < 1e-7:
+            break
+    eta = logit_p + t[:, None, :] * w
+    # K(t) = Σ k [log(1 − p + p e^{tw})] = Σ k [log1p(e^{η}) − log1p(e^{logit p})], written stably
+    cgf = (k[None] * (np.logaddexp(0.0, eta) - np.logaddexp(0.0, logit_p))).sum(axis=1)
+    q = expit(eta)
+    second = np.maximum((k[None] * w ** 2 * q * (1.0 - q)).sum(axis=1), 1e-300)
+    r = np.sign(t) * np.sqrt(np.maximum(2.0 * (t * s - cgf), 0.0))
+    u = t * np.sqrt(second)
+    small = np.abs(r) < 1e-3
+    safe_r = np.where(small, 1.0, r)
+    safe_u = np.where(np.abs(u) < 1e-12, 1.0, u)
+    tail = ndtr(r) + np.exp(-0.5 * r ** 2) / np.sqrt(2 * np.pi) * (1.0 / safe_r - 1.0 / safe_u)
+    normal = ndtr((s - (k[None] * w * p).sum(axis=1)) / np.sqrt(np.maximum(
+        (k[None] * w ** 2 * p * (1 - p)).sum(axis=1), 1e-300)))
+    return np.clip(np.where(small, normal, tail), 0.0, 1.0)
