@@ -22,7 +22,7 @@ resolved far below 1 / draws — which the false discovery rate over thousands o
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, gammaincc, ndtr
+from scipy.special import expit, gammaincc, gammaln, ndtr
 
 #: Statistics accumulated over draws (sums of per-draw values), one array of shape (N,) each.
 ITEM_SUMS = ("p_curve", "p_slope", "p_unsolved", "chi2", "z_slope", "infit", "outfit")
@@ -83,7 +83,7 @@ def item_batch(y: np.ndarray, k: np.ndarray, cells: Cells, theta: np.ndarray, gr
     if low.size:
         w = theta[:, :, None] - centre[:, None, low]
         observed_sum = (w * y[None, :, low]).sum(axis=1)
-        p_slope[:, low] = saddlepoint_lower(observed_sum, w, cells.p[:, :, low], k[:, low])
+        p_slope[:, low] = saddlepoint_lower(observed_sum, w, cells.p[:, :, low], k[:, low], y=y[:, low])
     # nobody solved it: the fitted probability of that
     p_unsolved = np.where(unsolved[None, :], np.exp(np.einsum("bmn,mn->bn", cells.log_q, k)), 1.0)
     # infit / outfit
@@ -140,25 +140,34 @@ def combined(*p_values: np.ndarray) -> np.ndarray:
     return np.minimum(stacked.min(axis=0) * stacked.shape[0], 1.0)
 
 
-def saddlepoint_lower(s: np.ndarray, w: np.ndarray, p: np.ndarray, k: np.ndarray, steps: int = 30) -> np.ndarray:
+def saddlepoint_lower(s: np.ndarray, w: np.ndarray, p: np.ndarray, k: np.ndarray, steps: int = 60,
+                      y: np.ndarray | None = None) -> np.ndarray:
     """P(Σ_j w_j Y_j ≤ s) for independent Y_j ~ Binomial(k_j, p_j), by the Lugannani–Rice saddlepoint formula.
 
     ``w``, ``p`` (B, M, n), ``k`` (M, n), ``s`` (B, n). The normal tail of such a weighted sum is optimistic when a
     few large weights meet extreme p (a strong model failing an easy item); the saddlepoint tail is not. The
-    saddlepoint t solves K'(t) = s for the cumulant generating function K(t) = Σ k log(1 − p + p e^{t w})."""
+    saddlepoint t solves K'(t) = s for the cumulant generating function K(t) = Σ k log(1 − p + p e^{t w}).
+
+    ``y`` (M, n), the observed counts whose sum is ``s``: the tail is then at least the probability of that outcome
+    itself (the atom the continuous approximation misses near the edge of the support)."""
     logit_p = np.log(p) - np.log1p(-p)
     low = (k[None] * np.minimum(w, 0.0)).sum(axis=1)
     high = (k[None] * np.maximum(w, 0.0)).sum(axis=1)
     s = np.clip(s, low + 1e-9 * (high - low), high - 1e-9 * (high - low))
+    # K' is increasing: Newton steps kept inside a bracket [lo, hi] that bisection shrinks when a step leaves it
+    lo, hi = np.full_like(s, -500.0), np.full_like(s, 500.0)
     t = np.zeros_like(s)
     for _ in range(steps):
         q = expit(logit_p + t[:, None, :] * w)
-        first = (k[None] * w * q).sum(axis=1)
+        gap = (k[None] * w * q).sum(axis=1) - s
+        lo, hi = np.where(gap < 0, t, lo), np.where(gap > 0, t, hi)
         second = np.maximum((k[None] * w ** 2 * q * (1.0 - q)).sum(axis=1), 1e-300)
-        step = np.clip((first - s) / second, -5.0, 5.0)
-        t = np.clip(t - step, -200.0, 200.0)
-        if np.abs(step).max() < 1e-7:
+        newton = t - gap / second
+        t_next = np.where((newton > lo) & (newton < hi), newton, 0.5 * (lo + hi))
+        if np.abs(t_next - t).max() < 1e-9:
+            t = t_next
             break
+        t = t_next
     eta = logit_p + t[:, None, :] * w
     # K(t) = Σ k [log(1 − p + p e^{tw})] = Σ k [log1p(e^{η}) − log1p(e^{logit p})], written stably
     cgf = (k[None] * (np.logaddexp(0.0, eta) - np.logaddexp(0.0, logit_p))).sum(axis=1)
@@ -172,4 +181,9 @@ def saddlepoint_lower(s: np.ndarray, w: np.ndarray, p: np.ndarray, k: np.ndarray
     tail = ndtr(r) + np.exp(-0.5 * r ** 2) / np.sqrt(2 * np.pi) * (1.0 / safe_r - 1.0 / safe_u)
     normal = ndtr((s - (k[None] * w * p).sum(axis=1)) / np.sqrt(np.maximum(
         (k[None] * w ** 2 * p * (1 - p)).sum(axis=1), 1e-300)))
-    return np.clip(np.where(small, normal, tail), 0.0, 1.0)
+    tail = np.clip(np.where(small, normal, tail), 0.0, 1.0)
+    if y is not None:
+        log_pmf = (gammaln(k + 1) - gammaln(y + 1) - gammaln(k - y + 1))[None] + y[None] * np.log(p) \
+            + (k - y)[None] * np.log1p(-p)
+        tail = np.maximum(tail, np.exp(log_pmf.sum(axis=1)))
+    return tail
