@@ -68,7 +68,7 @@ def world(name: str, n: int, rng) -> np.ndarray:
 def outer_fit(counts, trials, k, rng, how, theta_true):
     """The fit a user would run: θ means, b means and sds, b draws."""
     if how == "quadrature":
-        from benchmeasure.irt.quadrature import sample
+        from benchmeasure.irt.routes.collapsed.quadrature import sample
 
         draws = np.empty((400, counts.shape[1]))
         for i in range(counts.shape[1]):  # per item: its own present models

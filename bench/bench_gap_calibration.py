@@ -6,7 +6,7 @@ NUTS on the abilities, every difficulty drawn exactly); then compare, for each m
 the truth computed from the true difficulties:
 
 With ``--abilities true`` the difficulties are drawn exactly given the true abilities instead
-(:func:`benchmeasure.irt.quadrature.sample`): the same per-item posterior without the abilities'
+(:func:`benchmeasure.irt.routes.collapsed.quadrature.sample`): the same per-item posterior without the abilities'
 uncertainty, which with M = 12 models and n ≥ 40 items is mostly a common shift of every b that
 min–max normalized metrics do not see.
 

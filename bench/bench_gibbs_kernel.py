@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,10 @@ runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
 _machine = runpy.run_path(str(Path(__file__).with_name("machine.py")))
 _floor = runpy.run_path(str(Path(__file__).with_name("bench_sparse_suite.py")), run_name="bench")["logistic_floor_ns"]
 
-from benchmeasure.irt import gibbs as after  # noqa: E402
+from benchmeasure.irt.routes.gibbs import chains, kernel, sparse, sums  # noqa: E402
+
+# this checkout's gibbs route, its parts read as one module (as the earlier revisions' single gibbs.py)
+after = types.SimpleNamespace(**{**vars(sparse), **vars(sums), **vars(kernel), **vars(chains)})
 
 
 def load_revision(rev: str, folder: Path):

@@ -7,7 +7,7 @@ MMLU-Pro as bundled (``data/mmlu_pro/responses.csv.gz``: 29 LLMs × 12,032 quest
 target_accept 0.95), each fit a fresh process pinned to the same cores (default 2):
 
 * ``collapsed`` (the default route with holes): NUTS on the 29 abilities' marginal posterior, every b integrated out
-  with the masked likelihood, then b drawn exactly given each θ draw (``benchmeasure/irt/collapsed_holes.py``);
+  with the masked likelihood, then b drawn exactly given each θ draw (``benchmeasure/irt/routes/collapsed/holes.py``);
 * ``joint`` (``--route joint``): NUTS on (θ, b) together with the PyTensor kernel and the trials matrix. It runs
   until ``--joint-seconds`` (default 120) and is then stopped; the table gives how far its warm-up got and the time
   that rate projects for the whole run.

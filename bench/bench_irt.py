@@ -174,7 +174,7 @@ def gradient_cost(n_items: int, seed: int, repeats: int = 2000) -> dict:
     import pytensor
     import pytensor.tensor as pt
 
-    from benchmeasure.irt.kernel import loglik_op, pytensor_loglik
+    from benchmeasure.irt.routes.joint.op import loglik_op, pytensor_loglik
 
     matrix = simulate(n_items, seed)
     theta = pt.dvector("theta")

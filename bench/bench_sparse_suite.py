@@ -50,7 +50,7 @@ def max_trials(matrix: Path) -> int:
 
 def trials_columns(matrix: Path) -> int:
     from benchmeasure.core.matrix import read_matrix_allowing_holes
-    from benchmeasure.irt.gibbs import distinct_columns
+    from benchmeasure.irt.routes.gibbs.chains import distinct_columns
 
     m = read_matrix_allowing_holes(matrix, max_trials(matrix))
     return distinct_columns(m.trials, m.trials.shape[1]) if m.trials is not None else 1

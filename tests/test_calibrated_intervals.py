@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmeasure.analyses.calibrated import PosteriorMeans, _metrics, calibrate, simulate_sums
-from benchmeasure.irt.quadrature import posterior_moments, sample
+from benchmeasure.irt.routes.collapsed.quadrature import posterior_moments, sample
 from conftest import run_script
 
 

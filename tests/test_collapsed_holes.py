@@ -1,4 +1,4 @@
-"""The collapsed route with holes and K per cell (benchmeasure.irt.collapsed_holes): its marginal equals an
+"""The collapsed route with holes and K per cell (benchmeasure.irt.routes.collapsed.holes): its marginal equals an
 independent adaptive quadrature of the masked likelihood, its gradient the finite differences, integrals are shared
 only between items with the same column sum and the same trials column, its b draws follow the exact conditionals,
 and its posterior equals the joint route's and a brute-force grid's."""
@@ -12,8 +12,9 @@ import pytest
 from scipy.integrate import quad
 
 from benchmeasure.core.matrix import ResponseMatrix
-from benchmeasure.irt.collapsed import CollapsedData, draw_difficulties, quadrature_check
-from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+from benchmeasure.irt.routes.collapsed.difficulties import draw_difficulties, quadrature_check
+from benchmeasure.irt.routes.collapsed.holes import CollapsedHolesData
+from benchmeasure.irt.routes.collapsed.marginal import CollapsedData
 from conftest import run_script
 
 M, N, K = 5, 24, 3
@@ -151,8 +152,8 @@ def test_pattern_tables_equal_the_softplus_sums_cell_by_cell(n_models, spread, n
     """The tables (a product of factors per trials column and count, one log per node and block of 512 factors;
     beyond FEW_PATTERNS columns one log per cell and a matrix product; one exp per cell where |θ| + |x| ≥ 600)
     equal Σ_j T_pj softplus(θ_j − x_k) and σ(θ_j − x_k) computed cell by cell: 1,100 models cross a block."""
-    from benchmeasure.irt.collapsed_holes import FEW_PATTERNS, _pattern_tables
-    from benchmeasure.irt.quadrature import make_grid
+    from benchmeasure.irt.routes.collapsed.holes import FEW_PATTERNS, _pattern_tables
+    from benchmeasure.irt.routes.collapsed.quadrature import make_grid
 
     assert (n_patterns > FEW_PATTERNS) == (n_patterns == 40)
     rng = np.random.default_rng(n_models)

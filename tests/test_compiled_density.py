@@ -57,9 +57,10 @@ def test_the_trace_is_read_into_the_tree_nutpies_own_conversion_gives(kind):
     """``trace_draws`` (the fit's reading of nutpie's raw trace) gives the draws, dims, coordinates and sampler
     statistics that nutpie's own ArviZ conversion gives for the same seed (but the text ``divergence_message``),
     and its DataTree is the same tree."""
-    from benchmeasure.irt.collapsed import collapsed_data
-    from benchmeasure.irt.compiled import collapsed_density, joint_density
     from benchmeasure.irt.nutpie_run import import_nutpie, nutpie_model, trace_draws
+    from benchmeasure.irt.routes.collapsed.density import collapsed_density
+    from benchmeasure.irt.routes.collapsed.marginal import collapsed_data
+    from benchmeasure.irt.routes.joint.density import joint_density
 
     counts, _ = _counts(6, 40, 3, seed=4)
     models, items = [f"m{j}" for j in range(6)], [f"q{i}" for i in range(40)]
@@ -86,9 +87,9 @@ def test_the_trace_is_read_into_the_tree_nutpies_own_conversion_gives(kind):
 
 @pytest.mark.parametrize("case", ["complete", "guessing", "holes", "holes+guessing"])
 def test_collapsed_density_is_the_pymc_collapsed_model(case):
-    from benchmeasure.irt.collapsed import collapsed_data
-    from benchmeasure.irt.compiled import collapsed_density
     from benchmeasure.irt.model import build_collapsed_model
+    from benchmeasure.irt.routes.collapsed.density import collapsed_density
+    from benchmeasure.irt.routes.collapsed.marginal import collapsed_data
 
     holes = case.startswith("holes")
     y, t = _counts(7, 40, 3, seed=3, holes=holes)
@@ -104,8 +105,8 @@ def test_collapsed_density_is_the_pymc_collapsed_model(case):
 
 @pytest.mark.parametrize("case", ["rotated", "direct", "anchored", "guessing"])
 def test_joint_density_is_the_pymc_joint_model(case):
-    from benchmeasure.irt.compiled import joint_density
     from benchmeasure.irt.model import build_model
+    from benchmeasure.irt.routes.joint.density import joint_density
 
     y, _ = _counts(6, 25, 4, seed=5)
     g = np.linspace(0.05, 0.3, 25) if case == "guessing" else 0.0
@@ -189,7 +190,7 @@ def test_two_fits_at_once_on_an_empty_cache_both_succeed_and_agree_with_a_warm_o
     cold = "once for this package version"
     assert any(cold in err for _, err, _ in results)      # the first run says why it is slower
     kernels = list((cache / "kernels").iterdir())
-    assert len(kernels) == 1 and any(kernels[0].rglob("compiled.*.nbi"))
+    assert len(kernels) == 1 and any(kernels[0].rglob("density.*.nbi"))
     warm = _fit(tmp_path, small_matrix, tmp_path / "warm", cache)
     assert warm.returncode == 0, warm.stderr
     assert cold not in warm.stderr
@@ -248,7 +249,7 @@ def test_an_edit_to_any_kernel_source_gives_a_new_kernel_folder(tmp_path):
     assert before == kernel_cache.source_digest(package) and len(before) == 12
     (copy / "commands" / "fit_irt.py").write_text("# not a kernel module\n")   # no numba: same folder
     assert kernel_cache.source_digest(copy) == before
-    holes = copy / "irt" / "collapsed_holes.py"
+    holes = copy / "irt" / "routes" / "collapsed" / "holes.py"
     holes.write_text(holes.read_text() + "\n# an edit\n")
     assert kernel_cache.source_digest(copy) != before
 

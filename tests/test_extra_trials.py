@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmeasure.core.resolution import SEPARATION, gap_table, trials_to_resolve
-from benchmeasure.irt.quadrature import sample
+from benchmeasure.irt.routes.collapsed.quadrature import sample
 from tests.conftest import run_script
 
 THETA = np.random.default_rng(7).normal(0, 1.5, 12)   # a panel of 12 models

@@ -94,7 +94,7 @@ def test_radix_argsort_puts_nan_at_an_end():
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-0.999999, 1e6) | st.floats(-1e-3, 1e-3))
 def test_log1p_fast_is_accurate(x):
-    from benchmeasure.irt.quadrature import log1p_fast
+    from benchmeasure.irt.routes.collapsed.quadrature import log1p_fast
 
     exact = math.log1p(x)
     assert abs(log1p_fast(x) - exact) <= 2e-12 * abs(exact) + 1e-300
@@ -174,7 +174,8 @@ def test_b_draws_are_exact_on_every_draw_grid(refinement, holes):
     one of the allowed ones."""
     from scipy.stats import kstest
 
-    from benchmeasure.irt.collapsed import DRAW_REFINEMENTS, collapsed_data, draw_difficulties, draw_grid
+    from benchmeasure.irt.routes.collapsed.difficulties import DRAW_REFINEMENTS, draw_difficulties, draw_grid
+    from benchmeasure.irt.routes.collapsed.marginal import collapsed_data
 
     rng = np.random.default_rng(21)
     m, n, k = 6, 12, 3
@@ -221,7 +222,7 @@ def test_windowed_integrals_equal_the_full_row_sums(n_models, k, n_items, spread
     """The collapsed route's integrals (a bisection to each integrand's largest term, then a walk of products,
     collapsed.window_integral) equal log-sum-exps over every node, value and gradient, from the all-wrong to the
     all-right column sums, with abilities far into the tails."""
-    from benchmeasure.irt.collapsed import CollapsedData, marginal_logp_grad
+    from benchmeasure.irt.routes.collapsed.marginal import CollapsedData, marginal_logp_grad
 
     rng = np.random.default_rng(seed)
     theta_true = rng.normal(size=n_models) * spread
@@ -245,7 +246,7 @@ def test_windowed_integrals_equal_the_full_row_sums(n_models, k, n_items, spread
 @given(st.integers(1, 30), st.integers(1, 6), st.integers(1, 120), st.floats(0.0, 0.8), st.integers(0, 2**32 - 1))
 def test_windowed_integrals_with_holes_equal_the_full_row_sums(n_models, k, n_items, holes, seed):
     """The same for the route with holes and K per cell: each trials column's integrals against full sums."""
-    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+    from benchmeasure.irt.routes.collapsed.holes import CollapsedHolesData
 
     rng = np.random.default_rng(seed)
     trials = rng.integers(1, k + 1, (n_models, n_items)) * (rng.random((n_models, n_items)) >= holes)

@@ -1,4 +1,4 @@
-"""The gibbs route (benchmeasure.irt.gibbs): one conditional update leaves its exact 1-D conditional invariant (KS),
+"""The gibbs route (irt/routes/gibbs/): one conditional update leaves its exact 1-D conditional invariant (KS),
 the shift move is the exact Gibbs step of the common level, the posterior equals the joint and collapsed NUTS routes'
 on a small matrix with holes and K per cell, and the command line runs it, feeds diagnose and posterior-metrics and
 refuses the settings it does not take in one error line."""
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from benchmeasure.core.matrix import ResponseMatrix
-from benchmeasure.irt import gibbs
+from benchmeasure.irt.routes.gibbs import chains, kernel, sparse, sums
 from conftest import assert_rejected, run_script
 
 
@@ -39,16 +39,16 @@ def _item_block(y, t, g, n):
             np.full(n, float(y.sum())), np.full(n, plain), np.full(n, float(t.sum())))
 
 
-def _one_update(y, t, theta, start, seed, g=0.0, steps=gibbs.NEWTON_STEPS, more=0):
+def _one_update(y, t, theta, start, seed, g=0.0, steps=sparse.NEWTON_STEPS, more=0):
     """Every start value of one item's b moved by one update of the route (each a separate coordinate); ``more``:
-    further MH steps from the same proposal, as the route gives them in fits with floors (``gibbs.FLOOR_STEPS``)."""
+    further MH steps from the same proposal, as the route gives them in fits with floors (``sparse.FLOOR_STEPS``)."""
     n = start.size
     rng = np.random.default_rng(seed)
     values = start.copy()
-    draws = rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n), rng.random(n)
-    extra = np.stack([row for _ in range(more) for row in (rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n),
+    draws = rng.standard_t(sparse.NU, n), 1.0 - rng.random(n), rng.random(n)
+    extra = np.stack([row for _ in range(more) for row in (rng.standard_t(sparse.NU, n), 1.0 - rng.random(n),
                                                           rng.random(n))]) if more else None
-    accepted = gibbs.update_block(values, -1.0, _item_block(y, t, g, n), theta, *draws, gibbs.NU, 0, -1,
+    accepted = kernel.update_block(values, -1.0, _item_block(y, t, g, n), theta, *draws, sparse.NU, 0, -1,
                                   np.full(n, steps, dtype=np.int64), np.zeros(n, dtype=np.int64), True, extra)
     return values, accepted / n
 
@@ -62,12 +62,12 @@ def test_one_update_leaves_the_exact_conditional_invariant(g, rate, binary):
     t = np.array([1, 3, 0, 2, 1, 1, 4, 0, 1, 2, 1, 3])     # K per cell, two absent cells
     if binary:     # the product kernels of the binary blocks (every T = 1, no floor)
         theta, t = rng.normal(size=40), np.ones(40, dtype=int)
-        assert gibbs.block_kind(np.ones(3), np.zeros(3)) == gibbs.BINARY   # (with g > 0: the floor kernels)
+        assert sparse.block_kind(np.ones(3), np.zeros(3)) == sparse.BINARY   # (with g > 0: the floor kernels)
     y = rng.binomial(t, rate)                            # below the floor: the wide mixture proposal
     grid, cdf = _exact_cdf(y, t, theta, g)
     start = np.interp(rng.random(20_000), cdf, grid)    # exact draws by the inverse CDF
     # every number of Newton steps a coordinate may be given in burn-in; then the further steps of a fit with floors
-    for steps, more in [(k, 0) for k in gibbs.STEP_CHOICES] + [(1, gibbs.FLOOR_STEPS - 1)]:
+    for steps, more in [(k, 0) for k in sparse.STEP_CHOICES] + [(1, sparse.FLOOR_STEPS - 1)]:
         moved, acceptance = _one_update(y, t, theta, start, seed=1 + steps + 7 * more, g=g, steps=steps, more=more)
         assert 0.3 < acceptance < 1.0, steps
         assert stats.kstest(moved, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01, (steps, more)
@@ -76,11 +76,11 @@ def test_one_update_leaves_the_exact_conditional_invariant(g, rate, binary):
             assert np.mean(moved == start) < 0.6 * np.mean(again == start)
     # the test can fail: the proposal alone (every step accepted) is not the conditional
     block = _item_block(y, t, g, 1)
-    centre, scale, wide = gibbs._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, t.size, block[1],
+    centre, scale, wide = kernel._proposal(-1.0, float(y.sum()), block[6][0], float(t.sum()), 0, t.size, block[1],
                                           block[2], block[3], block[4], theta, np.exp(theta),
-                                          float(np.abs(theta).max()), gibbs.NEWTON_STEPS, g > 0)
+                                          float(np.abs(theta).max()), sparse.NEWTON_STEPS, g > 0)
     assert wide == (rate < g)
-    proposed = centre + scale * rng.standard_t(gibbs.NU, 20_000)
+    proposed = centre + scale * rng.standard_t(sparse.NU, 20_000)
     assert stats.kstest(proposed, lambda q: np.interp(q, grid, cdf)).pvalue < 1e-3
 
 
@@ -94,13 +94,13 @@ def test_further_steps_equal_separate_updates_with_the_same_numbers(g, rate):
     y = rng.binomial(t, rate)
     n = 500
     start = rng.normal(0.0, 1.5, n)
-    draws = [(rng.standard_t(gibbs.NU, n), 1.0 - rng.random(n), rng.random(n)) for _ in range(3)]
+    draws = [(rng.standard_t(sparse.NU, n), 1.0 - rng.random(n), rng.random(n)) for _ in range(3)]
     block, steps = _item_block(y, t, g, n), np.ones(n, dtype=np.int64)
     together, apart = start.copy(), start.copy()
-    gibbs.update_block(together, -1.0, block, theta, *draws[0], gibbs.NU, 0, -1, steps, None, True,
+    kernel.update_block(together, -1.0, block, theta, *draws[0], sparse.NU, 0, -1, steps, None, True,
                        np.stack([row for d in draws[1:] for row in d]))
     for d in draws:
-        gibbs.update_block(apart, -1.0, block, theta, *d, gibbs.NU, 0, -1, steps, None, True, None)
+        kernel.update_block(apart, -1.0, block, theta, *d, sparse.NU, 0, -1, steps, None, True, None)
     assert np.array_equal(together, apart)
     assert np.mean(together != start) > 0.9
 
@@ -111,7 +111,7 @@ def test_shift_move_keeps_differences_and_draws_the_common_level_exactly():
     totals = []
     for z in rng.standard_normal(4000):
         t2, b2 = theta.copy(), b.copy()
-        gibbs.shift(t2, b2, z)
+        kernel.shift(t2, b2, z)
         np.testing.assert_allclose(t2[:, None] - b2[None, :], theta[:, None] - b[None, :], atol=1e-12)
         totals.append(t2.sum() + b2.sum())
     # given the differences the sum is N(0, M + N) whatever the state it started from
@@ -134,7 +134,7 @@ def test_cell_sum_equals_the_direct_log_likelihood(cells, x):
     direct = float((-tt * np.logaddexp(0, eta))[plain].sum()
                    + (yy * log_p - (tt - yy) * np.logaddexp(0, eta))[~plain].sum())
     for safe in (True, False):
-        got = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, np.exp(other), other, safe, bool(gg.any()))
+        got = sums._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, np.exp(other), other, safe, bool(gg.any()))
         assert got == pytest.approx(direct, rel=1e-11, abs=1e-9)
 
 
@@ -173,15 +173,14 @@ def test_gibbs_agrees_with_the_joint_and_collapsed_routes(guessing):
 
 
 def test_same_seed_same_draws_whatever_the_cores():
-    data = gibbs.SparseData(_small(7).counts, _small(7).trials)
-    one = gibbs.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=1)
-    two = gibbs.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=2)
+    data = sparse.SparseData(_small(7).counts, _small(7).trials)
+    one = chains.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=1)
+    two = chains.run_chains(data, chains=3, tune=5, draws=20, seed=9, cores=2)
     assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
 
 
 def test_auto_picks_gibbs_only_when_holes_leave_few_shared_integrals():
-    from benchmeasure.irt.routes import plan_fit
-    from benchmeasure.irt.settings import FitSettings
+    from benchmeasure.irt.plan import FitSettings, plan_fit
 
     def pick_route(matrix, settings, g, fixed_b):
         return plan_fit(matrix, settings, g, fixed_b)
@@ -190,14 +189,14 @@ def test_auto_picks_gibbs_only_when_holes_leave_few_shared_integrals():
     m, n = 40, 600
     trials = (rng.random((m, n)) > 0.5).astype(int)                            # random holes: no column shared
     sparse = ResponseMatrix([f"m{j}" for j in range(m)], [f"q{i}" for i in range(n)], trials, 1, trials)
-    assert gibbs.prefers_gibbs(trials, trials, 1)[0]
+    assert chains.prefers_gibbs(trials, trials, 1)[0]
     assert pick_route(sparse, FitSettings(), 0.0, None).route == "gibbs"
     assert pick_route(sparse, FitSettings(), 0.25, None).route == "gibbs"     # with guessing too
     assert pick_route(_small(), FitSettings(), 0.0, None).route == "collapsed"     # small: collapsed is quick
     planned = np.ones((m, n), dtype=int)
     planned[: m // 2, n // 2:] = 0                                           # two trials columns only
     blocks = ResponseMatrix(sparse.models, sparse.items, trials * planned, 1, planned)
-    assert not gibbs.prefers_gibbs(blocks.counts, planned, 1)[0]
+    assert not chains.prefers_gibbs(blocks.counts, planned, 1)[0]
     assert pick_route(blocks, FitSettings(), 0.0, None).route == "collapsed"
     assert pick_route(sparse, FitSettings(sampler="pymc"), 0.0, None).route == "collapsed"   # gibbs is not NUTS
     assert pick_route(sparse, FitSettings(route="collapsed"), 0.0, None).route == "collapsed"
@@ -290,7 +289,7 @@ def test_cell_sum_keeps_long_products_finite():
         log_p = np.logaddexp(np.log(g) if g else -np.inf, np.log1p(-g) - np.logaddexp(0, -eta))
         direct = (float((-tt * np.logaddexp(0, eta)).sum()) if g == 0 else
                   float((yy * log_p - (tt - yy) * np.logaddexp(0, eta)).sum()))
-        got = gibbs._softplus_sum(0.2, 1.0, 0, 3000, np.arange(3000), yy, tt, gg, np.exp(other), other, True, g > 0)
+        got = sums._softplus_sum(0.2, 1.0, 0, 3000, np.arange(3000), yy, tt, gg, np.exp(other), other, True, g > 0)
         assert got == pytest.approx(direct, rel=1e-11)
 
 
@@ -305,17 +304,17 @@ def test_plain_kernels_equal_the_direct_sums(cells, x):
     eta = x + other[idx]
     sig = 1 / (1 + np.exp(-eta))
     for binary, t in ((True, np.ones_like(tt)), (False, tt)):
-        s, info = gibbs._sums_plain(np.exp(x), 0, len(cells), idx, t, np.exp(other), binary)
+        s, info = sums._sums_plain(np.exp(x), 0, len(cells), idx, t, np.exp(other), binary)
         assert s == pytest.approx(float((t * sig).sum()), rel=1e-12, abs=1e-300)
         assert info == pytest.approx(float((t * np.exp(eta - 2 * np.logaddexp(0, eta))).sum()), rel=1e-12,
                                      abs=1e-300)
     for binary, t in ((True, np.ones_like(tt)), (False, tt)):   # Σ T softplus: the product kernels
-        if not gibbs._plain_ok(x, float(np.abs(other).max()), float(t.max())):
+        if not sums._plain_ok(x, float(np.abs(other).max()), float(t.max())):
             continue   # outside their bound the route uses the general kernel (checked above)
         soft = float((t * np.logaddexp(0, eta)).sum())
-        assert gibbs._softplus_plain(np.exp(x), 0, len(cells), idx, t, np.exp(other), binary) == pytest.approx(
+        assert sums._softplus_plain(np.exp(x), 0, len(cells), idx, t, np.exp(other), binary) == pytest.approx(
             soft, rel=1e-12, abs=1e-12)
-        sum_o, sum_o2, soft2 = gibbs._sum_and_softplus_plain(np.exp(x), 0, len(cells), idx, t, other, np.exp(other),
+        sum_o, sum_o2, soft2 = sums._sum_and_softplus_plain(np.exp(x), 0, len(cells), idx, t, other, np.exp(other),
                                                              binary)
         assert sum_o == pytest.approx(float(other.sum()), abs=1e-9)
         assert sum_o2 == pytest.approx(float((other ** 2).sum()), rel=1e-12)
@@ -336,12 +335,12 @@ def test_dense_kernels_equal_the_indexed_ones_bit_for_bit(cells, x, lo):
     w = np.exp(other)
     for binary in (True, False):
         t = np.ones_like(tt) if binary else tt
-        assert gibbs._sums_dense(np.exp(x), w, t, lo, binary) == gibbs._sums_plain(np.exp(x), lo, lo + n, idx, t, w,
+        assert sums._sums_dense(np.exp(x), w, t, lo, binary) == sums._sums_plain(np.exp(x), lo, lo + n, idx, t, w,
                                                                                     binary)
-        if gibbs._plain_ok(x, float(np.abs(other).max()), float(t.max())):
-            sum_o, sum_o2, soft = gibbs._sum_and_softplus_plain(np.exp(x), lo, lo + n, idx, t, other, w, binary)
-            assert gibbs._softplus_dense(np.exp(x), w, t, lo, binary) == soft
-            assert gibbs._sums_all(other) == (sum_o, sum_o2)
+        if sums._plain_ok(x, float(np.abs(other).max()), float(t.max())):
+            sum_o, sum_o2, soft = sums._sum_and_softplus_plain(np.exp(x), lo, lo + n, idx, t, other, w, binary)
+            assert sums._softplus_dense(np.exp(x), w, t, lo, binary) == soft
+            assert sums._sums_all(other) == (sum_o, sum_o2)
 
 
 @pytest.mark.parametrize("n_trials, holes", [(1, 0.0), (4, 0.0), (1, 0.3), (3, 0.1)])
@@ -356,9 +355,9 @@ def test_complete_rows_and_columns_read_in_order_give_the_same_chains(n_trials, 
         t[:3] = n_trials
         t[:, :5] = n_trials
     y = rng.binomial(t, 1 / (1 + np.exp(-(rng.normal(0, 1.5, m)[:, None] - rng.normal(0, 1.5, n)[None, :]))))
-    data = gibbs.SparseData(y, t)
-    fast = gibbs.run_chains(data, chains=2, tune=220, draws=30, seed=4, cores=1)
-    indexed = gibbs.run_chains(data, chains=2, tune=220, draws=30, seed=4, cores=1, dense=False)
+    data = sparse.SparseData(y, t)
+    fast = chains.run_chains(data, chains=2, tune=220, draws=30, seed=4, cores=1)
+    indexed = chains.run_chains(data, chains=2, tune=220, draws=30, seed=4, cores=1, dense=False)
     assert np.array_equal(fast[0], indexed[0]) and np.array_equal(fast[1], indexed[1])
     assert fast[2]["acceptance_b"] == indexed[2]["acceptance_b"] > 0.5
 
@@ -369,13 +368,13 @@ def test_product_kernels_fold_long_products_into_logarithms():
     rng = np.random.default_rng(9)
     idx = np.arange(5000, dtype=np.int32)
     for t_max in (1, 9):
-        bound = gibbs.PLAIN_BOUND / t_max
+        bound = sums.PLAIN_BOUND / t_max
         other = rng.uniform(-bound / 2, bound / 2, 5000)
         tt = rng.integers(1, t_max + 1, 5000).astype(np.float32)
         for x in (-0.49 * bound, 0.0, 0.49 * bound):
-            assert gibbs._plain_ok(x, np.abs(other).max(), float(t_max))
+            assert sums._plain_ok(x, np.abs(other).max(), float(t_max))
             direct = float((tt * np.logaddexp(0, x + other)).sum())
-            got = gibbs._softplus_plain(np.exp(x), 0, 5000, idx, tt, np.exp(other), t_max == 1)
+            got = sums._softplus_plain(np.exp(x), 0, 5000, idx, tt, np.exp(other), t_max == 1)
             assert got == pytest.approx(direct, rel=1e-12)
 
 
@@ -400,16 +399,16 @@ def test_floor_kernels_equal_the_general_ones(cells, x):
     sig = np.exp(log_sig)
     score = yplain + float(np.where(gg == 0, -sig, yy * floored - (1 - yy) * sig).sum())
     info = float(np.where(gg == 0, np.exp(log_sig + log_1m), floored * sig).sum())
-    s, i = gibbs._floor_sums_binary(np.exp(x), 0, len(cells), idx, yy, gg, w)
+    s, i = sums._floor_sums_binary(np.exp(x), 0, len(cells), idx, yy, gg, w)
     assert yplain + s == pytest.approx(score, rel=1e-9, abs=1e-9)
     assert i == pytest.approx(info, rel=1e-9, abs=1e-300)
     # the general kernel (σ(1 − σ) cancels near σ = 1) agrees where it is accurate
-    general_score, _ = gibbs._pass(x, 1.0, yplain, 0, len(cells), idx, yy, tt, gg, w, other, True, True)
+    general_score, _ = sums._pass(x, 1.0, yplain, 0, len(cells), idx, yy, tt, gg, w, other, True, True)
     assert yplain + s == pytest.approx(general_score, rel=1e-6, abs=1e-6)
-    general = gibbs._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, w, other, True, True)
-    assert gibbs._floor_logf_binary(np.exp(x), 0, len(cells), idx, yy, gg, w) == pytest.approx(general, rel=1e-11,
+    general = sums._softplus_sum(x, 1.0, 0, len(cells), idx, yy, tt, gg, w, other, True, True)
+    assert sums._floor_logf_binary(np.exp(x), 0, len(cells), idx, yy, gg, w) == pytest.approx(general, rel=1e-11,
                                                                                                 abs=1e-9)
     # the one pass that also sums the start's statistics: the same log density, Σ o, Σ o², Σ g
-    sum_o, sum_o2, sum_g, fused = gibbs._floor_sum_and_logf_binary(np.exp(x), 0, len(cells), idx, yy, gg, other, w)
+    sum_o, sum_o2, sum_g, fused = sums._floor_sum_and_logf_binary(np.exp(x), 0, len(cells), idx, yy, gg, other, w)
     assert fused == pytest.approx(general, rel=1e-11, abs=1e-9)
     assert (sum_o, sum_o2, sum_g) == pytest.approx((other.sum(), (other ** 2).sum(), gg.sum()), rel=1e-12, abs=1e-9)

@@ -1,4 +1,4 @@
-"""The collapsed route (benchmeasure.irt.collapsed): its marginal equals the per-item quadrature, its gradient
+"""The collapsed route (benchmeasure.irt.routes.collapsed): its marginal equals the per-item quadrature, its gradient
 the finite differences, its b draws the exact conditionals, and its posterior the joint NUTS posterior."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from benchmeasure.core.matrix import ResponseMatrix
-from benchmeasure.irt import quadrature as q
-from benchmeasure.irt.collapsed import CollapsedData, draw_difficulties, quadrature_check
+from benchmeasure.irt.routes.collapsed import quadrature as q
+from benchmeasure.irt.routes.collapsed.difficulties import draw_difficulties, quadrature_check
+from benchmeasure.irt.routes.collapsed.marginal import CollapsedData
 from benchmeasure.irt.simulate import simulate_counts
 
 M, N, K = 7, 25, 3

@@ -13,7 +13,8 @@ pytest.importorskip("nutpie")
 from benchmeasure.base.errors import InputError
 from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.diagnostics import summarize_diagnostics, warnings_for
-from benchmeasure.irt.fit import check_guessing, fit_1pl
+from benchmeasure.irt.fit import fit_1pl
+from benchmeasure.irt.plan import check_guessing
 from benchmeasure.irt.simulate import simulate_counts
 
 
@@ -136,7 +137,7 @@ def test_fast_path_matches_pymc_nuts_on_the_literal_model(guessing):
 
 
 def test_map_is_the_marginal_mode():
-    from benchmeasure.irt.marginal_mode import marginal_mode
+    from benchmeasure.irt.routes.map.mode import marginal_mode
 
     matrix, _, _ = _matrix(5, 12, 4, seed=8, guessing=0.2)
     result = fit_1pl(matrix, guessing=0.2, method="map")  # --method map: abilities integrated out

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("numba")
 
-from benchmeasure.irt.kernel import LoglikData
 from benchmeasure.irt.likelihood import log_likelihood
+from benchmeasure.irt.routes.joint.kernel import LoglikData
 from benchmeasure.irt.simulate import simulate_counts
 
 M, N, K = 5, 37, 6
@@ -90,7 +90,7 @@ def test_pytensor_op_and_elementwise_graph_agree(name):
     pytensor = pytest.importorskip("pytensor")
     import pytensor.tensor as pt
 
-    from benchmeasure.irt.kernel import loglik_op, pytensor_loglik
+    from benchmeasure.irt.routes.joint.op import loglik_op, pytensor_loglik
 
     g = GUESSING_CASES[name]
     counts, theta0, b0 = _case(g, seed=11)

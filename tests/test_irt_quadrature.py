@@ -1,4 +1,4 @@
-"""The 1-D quadrature of benchmeasure.irt.quadrature against SciPy's adaptive integration and its own draws."""
+"""The 1-D quadrature of irt/routes/collapsed/quadrature.py against SciPy's adaptive integration and its own draws."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from benchmeasure.irt import quadrature as q
 from benchmeasure.irt.likelihood import log_likelihood
+from benchmeasure.irt.routes.collapsed import quadrature as q
 
 M, K = 12, 8
 

@@ -12,6 +12,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 PACKAGE = ROOT / "benchmeasure"
@@ -255,3 +257,96 @@ def test_the_contract_catches_what_it_forbids(tmp_path):
         globals()["PACKAGE"] = original
         globals()["ROOT"] = original.parent
     assert any("__file__" in line for line in found) and any("python -m benchmeasure" in line for line in found)
+
+
+# ---------------------------------------------------------------------------------------------
+# no import circle and no long module anywhere in the package (issue 53); a circle across layers is already a
+# layer break (above), so each layer is checked on its own
+
+ACYCLIC_LAYERS = tuple(sorted(layer_folders()))
+MAX_LINES = 500
+
+
+def module_edges(path: Path) -> set[str]:
+    """The package's modules that ``path`` imports, at its top or inside a function: ``from a.b import c`` counts
+    as an import of the module a.b.c when there is one, else of a.b (a package means its ``__init__``)."""
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    modules = {module_name(p) for p in package_files()}
+    edges = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.split(".")[0] == "benchmeasure"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(["benchmeasure", *parts, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "benchmeasure":
+                continue
+            names = [f"{target}.{a.name}" for a in node.names]
+            names = [name if name.removeprefix("benchmeasure.") in modules else target for name in names]
+        else:
+            continue
+        edges.update(_resolve(name.removeprefix("benchmeasure").lstrip(".")) for name in names)
+    edges.discard(here)
+    return edges
+
+
+def import_circles(layer: str) -> list[list[str]]:
+    """The import circles among ``layer``'s modules (strongly connected groups of two or more), each sorted."""
+    graph = {module_name(p): {m for m in module_edges(p) if m.split(".")[0] == layer}
+             for p in package_files() if module_name(p).split(".")[0] == layer}
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+@pytest.mark.parametrize("layer", ACYCLIC_LAYERS)
+def test_no_import_circle(layer):
+    """Following imports (function-level ones too) from any module of the layer never leads back to it."""
+    circles = import_circles(layer)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+@pytest.mark.parametrize("layer", ACYCLIC_LAYERS)
+def test_no_module_over_max_lines(layer):
+    """A module longer than MAX_LINES is split into parts (as irt/routes/gibbs/ is)."""
+    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in package_files() if module_name(p).split(".")[0] == layer
+            for n in [len(p.read_text(encoding="utf-8").splitlines())] if n > MAX_LINES]
+    assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_circle_check_finds_a_circle(tmp_path, monkeypatch):
+    """The checker itself: two modules importing each other, one of them inside a function, are a circle."""
+    (tmp_path / "irt").mkdir()
+    (tmp_path / "irt" / "__init__.py").write_text("")
+    (tmp_path / "irt" / "a.py").write_text("from benchmeasure.irt.b import f\n")
+    (tmp_path / "irt" / "b.py").write_text("def f():\n    from benchmeasure.irt import a\n")
+    monkeypatch.setitem(globals(), "PACKAGE", tmp_path)
+    assert import_circles("irt") == [["irt.a", "irt.b"]]

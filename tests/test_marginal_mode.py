@@ -1,4 +1,4 @@
-"""fit_irt.py --method map: the marginal posterior mode of b (benchmeasure/irt/marginal_mode.py, issue 15 item 13).
+"""fit_irt.py --method map: the marginal posterior mode of b (benchmeasure/irt/routes/map/mode.py, issue 15 item 13).
 
 Checked against an independent computation: the marginal log posterior of b evaluated with a plain fine
 trapezoid over θ (not the quadrature module's grid) and maximized by Nelder–Mead; and against the joint
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from benchmeasure.irt.marginal_mode import marginal_mode
+from benchmeasure.irt.routes.map.mode import marginal_mode
 
 
 def _brute_log_posterior(b, y, k, g):

@@ -203,7 +203,7 @@ def test_map_with_holes_is_the_mode_of_the_masked_marginal_posterior(tmp_path):
     """``fit --method map --allow-missing``: its b is the mode of p(b | Y) with θ integrated out and absent cells
     left out, checked against an independent quadrature (gradient zero, every nearby b lower); with no holes the
     trials matrix gives the plain marginal mode exactly."""
-    from benchmeasure.irt.marginal_mode import marginal_mode
+    from benchmeasure.irt.routes.map.mode import marginal_mode
 
     rng = np.random.default_rng(3)
     trials = rng.integers(0, 4, (6, 5))

@@ -10,8 +10,7 @@ import numpy as np
 
 from benchmeasure.core.matrix import ResponseMatrix
 from benchmeasure.irt.fit import _auto_fallback
-from benchmeasure.irt.routes import plan_fit
-from benchmeasure.irt.settings import FitSettings
+from benchmeasure.irt.plan import FitSettings, plan_fit
 from conftest import run_script
 
 

@@ -25,7 +25,8 @@ difficulties, so no interval computed from the posterior alone covers the true T
 The inner estimator is exact for the model with the abilities held at θ̂: with θ fixed, an item's likelihood
 depends on its counts only through its column sum s_i = Σ_m Y_mi (log-likelihood s_i·(−b) − Σ_m K_mi
 softplus(θ_m − b) + const), so E[b | θ̂, Y] is a function of (s_i, the item's trials column), tabulated once by
-quadrature on the grid of :mod:`benchmeasure.irt.quadrature`. A replication costs one draw of M × n counts.
+quadrature on the grid of :mod:`benchmeasure.irt.routes.collapsed.quadrature`. A replication costs one draw of
+M × n counts.
 Whether this cheaper inner fit (no ability uncertainty) changes the coverage is measured against the full
 NUTS fit by ``bench/bench_calibrated_intervals.py``.
 
@@ -84,7 +85,7 @@ class PosteriorMeans:
     column sums alone."""
 
     def __init__(self, theta, trials, prior_sd: float = 1.0):
-        from benchmeasure.irt.quadrature import make_grid
+        from benchmeasure.irt.routes.collapsed.quadrature import make_grid
 
         self.theta = np.asarray(theta, dtype=float)
         self.trials = np.asarray(trials, dtype=np.int64)

@@ -82,7 +82,7 @@ def replicate(b, theta, k: int, rng, *, chains: int = 2, tune: int = 300, draws:
     ``posterior-metrics`` refuses it).
     """
     from benchmeasure.irt.fit import fit_1pl
-    from benchmeasure.irt.quadrature import sample
+    from benchmeasure.irt.routes.collapsed.quadrature import sample
 
     b = np.asarray(b, dtype=float)
     y = simulate_counts(b, theta, k, rng)

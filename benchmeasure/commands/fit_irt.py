@@ -24,9 +24,9 @@ from benchmeasure.base.lifetime import exit_with_parent
 from benchmeasure.base.options import CHAINS, DRAWS, GUESSING, N_TRIALS, OPEN_PROBABILITY, SECONDS, SEED, TUNE
 from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
-from benchmeasure.irt.fit import POSTERIOR_NAME
+from benchmeasure.irt.fit_folder import POSTERIOR_NAME
 from benchmeasure.irt.observation import OBSERVATIONS
-from benchmeasure.irt.settings import FIELDS, FitSettings, SettingsError
+from benchmeasure.irt.plan import FIELDS, FitSettings, SettingsError, method_choices, route_choices, sampler_choices
 
 EXAMPLES = """\
 examples:
@@ -70,10 +70,8 @@ def parse_args(argv):
                         help="NUTS target acceptance rate in (0, 1) (default 0.95; unused on --route gibbs)")
     parser.add_argument("--seed", type=SEED, default=None, metavar="N",
                         help="random seed; the same seed and inputs give identical outputs (default: drawn, recorded)")
-    parser.add_argument("--sampler", default="nutpie", choices=["nutpie", "pymc", "numpyro"],
+    parser.add_argument("--sampler", default="nutpie", choices=sampler_choices(),
                         help="NUTS implementation (default nutpie; pymc is PyMC's own NUTS; numpyro needs jax)")
-    from benchmeasure.irt.routes import route_choices
-
     parser.add_argument("--route", default="auto", choices=route_choices(),
                         help="how NUTS explores the same posterior: collapsed = NUTS on the abilities with every "
                              "difficulty integrated out by quadrature, then each difficulty drawn exactly given each "
@@ -83,7 +81,7 @@ def parse_args(argv):
                              "auto (default) = collapsed, gibbs with --allow-missing when the holes leave the "
                              "collapsed route few shared integrals (docs/suites.md), joint with --sampler numpyro or "
                              "--fixed-difficulties")
-    parser.add_argument("--method", default="nuts", choices=["nuts", "map"],
+    parser.add_argument("--method", default="nuts", choices=method_choices(),
                         help="nuts: full posterior (default, as in the paper); map: the marginal posterior mode "
                              "of the difficulties (abilities integrated out by quadrature, as marginal maximum "
                              "likelihood does; each ability the mode given them), no uncertainty, for exploring")
@@ -127,9 +125,8 @@ def parse_args(argv):
 
 
 def validate(args):
-    """Every check that can fail on the user's input, in one place; returns (matrix, guessing)."""
-    from benchmeasure.irt.fit import check_guessing
-
+    """Every check that can fail on the user's input, in one place; returns the matrix (the plan, with the checked
+    guessing floors, is ``args.plan``)."""
     # every output (and the folder) checked before any input is read: none may be an input
     from benchmeasure.irt.fit_folder import OUTPUTS
 
@@ -145,9 +142,6 @@ def validate(args):
         guessing = read_guessing_csv(args.guessing_csv, matrix.items)
     else:  # --guessing's range, like every number's, is checked as the option is parsed (benchmeasure.base.options)
         guessing = 0.0 if args.guessing is None else args.guessing
-    guessing = check_guessing(guessing, len(matrix.items), matrix.items)
-    if args.sampler == "nutpie" and args.tune < 1:  # the library's check, named by the option
-        fail(f"--tune must be at least 1 with the nutpie sampler, got {args.tune}")
     try:  # the library checks the fit's settings once; its messages name fields, written here as flags
         args.settings = FitSettings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune,
                                     draws=args.draws, target_accept=args.target_accept, seed=args.seed,
@@ -155,13 +149,13 @@ def validate(args):
     except SettingsError as exc:
         fail(exc.render(FLAGS))
     args.fixed_b = read_fixed_difficulties(args, matrix)
-    from benchmeasure.irt.routes import plan_fit
+    from benchmeasure.irt.plan import plan_fit
 
     try:  # the fit's plan, resolved once: what the routes cannot fit (holes, anchors…) refused before any output
         args.plan = plan_fit(matrix, args.settings, guessing, args.fixed_b)
     except SettingsError as exc:
         fail(exc.render(FLAGS))
-    return matrix, guessing
+    return matrix
 
 
 def read_fixed_difficulties(args, matrix):
@@ -192,7 +186,7 @@ def main(argv=None) -> int:
     wall_start = time.perf_counter()
     exit_with_parent()  # started by BenchFill's ability fit: end with it (benchmeasure.base.lifetime)
     args = parse_args(argv)
-    matrix, guessing = validate(args)
+    matrix = validate(args)
     # Table 5 response-matrix checks: one warning line on stderr when they fail; the fit proceeds
     from benchmeasure.analyses.checks_holes import warn_if_failing
 
@@ -213,35 +207,30 @@ def main(argv=None) -> int:
     result = fit_1pl(matrix, plan=plan, progress=show_progress)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)
-    from benchmeasure.irt.fit_folder import fit_record, write_fit_folder
+    from benchmeasure.core.difficulty_file import default_benchmark_name
+    from benchmeasure.irt.fit_folder import write_fit_folder
+    from benchmeasure.irt.plan import fit_record
     from benchmeasure.irt.progress import Progress
 
+    wall_time = time.perf_counter() - wall_start
+    calibrated = None
+    if args.method == "nuts" and not args.no_calibrate:
+        from benchmeasure.analyses.calibrated import calibrate_fit
+
+        say("calibrating the intervals: DDM, Max Gap and Top-5 Gap Sum simulated at this fit "
+            f"(budget {args.calibrate_budget:g} s; --no-calibrate skips it)")
+        calibrated = calibrate_fit(result, matrix, guessing=plan.guessing, observation=args.observation,
+                                   anchored=args.fixed_b is not None, budget_s=args.calibrate_budget,
+                                   seed=result.settings.get("seed_used") or 0)
     # writing the fit folder shows its own progress (tail ESS per chunk of items, then each file): at
     # 12 x 41,871 it takes tens of seconds after the sampler's display says done
     writing = Progress("fit folder") if show_progress and args.method == "nuts" else None
     with writing if writing is not None else contextlib.nullcontext():
-        diagnostics = fit_record(result, matrix, matrix_path=args.matrix, guessing=guessing,
+        diagnostics = fit_record(result, matrix, matrix_path=args.matrix,
+                                 benchmark=args.name or default_benchmark_name(args.matrix),
                                  guessing_csv=args.guessing_csv, fixed_difficulties=args.fixed_difficulties,
-                                 save_posterior=args.save_posterior, wall_time=time.perf_counter() - wall_start,
+                                 save_posterior=args.save_posterior, wall_time=wall_time, calibrated=calibrated,
                                  progress=writing)
-        from benchmeasure.core.difficulty_file import default_benchmark_name
-
-        diagnostics = {"benchmark": args.name or default_benchmark_name(args.matrix), **diagnostics}
-        if args.method == "nuts" and not args.no_calibrate:
-            from benchmeasure.analyses.calibrated import calibrate_fit
-
-            say("calibrating the intervals: DDM, Max Gap and Top-5 Gap Sum simulated at this fit "
-                f"(budget {args.calibrate_budget:g} s; --no-calibrate skips it)")
-            diagnostics["calibrated_intervals"] = calibrate_fit(
-                result, matrix, guessing=guessing, observation=args.observation,
-                anchored=args.fixed_b is not None, budget_s=args.calibrate_budget,
-                seed=result.settings.get("seed_used") or 0)
-        if matrix.trials is not None:
-            absent = matrix.trials == 0
-            diagnostics["absent_cells"] = {
-                "total": int(absent.sum()),
-                "per_model": {m: int(c) for m, c in zip(matrix.models, absent.sum(axis=1)) if c},
-                "per_item": {i: int(c) for i, c in zip(matrix.items, absent.sum(axis=0)) if c}}
         write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior, progress=writing)
     fallback = result.diagnostics.get("route_fallback")
     if fallback:

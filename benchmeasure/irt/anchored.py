@@ -9,7 +9,7 @@ posterior of one model's ability factorizes from every other parameter:
 
 a density on a line; the mirror image, one item's difficulty with every ability θ_j fixed, is
 p(b | y, θ) ∝ N(b; 0, 1) · Π_j Binomial(y_j; K, g + (1 − g)·σ(θ_j − b)). Both are evaluated
-by the one quadrature of the project, :mod:`benchmeasure.irt.quadrature` (uniform trapezoid
+by the one quadrature of the project, :mod:`benchmeasure.irt.routes.collapsed.quadrature` (uniform trapezoid
 grid sized from the likelihood's curvature bound; also the collapsed sampler's), here on a
 grid :data:`SUMMARY_STEP_FACTOR` times finer than its default so that interpolated quantiles
 and highest-density intervals are as exact as the mean and sd. This module adds what the
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.irt.quadrature import LOG_SQRT_2PI, Grid, log_integrand, make_grid
+from benchmeasure.irt.routes.collapsed.quadrature import LOG_SQRT_2PI, Grid, log_integrand, make_grid
 
 SUMMARY_STEP_FACTOR = 0.1  # grid step = 0.1·σ_min, σ_min the narrowest posterior the curvature bound allows
 HDI_PROB = 0.94            # ArviZ's default credible mass, as the rest of the project reports
@@ -42,7 +42,7 @@ _integrate = np.trapezoid if hasattr(np, "trapezoid") else np.trapz  # NumPy < 2
 
 
 def grid_for(n_opposing: int, n_trials: int, window=None) -> Grid:
-    """The :class:`~benchmeasure.irt.quadrature.Grid` of a parameter facing ``n_opposing`` fixed ones.
+    """The :class:`~benchmeasure.irt.routes.collapsed.quadrature.Grid` of a parameter facing ``n_opposing`` fixed ones.
 
     The step is :data:`SUMMARY_STEP_FACTOR` times the narrowest posterior sd the curvature bound
     allows; ``window`` = (low, high) restricts the grid to where :func:`mass_window` found the mass.
@@ -62,7 +62,7 @@ def grid_for(n_opposing: int, n_trials: int, window=None) -> Grid:
 def mass_window(counts, fixed, n_trials: int, guessing, side: str) -> tuple[float, float]:
     """Where a 1-D posterior's mass lies, from a coarse pass over the whole range.
 
-    The log density's curvature is at most B = 1 + K·P/4 (:mod:`benchmeasure.irt.quadrature`), so
+    The log density's curvature is at most B = 1 + K·P/4 (:mod:`benchmeasure.irt.routes.collapsed.quadrature`), so
     between two coarse nodes h apart it exceeds their chord by at most B·h²/8: every point outside
     the returned window is below the peak by more than :data:`WINDOW_NATS` minus that, i.e. carries
     no mass a double can hold next to the peak's.

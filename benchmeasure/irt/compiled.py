@@ -11,14 +11,12 @@ The data of one fit reach the compiled code through one float64 buffer (:func:`p
 The densities are exactly the PyMC models of :mod:`benchmeasure.irt.model` (which stay the reference and run
 ``--sampler pymc``), up to additive constants:
 
-* ``collapsed`` (:func:`collapsed_density`): z ~ Normal(0, I), θ = H·z (H the Householder reflection of
-  :func:`benchmeasure.irt.model.build_collapsed_model`), plus the marginal log-likelihood of θ with every b
-  integrated out (:func:`benchmeasure.irt.collapsed.marginal_logp_grad`, or its holes / K-per-cell form
-  :func:`benchmeasure.irt.collapsed_holes.marginal_logp_grad_holes`); stored draws: θ.
-* ``joint`` (:func:`joint_density`): the paper's joint 1PL in the rotated coordinates (θ, b) = Q·z of
-  :class:`benchmeasure.irt.model.Rotation` or directly in (θ, b), with the fused binomial kernel
-  (:func:`benchmeasure.irt.kernel.loglik_and_grad`); with anchors, the free b only. Stored draws: θ and b
-  (and ``b_free`` with anchors), as the PyMC model names them.
+* ``collapsed`` (:func:`benchmeasure.irt.routes.collapsed.density.collapsed_density`): θ's marginal, every b
+  integrated out;
+* ``joint`` (:func:`benchmeasure.irt.routes.joint.density.joint_density`): (θ, b) together.
+
+This module holds what they share: the buffer, the Householder reflection, the prior and status codes
+(:func:`_finish`), :class:`Density` and the compiled pairs (:func:`register_pair`, :func:`compiled_pair`).
 
 ``tests/test_compiled_density.py`` checks each density and gradient against the PyMC model's at random
 points, and the fits against the PyMC-compiled route's draws in distribution.
@@ -34,9 +32,6 @@ import numpy as np
 from numba import types
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.collapsed import marginal_logp_grad
-from benchmeasure.irt.collapsed_holes import marginal_logp_grad_holes
-from benchmeasure.irt.kernel import loglik_and_grad
 
 _LOGP_SIG = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
                         types.CPointer(types.double), types.voidptr)
@@ -107,138 +102,6 @@ def _finish(value, grad, z, out, logp):
     return _OK if math.isfinite(value) else _BAD_VALUE
 
 
-@numba.njit(cache=True)
-def holes_loglik(theta, buf, first):
-    """The holes / K-per-cell marginal log-likelihood of θ and its gradient, its 12 arrays (those of
-    :meth:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData.args`) the buffer's fields ``first`` onwards."""
-    f = first
-    return marginal_logp_grad_holes(theta, _vec(buf, f), _vec(buf, f + 1), _mat(buf, f + 2),
-                                    _vec(buf, f + 3).astype(np.int64), _vec(buf, f + 4), _vec(buf, f + 5),
-                                    _vec(buf, f + 6), _mat(buf, f + 7), _mat(buf, f + 8), _vec(buf, f + 9),
-                                    _vec(buf, f + 10), _vec(buf, f + 11).astype(np.int64))
-
-
-# ---------------------------------------------------------------------------------------------
-# the collapsed route: θ = H·z, every b integrated out
-
-
-@numba.njit(cache=True)
-def _collapsed_call(z, buf, out, logp):
-    kind = int(_vec(buf, 0)[0])
-    v = _vec(buf, 1)
-    theta = np.empty(z.shape[0])
-    _reflect(z, v, theta)
-    if kind == 0:
-        value, grad_theta = marginal_logp_grad(theta, _vec(buf, 2), _mat(buf, 3), _vec(buf, 4), _vec(buf, 5)[0],
-                                               _vec(buf, 6), _vec(buf, 7), _vec(buf, 8), _mat(buf, 9), _vec(buf, 10),
-                                               _vec(buf, 11), _vec(buf, 12).astype(np.int64))
-    else:
-        value, grad_theta = holes_loglik(theta, buf, 2)
-    grad = np.empty(z.shape[0])
-    _reflect(grad_theta, v, grad)
-    return _finish(value, grad, z, out, logp)
-
-
-def _collapsed_logp(dim, x, grad, logp, data):
-    buf = _buffer(data)
-    z = numba.carray(x, (dim,))
-    out = numba.carray(grad, (dim,))
-    value = numba.carray(logp, (1,))
-    return _collapsed_call(z, buf, out, value)
-
-
-def _collapsed_expand(dim, n_expanded, x, out, data):
-    buf = _buffer(data)
-    z = numba.carray(x, (dim,))
-    theta = numba.carray(out, (n_expanded,))
-    _reflect(z, _vec(buf, 1), theta)
-    return _OK
-
-
-# ---------------------------------------------------------------------------------------------
-# the joint route: (θ, b_free) = Q·z (rotated) or z itself (direct), anchors held at their values
-
-
-@numba.njit(cache=True)
-def _joint_unpack(z, buf, theta, b):
-    """θ and every b (anchors at their value) from the sampler's coordinates z; returns the free b."""
-    head = _vec(buf, 0)
-    rotated, m, c, s = head[0] == 0.0, int(head[1]), head[2], head[3]
-    free = _vec(buf, 10)
-    n_free = free.shape[0]
-    b_free = np.empty(n_free)
-    if rotated:
-        x_models = z[:m].copy()
-        x_items = z[m:].copy()
-        x_models[0] = c * z[0] + s * z[m]
-        x_items[0] = s * z[0] - c * z[m]
-        _reflect(x_models, _vec(buf, 1), theta)
-        _reflect(x_items, _vec(buf, 2), b_free)
-    else:
-        theta[:] = z[:m]
-        b_free[:] = z[m:]
-    b[:] = _vec(buf, 9)
-    for f in range(n_free):
-        b[int(free[f])] = b_free[f]
-    return b_free
-
-
-@numba.njit(cache=True)
-def _joint_call(z, buf, out, logp):
-    head = _vec(buf, 0)
-    rotated, m, c, s = head[0] == 0.0, int(head[1]), head[2], head[3]
-    free = _vec(buf, 10)
-    theta = np.empty(m)
-    b = np.empty(_vec(buf, 9).shape[0])
-    _joint_unpack(z, buf, theta, b)
-    scalars = _vec(buf, 6)
-    guessing = scalars[1] > 0.5
-    # the counts enter only the guessing terms, which take them as integers
-    y = _mat(buf, 3).astype(np.int64) if guessing else np.zeros((1, 1), dtype=np.int64)
-    value, grad_theta, grad_b = loglik_and_grad(theta, b, y, _vec(buf, 4), _vec(buf, 5), scalars[0],
-                                                _vec(buf, 7), _vec(buf, 8), guessing, scalars[2])
-    grad_free = np.empty(free.shape[0])
-    for f in range(free.shape[0]):
-        grad_free[f] = grad_b[int(free[f])]
-    grad = np.empty(z.shape[0])
-    if rotated:   # Qᵀ = R·blockdiag(H_M, H_F)
-        gm = np.empty(m)
-        gi = np.empty(free.shape[0])
-        _reflect(grad_theta, _vec(buf, 1), gm)
-        _reflect(grad_free, _vec(buf, 2), gi)
-        grad[:m] = gm
-        grad[m:] = gi
-        grad[0] = c * gm[0] + s * gi[0]
-        grad[m] = s * gm[0] - c * gi[0]
-    else:
-        grad[:m] = grad_theta
-        grad[m:] = grad_free
-    return _finish(value, grad, z, out, logp)
-
-
-def _joint_logp(dim, x, grad, logp, data):
-    buf = _buffer(data)
-    return _joint_call(numba.carray(x, (dim,)), buf, numba.carray(grad, (dim,)), numba.carray(logp, (1,)))
-
-
-@numba.njit(cache=True)
-def _joint_expand_call(z, buf, out):
-    m = int(_vec(buf, 0)[1])
-    n = _vec(buf, 9).shape[0]
-    theta = np.empty(m)
-    b = np.empty(n)
-    b_free = _joint_unpack(z, buf, theta, b)
-    out[:m] = theta
-    out[m:m + n] = b
-    if out.shape[0] > m + n:   # anchored: b_free stored too
-        out[m + n:] = b_free
-
-
-def _joint_expand(dim, n_expanded, x, out, data):
-    _joint_expand_call(numba.carray(x, (dim,)), _buffer(data), numba.carray(out, (n_expanded,)))
-    return _OK
-
-
 # ---------------------------------------------------------------------------------------------
 # what nutpie samples
 
@@ -294,13 +157,14 @@ def _void(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-_SOURCES = {"collapsed": (_collapsed_logp, _collapsed_expand), "joint": (_joint_logp, _joint_expand)}
+_SOURCES: dict = {}   # route → (log density, expand), registered by each density's module
 _COMPILED: dict = {}
 
 
 def register_pair(route: str, logp, expand) -> None:
     """Add a density's (log density, expand) pair, as plain functions of nutpie's C signatures that the kernel
-    cache compiles once (the suite's correlated-abilities density registers itself this way)."""
+    cache compiles once: each density's module registers its own (``irt/routes/collapsed/density.py``,
+    ``irt/routes/joint/density.py``, the suite's correlated-abilities density)."""
     _SOURCES[route] = (logp, expand)
 
 
@@ -316,42 +180,3 @@ def compiled_pair(route: str):
     return _COMPILED[route]
 
 
-def collapsed_density(data, models) -> Density:
-    """The collapsed route's density for a :class:`~benchmeasure.irt.collapsed.CollapsedData` or
-    :class:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData` (same model as
-    :func:`benchmeasure.irt.model.build_collapsed_model`)."""
-    from benchmeasure.irt.model import _householder
-
-    v = _householder(data.n_models)
-    if hasattr(data, "patterns"):   # holes or K per cell
-        args = data.args()
-        fields = (1.0, v, *args)
-    else:
-        fields = (0.0, v, *data.args())
-    return Density("collapsed", pack(*fields), data.n_models, (("theta", "model"),), {"model": list(models)})
-
-
-def joint_density(counts, n_trials: int, guessing, *, models, items, parametrization: str = "rotated",
-                  fixed_b=None) -> Density:
-    """The joint route's density (same model as :func:`benchmeasure.irt.model.build_model` with the fused
-    binomial kernel): stored ``theta``, ``b`` and, with anchors, ``b_free``."""
-    from benchmeasure.irt.kernel import LoglikData
-    from benchmeasure.irt.model import _householder
-
-    y = np.asarray(counts, dtype=np.int64)
-    n_models, n_items = y.shape
-    fixed = np.full(n_items, np.nan) if fixed_b is None else np.asarray(fixed_b, dtype=float)
-    free = np.flatnonzero(np.isnan(fixed))
-    total = n_models + free.size
-    c, s = math.sqrt(n_models / total), math.sqrt(free.size / total)
-    lik = LoglikData(y, n_trials, guessing)
-    head = (0.0 if parametrization == "rotated" else 1.0, n_models, c, s)
-    buf = pack(head, _householder(n_models), _householder(free.size) if free.size else np.zeros(1), y,
-               lik.row_sums, lik.col_sums, (lik.n_trials, float(lik.has_guessing), lik.constant), lik.g,
-               lik.log_g_pos, np.nan_to_num(fixed), free.astype(float) if free.size else np.zeros(0))
-    variables = (("theta", "model"), ("b", "item"))
-    coords = {"model": list(models), "item": list(items)}
-    if fixed_b is not None:
-        variables += (("b_free", "free_item"),)
-        coords["free_item"] = [items[i] for i in free]
-    return Density("joint", buf, total, variables, coords)

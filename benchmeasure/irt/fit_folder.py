@@ -4,9 +4,10 @@
 * ``difficulty.csv`` — ``item,b_mean,b_sd,r_hat,ess_bulk`` (plus ``fixed`` for an anchored fit), one row per
   item in matrix order; ``ability.csv`` — ``model,theta_mean,theta_sd,r_hat,ess_bulk``. A figure a method
   does not give (MAP has no b_sd) is an empty cell, never NaN.
-* ``diagnostics.json`` — :func:`fit_record`: convergence (the paper's Tables 6/9/10 report ``max_r_hat``,
-  ``min_ess_bulk`` and ``divergences``), the settings, the input's sha256, constant items and models, timing,
-  warnings, package versions and the command line. Non-finite numbers are written as null.
+* ``diagnostics.json`` — :func:`benchmeasure.irt.plan.fit_record`, the one record of a fit: convergence (the
+  paper's Tables 6/9/10 report ``max_r_hat``, ``min_ess_bulk`` and ``divergences``), the settings, the input's
+  sha256, constant items and models, timing, warnings, package versions and the command line. Non-finite numbers are
+  written as null.
 * ``posterior.zarr`` — the ArviZ DataTree of θ and b draws (:func:`save_posterior_zarr`).
 
 :func:`write_fit_folder` writes everything into a staging folder first and then moves each file into place,
@@ -29,23 +30,16 @@ import numpy as np
 
 from benchmeasure.base.files import (
     atomic_write,
-    command_line,
     make_parents,
-    package_versions,
     remove_empty_folders,
-    sha256_file,
     write_json,
 )
-from benchmeasure.core.matrix import constant_models
-from benchmeasure.irt.fit import POSTERIOR_NAME
 
+POSTERIOR_NAME = "posterior.zarr"  # the posterior draws beside a fit's CSVs (benchmeasure fit --save-posterior)
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
 ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
 #: Every file a fit may write into its folder; a refit replaces them all or removes the stale ones.
 OUTPUTS = ("difficulty.csv", "ability.csv", "diagnostics.json")
-#: Packages whose versions a fit record names.
-PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
-            "numpyro", "jax"]
 
 
 def _cell(value, digits: int = 6) -> str:
@@ -66,83 +60,6 @@ def json_safe(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def fit_record(result, matrix, *, matrix_path, guessing, guessing_csv=None, fixed_difficulties=None,
-               save_posterior: bool = False, wall_time: float, progress=None) -> dict:
-    """The ``diagnostics.json`` record of ``result`` (a :class:`~.fit.FitResult`) fitted to ``matrix``.
-
-    ``progress`` (a :class:`~.progress.Progress`, optional) is shown the tail-ESS pass over the draws."""
-    d = result.diagnostics
-    settings = result.settings
-    nuts = result.method == "nuts"
-    constant = matrix.constant_items()
-    models_constant = constant_models(matrix)
-    record = {
-        "max_r_hat": d.get("max_r_hat"),
-        "min_ess_bulk": d.get("min_ess_bulk"),
-        "divergences": d.get("divergences", 0),
-        "method": result.method,
-        "uncertainty": (None if nuts else
-                        "none: --method map gives the posterior mode only; b_sd, theta_sd, r_hat and ess_bulk are "
-                        "empty and max_r_hat / min_ess_bulk are null"),
-        "converged": d.get("converged") if nuts else None,
-        "worst_r_hat": d.get("worst_r_hat"),
-        "worst_ess_bulk": d.get("worst_ess_bulk"),
-        "leapfrog_steps_per_draw": d.get("leapfrog_steps_per_draw"),
-        "max_tree_depth_hits": d.get("max_tree_depth_hits"),
-        "settings": {
-            "method": result.method,
-            "route": settings.get("route"),
-            **{key: settings.get(key) if nuts else None
-               for key in ("sampler", "chains", "tune", "draws", "target_accept")},
-            "seed": settings.get("seed"),
-            "seed_used": settings.get("seed_used"),
-            "guessing": (guessing if isinstance(guessing, float) else
-                         {"per_item_csv": os.path.abspath(guessing_csv), "sha256": sha256_file(guessing_csv),
-                          "min": float(min(guessing)), "max": float(max(guessing))}),
-            "parametrization": settings.get("parametrization"),
-            "adaptation": settings.get("adaptation"),
-            # a non-default observation model (irt/observation.py) and its own parameters' posterior
-            **({"observation": settings["observation"]} if "observation" in settings else {}),
-            "fixed_difficulties": None if fixed_difficulties is None else {
-                "path": os.path.abspath(fixed_difficulties), "sha256": sha256_file(fixed_difficulties),
-                "items": settings.get("fixed_items"),
-                "note": "these items kept their given b (b_sd 0, no R-hat/ESS, fixed = true in difficulty.csv); "
-                        "max_r_hat and min_ess_bulk cover the models and the free items"},
-        },
-        "input": {
-            "path": os.path.abspath(matrix_path),
-            "sha256": sha256_file(matrix_path),
-            "models": len(matrix.models),
-            "items": len(matrix.items),
-            "n_trials": matrix.n_trials,
-        },
-        "constant_items": {
-            "all_correct": constant["all_correct"],
-            "all_wrong": constant["all_wrong"],
-            "note": "items every model solved in every trial, or none did; legal, the priors keep their b finite, "
-                    "but their b is set mostly by the prior",
-        },
-        **({"observation": d["observation"]} if "observation" in d else {}),
-        **({"gibbs": d["gibbs"]} if "gibbs" in d else {}),   # the gibbs route's acceptance rates and start
-        "quadrature": d.get("quadrature"),
-        "ties": d.get("ties"),
-        "dispersion": d.get("dispersion"),
-        "timing": {key: d.get(key) for key in ("compile_time_s", "sampling_time_s", "difficulty_draw_time_s",
-                                               "summary_time_s", "optimization_time_s", "min_ess_bulk_per_s")},
-        "wall_time_s": wall_time,
-        "warnings": list(result.warnings),
-        "versions": package_versions(PACKAGES),
-        "command": command_line(),
-        "outputs": list(OUTPUTS) + ([POSTERIOR_NAME] if save_posterior else []),
-        "constant_models": {
-            **models_constant,
-            "note": "models that solved every item in every trial, or none; legal, but their theta is set mostly "
-                    "by the prior"},
-        **tail_ess_summary(result, progress),
-    }
-    return json_safe(record)
 
 
 def tail_ess_summary(result, progress=None) -> dict:

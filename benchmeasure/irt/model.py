@@ -8,7 +8,7 @@ fit run on the model :func:`build_model` returns.
 Two choices change how fast the posterior is explored, never the posterior itself:
 
 * **Likelihood.** The binomial log-likelihood is evaluated by one fused, numerically
-  stable kernel (:mod:`benchmeasure.irt.kernel`) rather than ``pm.Binomial(p=sigmoid(·))``.
+  stable kernel (:mod:`benchmeasure.irt.routes.joint.kernel`) rather than ``pm.Binomial(p=sigmoid(·))``.
   For g = 0 it is ``Y·η − K·softplus(η)`` with η = θ − b; with guessing it is the same
   binomial log-probability written in log space. Only the constant log C(K, Y) is left
   out of the sampled density; it is added to reported log-likelihoods
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-PARAMETRIZATIONS = ("rotated", "direct")
+from benchmeasure.irt.plan import PARAMETRIZATIONS  # the settings own it
 
 
 def _householder(k: int) -> np.ndarray:
@@ -109,7 +109,7 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
         Sampler coordinates (see the module docstring); the posterior is the same.
     kernel : {"fused", "pytensor"}
         The log-likelihood implementation: ``"fused"`` is the single-pass Numba kernel
-        (:mod:`benchmeasure.irt.kernel`); ``"pytensor"`` writes the same expression with
+        (:mod:`benchmeasure.irt.routes.joint.kernel`); ``"pytensor"`` writes the same expression with
         PyTensor elementwise operations (used by back ends the fused kernel does not
         support, e.g. JAX, and as a cross-check).
     fixed_b : array_like of shape (N,), optional
@@ -186,21 +186,21 @@ def build_collapsed_model(counts, n_trials: int, guessing=0.0, *, models=None, d
     """The PyMC model of the abilities' marginal posterior (every b_i integrated out), for the collapsed route.
 
     θ ~ Normal(0, 1) (dims ``model``) and a potential equal to
-    Σ_i log ∫ N(b; 0, 1) Π_j Binom(Y_ij | K, p(θ_j − b, g_i)) db (:mod:`benchmeasure.irt.collapsed`),
+    Σ_i log ∫ N(b; 0, 1) Π_j Binom(Y_ij | K, p(θ_j − b, g_i)) db (:mod:`benchmeasure.irt.routes.collapsed`),
     so the model's posterior is exactly the θ-marginal of :func:`build_model`'s, up to the
     quadrature error (about 1e−17 relative). As in the joint model's rotated coordinates,
     the sampler works on z ~ Normal(0, I) with θ = H·z, H the Householder reflection that
     makes z_0 the (scaled) mean ability: the abilities' common shift, which the data barely
     constrain, gets a coordinate (and a mass-matrix entry) of its own. H is orthogonal, so
     θ keeps exactly its Normal(0, I) prior. ``data`` is the
-    :class:`~benchmeasure.irt.collapsed.CollapsedData` to use (built from ``counts`` when None); with
-    ``trials`` (M × N, 0 = absent cell) it is a :class:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData`
+    :class:`~benchmeasure.irt.routes.collapsed.marginal.CollapsedData` to use (built from ``counts`` when None); with
+    ``trials`` (M × N, 0 = absent cell) it is a :class:`~benchmeasure.irt.routes.collapsed.holes.CollapsedHolesData`
     (the masked likelihood). Returns ``(model, data)``.
     """
     import pymc as pm
 
-    from benchmeasure.irt.collapsed import collapsed_data
-    from benchmeasure.irt.pytensor_op import MarginalLoglik
+    from benchmeasure.irt.routes.collapsed.marginal import collapsed_data
+    from benchmeasure.irt.routes.collapsed.op import MarginalLoglik
 
     if data is None:
         data = collapsed_data(counts, n_trials, guessing, trials)

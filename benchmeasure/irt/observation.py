@@ -8,7 +8,7 @@ every sampler runs, its extra parameters with their priors, a simulator, and the
 
 * ``binomial`` (default, the paper's Appendix C.3): Y_ij ~ Binomial(K, p_ij), the K trials independent
   given (θ_j, b_i). Its log-likelihood is :func:`benchmeasure.irt.likelihood.log_likelihood`
-  (NumPy) and :mod:`benchmeasure.irt.kernel` (the fused Numba Op and the PyTensor expression); the
+  (NumPy) and :mod:`benchmeasure.irt.routes.joint.op` (the fused Numba Op and the PyTensor expression); the
   collapsed route (:mod:`.collapsed`) and the marginal mode (:mod:`.marginal_mode`) integrate it.
 * ``beta-binomial``: overdispersed repeated samples. The K trials of one model on one item share a
   cell-level success rate π_ij ~ Beta(p_ij·c, (1 − p_ij)·c), c = (1 − ρ)/ρ, and Y_ij | π_ij ~
@@ -105,13 +105,19 @@ def get(name: str | None) -> ObservationModel:
 
 
 # ---------------------------------------------------------------------------------------------
-# binomial (the paper's model): the implementations live in likelihood.py and kernel.py
+# binomial (the paper's model): the implementations live in likelihood.py and routes/joint/
 
 
 def _binomial_graph(counts, n_trials, guessing, theta, b, params=None):
-    from benchmeasure.irt.kernel import pytensor_loglik
+    from benchmeasure.irt.routes.joint.op import pytensor_loglik
 
     return pytensor_loglik(counts, n_trials, guessing, theta, b)
+
+
+def _binomial_fused(counts, n_trials, guessing):
+    from benchmeasure.irt.routes.joint.op import loglik_op
+
+    return loglik_op(counts, n_trials, guessing)
 
 
 def _binomial_simulate(rng, n_trials, p, params=None):
@@ -119,7 +125,7 @@ def _binomial_simulate(rng, n_trials, p, params=None):
 
 
 @OBSERVATIONS.add("binomial", graph_loglik=_binomial_graph, simulate=_binomial_simulate,
-                  routes=("collapsed", "joint", "map", "gibbs"), fused="benchmeasure.irt.kernel:loglik_op",
+                  routes=("collapsed", "joint", "map", "gibbs"), fused=_binomial_fused,
                   description="Y ~ Binomial(K, p): the K trials independent given theta and b (the paper's model)")
 def _binomial_loglik(counts, n_trials, eta, guessing=0.0, params=None, with_constant=False):
     from benchmeasure.irt.likelihood import log_likelihood

@@ -1,13 +1,13 @@
 """The uniform random numbers of the compiled exact draws: xoshiro256** with its state in the caller's array.
 
-The exact draws of b (:mod:`benchmeasure.irt.collapsed`, :mod:`benchmeasure.irt.collapsed_holes`,
-:func:`benchmeasure.irt.quadrature.sample`) need two or three uniforms per draw and little else, so the generator's
-cost is a large part of theirs: Numba's ``np.random.random()`` (a Mersenne Twister behind a thread-local lookup)
-took 18 ns a number on the 2-core development machine, more than the rest of a draw. This is the generator
-xoshiro256** of Blackman & Vigna ("Scrambled linear pseudorandom number generators", ACM TOMS 47(4), 2021), written
-here from its published definition: 256 bits of state, period 2^256 − 1, a double from the top 53 bits of each
-output. It runs inline in the kernel, on a 4-word ``uint64`` state the kernel advances in place, so a block of
-draws depends on its own seed only (never on the thread that draws it, nor on other blocks).
+The exact draws of b (:mod:`benchmeasure.irt.routes.collapsed`, :mod:`benchmeasure.irt.routes.collapsed.holes`,
+:func:`benchmeasure.irt.routes.collapsed.quadrature.sample`) need two or three uniforms per draw and little else,
+so the generator's cost is a large part of theirs: Numba's ``np.random.random()`` (a Mersenne Twister behind a
+thread-local lookup) took 18 ns a number on the 2-core development machine, more than the rest of a draw. This is the
+generator xoshiro256** of Blackman & Vigna ("Scrambled linear pseudorandom number generators", ACM TOMS 47(4),
+2021), written here from its published definition: 256 bits of state, period 2^256 − 1, a double from the top 53
+bits of each output. It runs inline in the kernel, on a 4-word ``uint64`` state the kernel advances in place, so a
+block of draws depends on its own seed only (never on the thread that draws it, nor on other blocks).
 
 States come from NumPy's :class:`~numpy.random.SeedSequence` (:func:`states`): distinct seeds give independent,
 well-mixed starting states, and an all-zero state (the one fixed point) is replaced.

@@ -47,8 +47,9 @@ def _tiny(kind: str, seed: int = 0):
 
 def compile_after_sampling(kind: str) -> None:
     """Call every kernel a collapsed fit of ``kind`` runs after NUTS, with the argument types the fit uses."""
-    from benchmeasure.irt.collapsed import collapsed_data, draw_difficulties
     from benchmeasure.irt.diagnostics import summarize_draws
+    from benchmeasure.irt.routes.collapsed.difficulties import draw_difficulties
+    from benchmeasure.irt.routes.collapsed.marginal import collapsed_data
 
     counts, k, guessing, trials = _tiny(kind)
     data = collapsed_data(counts, k, guessing, trials)

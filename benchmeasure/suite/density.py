@@ -22,7 +22,7 @@ Coordinates (the PyMC model's, in this order):
       −(M − 1) Σ log diag L₁₁ − ½ |u|² − ½ |z|² + log N(θ̄; 0, C Cᵀ/M + τ² I)     (+ constants)
 
 * the likelihood: Σ_k of benchmark k's collapsed marginal at θ_{·,k}
-  (:func:`benchmeasure.irt.collapsed_holes.marginal_logp_grad_holes`, every b integrated out).
+  (:func:`benchmeasure.irt.routes.collapsed.holes.marginal_logp_grad_holes`, every b integrated out).
 
 The gradient is written by hand in reverse mode (:func:`_call`): through the Helmert contrasts in O(M·B), the
 triangular solves, the Cholesky factor of S (S̄ = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹, Φ the lower triangle with half its diagonal;
@@ -46,10 +46,10 @@ from benchmeasure.irt.compiled import (
     _buffer,
     _mat,
     _vec,
-    holes_loglik,
     pack,
     register_pair,
 )
+from benchmeasure.irt.routes.collapsed.density import holes_loglik
 
 ROUTE = "suite"
 _FIRST = 3   # the buffer's fields: head, T, T⁻¹, then 12 per benchmark

@@ -6,7 +6,7 @@ b_i ~ Normal(0, 1), and each b_i meets the abilities only through θ_{·,k}. So
     p(θ, μ, s, R | Y) ∝ p(θ | μ, s, R) p(μ) p(s) p(R) · Π_k Π_{i in k} ∫ N(b; 0, 1) Π_j Bin(Y_ji | T_ji, σ(θ_jk − b)) db
 
 exactly, and each benchmark's factor is the collapsed 1PL marginal of its own sub-matrix (counts, trials)
-evaluated at θ_{·,k} (:class:`benchmeasure.irt.collapsed_holes.CollapsedHolesData`: the masked likelihood,
+evaluated at θ_{·,k} (:class:`benchmeasure.irt.routes.collapsed.holes.CollapsedHolesData`: the masked likelihood,
 items grouped by trials column and column sum, quadrature with a grid sized for the sub-matrix; the
 quadrature error is about 1e−17 relative and checked per fit). NUTS runs on (θ, s, R) only (μ integrated out
 as well by default, :func:`benchmeasure.suite.prior.theta_marginal_logp`) — M·B + B + B(B − 1)/2 coordinates (511
@@ -14,8 +14,8 @@ on MMLU-Pro's 29 models × 14 categories) whatever the number of items — with 
 log density and its gradient from the Numba kernels: by default one cached compiled function for the whole
 density (:mod:`.density`), else this PyMC model with one PyTensor Op for all benchmarks' likelihoods
 (:mod:`.mirt_kernel`). Then every b_i is drawn exactly from its
-one-dimensional conditional given each θ draw (:func:`benchmeasure.irt.collapsed.draw_difficulties`, per
-benchmark). The joint draws (θ, μ, s, R, b) are draws of the same posterior as the joint model's
+one-dimensional conditional given each θ draw (:func:`benchmeasure.irt.routes.collapsed.difficulties.draw_difficulties`,
+per benchmark). The joint draws (θ, μ, s, R, b) are draws of the same posterior as the joint model's
 (:func:`.mirt.build_model`); only b's prior must be the paper's Normal(0, 1), which the quadrature weights carry.
 """
 
@@ -27,9 +27,9 @@ from benchmeasure.base.errors import fail
 
 
 def benchmark_data(counts, trials, item_benchmark, n_benchmarks: int) -> list:
-    """One :class:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData` per benchmark (its sub-matrix), and the
+    """One :class:`~benchmeasure.irt.routes.collapsed.holes.CollapsedHolesData` per benchmark (its sub-matrix), and the
     column indices of its items: ``[(columns, data), ...]``."""
-    from benchmeasure.irt.collapsed_holes import CollapsedHolesData
+    from benchmeasure.irt.routes.collapsed.holes import CollapsedHolesData
 
     counts = np.asarray(counts, dtype=np.int64)
     trials = np.asarray(trials, dtype=np.int64)
@@ -69,7 +69,7 @@ def build_collapsed_model(counts, trials, item_benchmark, n_benchmarks: int, *, 
 
 def draw_all_difficulties(data: list, theta_draws: np.ndarray, n_items: int, seed: int, on_block=None):
     """Exact draws of every b given each θ draw: θ (chains, draws, M, B) → float32 (chains, draws, N)."""
-    from benchmeasure.irt.collapsed import draw_difficulties
+    from benchmeasure.irt.routes.collapsed.difficulties import draw_difficulties
 
     chains, draws = theta_draws.shape[:2]
     out = np.empty((chains, draws, n_items), dtype=np.float32)
@@ -89,7 +89,7 @@ def draw_all_difficulties(data: list, theta_draws: np.ndarray, n_items: int, see
 
 def quadrature_checks(data: list, theta_draws: np.ndarray, seed: int) -> dict:
     """The collapsed route's per-fit quadrature check (the grid against half its step), worst over benchmarks."""
-    from benchmeasure.irt.collapsed import quadrature_check
+    from benchmeasure.irt.routes.collapsed.difficulties import quadrature_check
 
     worst: dict = {}
     for k, (_, sub) in enumerate(data):

@@ -2,7 +2,7 @@
 
 ``SuiteMarginal(data)(theta)`` → Σ_k log ∫ … db of benchmark k's sub-matrix at θ_{·,k} (θ is M × B), with its
 gradient, by one Numba call that loops over the benchmarks and runs
-:func:`benchmeasure.irt.collapsed_holes.marginal_logp_grad_holes` on each (the per-benchmark arrays packed into
+:func:`benchmeasure.irt.routes.collapsed.holes.marginal_logp_grad_holes` on each (the per-benchmark arrays packed into
 flat arrays with offsets). Why one Op and not one per benchmark: PyTensor's Numba back end compiles every node
 of the graph on its own, kernel included; with one node per benchmark, compiling the 6-benchmark model took
 336 s against 44 s for 2 benchmarks (and > 10 min for MMLU-Pro's 14, stopped), measured on this machine.
@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor
-import pytensor.tensor as pt
-from pytensor.gradient import DisconnectedType
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.collapsed_holes import marginal_logp_grad_holes
+from benchmeasure.irt.graph_op import ValueGradOp, source_version
+from benchmeasure.irt.routes.collapsed.holes import marginal_logp_grad_holes
 
 
 def pack(datas: list) -> list:
-    """The flat arrays (and offsets) of a list of :class:`~benchmeasure.irt.collapsed_holes.CollapsedHolesData`."""
+    """The flat arrays (and offsets) of a list of
+    :class:`~benchmeasure.irt.routes.collapsed.holes.CollapsedHolesData`."""
     def offsets(sizes):
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
@@ -69,32 +67,11 @@ def suite_logp_grad(theta, nodes, log_w, grid_off, patterns, pat_off, c_pattern,
     return value, grad
 
 
-class SuiteMarginalGrad(Op):
+class SuiteMarginalGrad(ValueGradOp):
     """(θ (M × B), packed constants) → (Σ_k ℓ_k(θ_{·,k}) with every b integrated out, its gradient)."""
 
-    __props__ = ()
-
-    def make_node(self, theta, *constants):
-        theta = pt.as_tensor_variable(theta).astype("float64")
-        constants = [pt.as_tensor_variable(c) for c in constants]
-        return Apply(self, [theta, *constants], [pt.dscalar(), pt.dmatrix()])
-
-    def perform(self, node, inputs, outputs):
-        theta, *constants = inputs
-        value, grad = suite_logp_grad(np.ascontiguousarray(theta), *[np.ascontiguousarray(c) for c in constants])
-        outputs[0][0] = np.asarray(value, dtype=np.float64)
-        outputs[1][0] = grad
-
-    def infer_shape(self, node, input_shapes):
-        return [(), input_shapes[0]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        if not isinstance(cotangents[1].type, DisconnectedType):
-            raise NotImplementedError("only the log-likelihood output of SuiteMarginalGrad is differentiable")
-        return [cotangents[0] * outputs[1]] + [DisconnectedType()() for _ in inputs[1:]]
-
-    def connection_pattern(self, node):
-        return [[True, True]] + [[False, False]] * (len(node.inputs) - 1)
+    def compute(self, theta, *constants):
+        return suite_logp_grad(np.ascontiguousarray(theta), *[np.ascontiguousarray(c) for c in constants])
 
 
 def suite_marginal(datas: list, theta):
@@ -103,21 +80,11 @@ def suite_marginal(datas: list, theta):
     return SuiteMarginalGrad()(theta, *constants)[0]
 
 
-def _version() -> int:
-    import hashlib
-    import importlib.resources
-
-    digest = hashlib.sha256(importlib.resources.files(__package__).joinpath("mirt_kernel.py").read_bytes())
-    irt = importlib.resources.files("benchmeasure.irt")
-    for name in ("collapsed_holes.py", "quadrature.py"):
-        digest.update(irt.joinpath(name).read_bytes())
-    return int.from_bytes(digest.digest()[:6], "big")
-
-
 def _register_numba():
     from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
 
-    version = _version()
+    version = source_version("suite/mirt_kernel.py", "irt/routes/collapsed/holes.py",
+                             "irt/routes/collapsed/quadrature.py", "irt/graph_op.py")
 
     @register_funcify_default_op_cache_key(SuiteMarginalGrad)
     def _funcify(op, node=None, **kwargs):

@@ -1,6 +1,6 @@
 """The collapsed 1PL sampler on a matrix with holes or K per cell (``prepare --allow-missing``).
 
-The same exact posterior as :mod:`benchmeasure.irt.collapsed`, with the trials matrix T (T_ij = 0 for an
+The same exact posterior as :mod:`benchmeasure.irt.routes.collapsed`, with the trials matrix T (T_ij = 0 for an
 absent cell, 1 … K otherwise) in place of one K: Y_ij ~ Binomial(T_ij, g_i + (1 − g_i)·σ(θ_j − b_i)), so an
 absent cell (T = Y = 0) adds exactly nothing to the likelihood (the masked likelihood), and
 
@@ -15,8 +15,8 @@ Which items share one integral:
   (P × M times M × G).
 * g_i > 0: items share an integral when g, the column of counts and the column of trials are all identical.
 
-The grid (:func:`benchmeasure.irt.quadrature.make_grid` with K the largest trials count) stays valid: fewer
-trials only flatten the integrand, so its curvature bound and the exact draws' envelope still hold.
+The grid (:func:`benchmeasure.irt.routes.collapsed.quadrature.make_grid` with K the largest trials count) stays
+valid: fewer trials only flatten the integrand, so its curvature bound and the exact draws' envelope still hold.
 
 Cost of one log-density and gradient: O(M·G·(1 + P) + groups·G), P the number of distinct trials columns (8 on
 MMLU-Pro's 29 × 12,032 matrix with 1,713 holes), independent of the number of items. The tables take no
@@ -32,9 +32,13 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.collapsed import window_integral, window_steps
-from benchmeasure.irt.quadrature import Grid, cell_loglik, chord_cumulative, chord_draw, make_grid
-from benchmeasure.irt.rng import uniform
+from benchmeasure.irt.routes.collapsed.quadrature import (
+    Grid,
+    cell_loglik,
+    start_groups,
+    window_integral,
+    window_steps,
+)
 
 
 def _unique_columns(keys: np.ndarray):
@@ -52,7 +56,7 @@ class CollapsedHolesData:
     per (trials column, column sum) group its pattern index, its sum and how many items share it; ``row_sums``:
     Σ over g = 0 items of Y_ij per model; ``gu``/``yu``/``ku``/``nu``: distinct (g, counts column, trials column)
     of the g > 0 items, sorted by g, with ``gbounds`` the start of each distinct g; ``item_kind``/``item_group``
-    as in :class:`benchmeasure.irt.collapsed.CollapsedData`.
+    as in :class:`benchmeasure.irt.routes.collapsed.marginal.CollapsedData`.
     """
 
     def __init__(self, counts, trials, n_trials: int, guessing=0.0, grid: Grid | None = None):
@@ -62,14 +66,8 @@ class CollapsedHolesData:
             raise ValueError(f"counts {y.shape} and trials {t.shape} differ in shape")
         if np.any(y > t) or np.any(y < 0):
             raise ValueError("every count must lie in [0, its cell's trials]")
-        n_models, n_items = y.shape
-        g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,))
-        self.n_models, self.n_items, self.n_trials = n_models, n_items, int(n_trials)
-        self.grid = grid or make_grid(n_models, n_trials)
-        plain = g == 0.0
-        self.item_kind = np.where(plain, 0, 1).astype(np.int64)
-        self.item_group = np.zeros(n_items, dtype=np.int64)
-        col = y.sum(axis=0)
+        g, plain, col = start_groups(self, y, guessing, n_trials, grid)
+        n_models = y.shape[0]
         plain_idx = np.flatnonzero(plain)
         patterns, pattern_of, _ = _unique_columns(t[:, plain_idx].T)
         self.patterns = np.ascontiguousarray(patterns, dtype=float).reshape(-1, n_models)
@@ -109,12 +107,6 @@ class CollapsedHolesData:
     def __call__(self, theta):
         """(log p(Y | θ) integrated over b, its gradient in θ) at a NumPy θ; the θ prior is not included."""
         return marginal_logp_grad_holes(np.ascontiguousarray(theta, dtype=float), *self.args())
-
-    def draw_block(self, theta_draws, nodes, step, delta, members, state, out):
-        """out[s, i] = one exact draw of b_i given θ = theta_draws[s] on the grid ``nodes`` (used by
-        ``collapsed.draw_difficulties``)."""
-        draw_b_block_holes(theta_draws, nodes, step, delta, self.patterns, self.c_pattern,
-                           self.c_values, self.yu, self.ku, self.gu, self.gbounds, *members, state, out)
 
     def log_integrands(self, theta) -> np.ndarray:
         """Every group's log-integrand on the grid at θ (groups × G), for the edge-weight check."""
@@ -160,7 +152,7 @@ FEW_PATTERNS = 16
 def _pattern_tables(theta, nodes, patterns, s_tab, sig):
     """s_tab[p, k] = Σ_j T_pj·softplus(θ_j − x_k) for every trials column p, and sig[j, k] = σ(θ_j − x_k).
 
-    The trick of :func:`benchmeasure.irt.collapsed._softplus_sigma_table`: e^(±η) = e^(±θ_j)·e^(∓x_k) are products
+    The trick of :func:`.marginal._softplus_table`: e^(±η) = e^(±θ_j)·e^(∓x_k) are products
     of per-model and per-node factors, softplus(η) = max(η, 0) + log(1 + min(e^η, e^(−η))), and the logarithms
     of a trials column's factors (each in (1, 2]) are taken once per node, distinct trials count t and block of 512
     of them (Σ_j T_pj·log(1 + e^(−|η_jk|)) = Σ_t t·log Π_{j: T_pj = t} (1 + e^(−|η_jk|))). No transcendental
@@ -327,86 +319,3 @@ def marginal_logp_grad_holes(theta, nodes, log_weights, patterns, c_pattern, c_v
                     acc += t_y[j, k] * dd[j, k] + t_k[j, k] * dbl[j, k]
                 grad[j] += acc
     return value, grad
-
-
-@numba.njit(cache=True)
-def _logf_exact(x, y, k, theta, g):
-    """log N(x; 0, 1)·likelihood of one item at b = x, cells with 0 trials skipped (up to constants)."""
-    total = -0.5 * x * x
-    for j in range(theta.shape[0]):
-        if k[j] > 0.0:
-            total += cell_loglik(y[j], k[j], theta[j] - x, g)
-    return total
-
-
-@numba.njit(cache=True, nogil=True)
-def draw_b_block_holes(theta_draws, nodes, step, delta, patterns, c_pattern, c_values, yu, ku, gu, gbounds,
-                       members_c, starts_c, members_u, starts_u, state, out):
-    """out[s, i] = one exact draw of b_i given θ = theta_draws[s] (the envelope of ``collapsed.draw_b_block``)."""
-    m, n_nodes = theta_draws.shape[1], nodes.shape[0]
-    n_c, n_u = c_values.shape[0], gu.shape[0]
-    f_c = np.empty((n_c, n_nodes))
-    cum_c = np.empty((n_c, n_nodes - 1))
-    shape_c = np.empty((n_c, n_nodes - 1))
-    guide_c = np.empty((n_c, n_nodes - 1), dtype=np.int64)
-    f_u = np.empty((n_u, n_nodes))
-    cum_u = np.empty((n_u, n_nodes - 1))
-    shape_u = np.empty((n_u, n_nodes - 1))
-    guide_u = np.empty((n_u, n_nodes - 1), dtype=np.int64)
-    s_tab = np.empty((patterns.shape[0], n_nodes))
-    sig = np.empty((m, n_nodes))
-    d = np.empty((m, n_nodes))
-    lw = np.empty((m, n_nodes))
-    dd = np.empty((m, n_nodes))
-    dbl = np.empty((m, n_nodes))
-    squeeze = math.exp(-2.0 * delta)
-    # g = 0: the log density is concave, so it lies on or above its chord and log w < −δ is accepted by the
-    # exact test below whatever x is: the test is skipped, the decision (and every draw) is the same
-    squeeze_plain = math.exp(-delta)
-    for s in range(theta_draws.shape[0]):
-        theta = theta_draws[s]
-        if n_c:
-            _pattern_tables(theta, nodes, patterns, s_tab, sig)
-            for c in range(n_c):
-                for k in range(n_nodes):
-                    x = nodes[k]
-                    f_c[c, k] = -0.5 * x * x - c_values[c] * x - s_tab[c_pattern[c], k]
-                chord_cumulative(f_c[c], step, cum_c[c], shape_c[c], guide_c[c])
-        for block in range(gbounds.shape[0] - 1):
-            lo, hi = gbounds[block], gbounds[block + 1]
-            _guess_tables_cells(theta, nodes, gu[lo], d, lw, dd, dbl)
-            f_u[lo:hi] = np.ascontiguousarray(yu[lo:hi]) @ d + np.ascontiguousarray(ku[lo:hi]) @ lw
-            for u in range(lo, hi):
-                for k in range(n_nodes):
-                    f_u[u, k] -= 0.5 * nodes[k] * nodes[k]
-                chord_cumulative(f_u[u], step, cum_u[u], shape_u[u], guide_u[u])
-        # group by group, as collapsed.draw_b_block
-        for c in range(n_c):
-            f, cum, shp, gd = f_c[c], cum_c[c], shape_c[c], guide_c[c]
-            prow = patterns[c_pattern[c]]
-            for q in range(starts_c[c], starts_c[c + 1]):
-                while True:
-                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
-                    w = uniform(state)
-                    if w < squeeze_plain:
-                        break
-                    # Σ_j Y_ij θ_j is constant in x: −x²/2 − C·x − Σ_j T_pj softplus(θ_j − x)
-                    exact = -0.5 * x * x - c_values[c] * x
-                    for j in range(m):
-                        eta = theta[j] - x
-                        if prow[j] > 0.0:
-                            exact -= prow[j] * (max(eta, 0.0) + math.log(1.0 + math.exp(-abs(eta))))
-                    if math.log(w) < exact - chord - delta:
-                        break
-                out[s, members_c[q]] = x
-        for u in range(n_u):
-            f, cum, shp, gd = f_u[u], cum_u[u], shape_u[u], guide_u[u]
-            for q in range(starts_u[u], starts_u[u + 1]):
-                while True:
-                    x, chord = chord_draw(f, cum, shp, gd, nodes[0], step, state)
-                    w = uniform(state)
-                    if w < squeeze:
-                        break
-                    if math.log(w) < _logf_exact(x, yu[u], ku[u], theta, gu[u]) - chord - delta:
-                        break
-                out[s, members_u[q]] = x

@@ -10,7 +10,7 @@ maximum likelihood avoids this by integrating the abilities out. Here, with the 
 and its mode is found by L-BFGS. With holes or K per cell (``prepare --allow-missing``) the trials matrix T
 replaces K: an absent cell has T = Y = 0 and adds exactly nothing to a model's integrand (the masked likelihood).
 Each model's integral is one-dimensional and is computed on the uniform
-trapezoid grid of :mod:`benchmeasure.irt.quadrature` (the same grid and error bound as the collapsed
+trapezoid grid of :mod:`benchmeasure.irt.routes.collapsed.quadrature` (the same grid and error bound as the collapsed
 sampler and the anchored fits: relative error near 1e-17, so the mode is exact for this model to
 optimizer tolerance). The grid is shared by all models, so the log-likelihood at every (model, node) is two
 matrix products, and the gradient is two more: d/db_i = E[∂ℓ/∂b_i | b, Y_j] summed over models.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmeasure.irt.quadrature import make_grid
+from benchmeasure.irt.routes.collapsed.quadrature import make_grid
 
 
 def _log_probs(eta: np.ndarray, g: np.ndarray):

@@ -19,11 +19,11 @@ term is taken once per block of cells as the log of a product (each factor lies 
 could exceed 600 (far outside any posterior here, possible in early warm-up), the kernel
 switches to the textbook per-cell form, which is stable for any η.
 
-:func:`loglik_op` wraps the kernel as a PyTensor Op with outputs (ℓ, ∂ℓ/∂θ, ∂ℓ/∂b), so
-the log-density and its gradient come from one node; it runs compiled in nutpie's Numba
-back end and through ``perform`` in PyMC's own NUTS. :func:`pytensor_loglik` writes the
-same elementwise expression with PyTensor operations, for back ends without the Op
-(JAX) and as a cross-check.
+:func:`benchmeasure.irt.routes.joint.op.loglik_op` wraps the kernel as a PyTensor Op with
+outputs (ℓ, ∂ℓ/∂θ, ∂ℓ/∂b), so the log-density and its gradient come from one node; it runs compiled
+in nutpie's Numba back end and through ``perform`` in PyMC's own NUTS.
+:func:`benchmeasure.irt.routes.joint.op.pytensor_loglik` writes the same elementwise expression with
+PyTensor operations, for back ends without the Op (JAX) and as a cross-check.
 """
 
 from __future__ import annotations
@@ -237,27 +237,3 @@ class LoglikData:
         """(ℓ, ∂ℓ/∂θ, ∂ℓ/∂b) at NumPy arrays ``theta`` and ``b``."""
         return loglik_and_grad(np.ascontiguousarray(theta, dtype=float), np.ascontiguousarray(b, dtype=float),
                                *self.args())
-
-
-def loglik_op(counts, n_trials: int, guessing):
-    """A PyTensor Op computing (ℓ, ∂ℓ/∂θ, ∂ℓ/∂b) for this matrix; ``op(theta, b)`` returns ℓ."""
-    from benchmeasure.irt.pytensor_op import FusedLoglik
-
-    return FusedLoglik(LoglikData(counts, n_trials, guessing))
-
-
-def pytensor_loglik(value, n_trials: int, guessing, theta, b):
-    """The same log-likelihood as the fused kernel, elementwise in PyTensor (shape (M, N))."""
-    import pytensor.tensor as pt
-
-    g = np.asarray(guessing, dtype=float)
-    eta = theta[:, None] - b[None, :]
-    out = value * eta - n_trials * pt.softplus(eta)
-    if np.any(g > 0):
-        with np.errstate(divide="ignore"):
-            log_g = np.where(g > 0, np.log(np.where(g > 0, g, 1.0)), -np.inf)
-        log1m_g = np.log1p(-g)
-        if g.ndim == 1:  # per item: broadcast along the item axis
-            log_g, log1m_g = log_g[None, :], log1m_g[None, :]
-        out = out + value * pt.softplus(log_g - eta) + (n_trials - value) * log1m_g
-    return out
