@@ -63,6 +63,9 @@ def load(data: Path, name: str, work: Path) -> ResponseMatrix:
     return read_matrix_allowing_holes(out, 1)
 
 
+PLUG_IN = False   # --plug-in: the check at the posterior means (one point) instead of averaging over draws
+
+
 def fit_and_check(matrix: ResponseMatrix, seed: int):
     """NUTS fit in process, then the check on its draws; returns (check, seconds of fit, seconds of check)."""
     from benchmeasure.irt.draws import Draws
@@ -73,6 +76,8 @@ def fit_and_check(matrix: ResponseMatrix, seed: int):
     draws = Draws.of(result.posterior)
     theta = draws.values("theta").reshape(-1, len(matrix.models))
     b = draws.values("b").reshape(-1, len(matrix.items))
+    if PLUG_IN:
+        theta, b = result.theta_mean[None, :], result.b_mean[None, :]
     inputs = FitInputs(matrix, "(in memory)", ParameterTable(matrix.models, result.theta_mean, result.theta_sd),
                        ParameterTable(matrix.items, result.b_mean, result.b_sd), np.zeros(len(matrix.items)), None,
                        "posterior draws of the in-process fit", samples=(theta, b))
@@ -150,7 +155,11 @@ def main() -> int:
                         choices=sorted(SOURCES))
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--null-worlds", type=int, default=2, help="null worlds per matrix and per unlike kind")
+    parser.add_argument("--plug-in", action="store_true",
+                        help="check at the posterior means instead of averaging over 200 draws (a comparison)")
     args = parser.parse_args()
+    global PLUG_IN
+    PLUG_IN = args.plug_in
     rng = np.random.default_rng(args.seed)
     rows, nulls = [], []
     with tempfile.TemporaryDirectory() as tmp:
