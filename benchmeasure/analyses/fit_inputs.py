@@ -162,7 +162,7 @@ def read_fit_inputs(folder: str, diagnostics: dict, posterior: str | None, *, ma
 
 
 def draw_batches(inputs: FitInputs, draws: int, seed: int, batch: int = 8):
-    """Yield ``(theta, b)`` arrays of shape (B, M) and (B, N), ``draws`` in all (fewer for a MAP fit: one)."""
+    """Yield ``(theta, b)`` arrays of shape (B, M) and (B, N), ``draws`` in all (at most the posterior's)."""
     m = inputs.matrix
     if inputs.samples is not None:
         theta, b = inputs.samples
@@ -184,7 +184,10 @@ def draw_batches(inputs: FitInputs, draws: int, seed: int, batch: int = 8):
             yield np.asarray(theta[rows], dtype=float), np.asarray(b[rows], dtype=float)
         return
     if not (inputs.theta.sd > 0).any() and not (inputs.b.sd > 0).any():
-        yield inputs.theta.mean[None, :], inputs.b.mean[None, :]
+        # a MAP fit: the one point, repeated so that the whole-fit checks get ``draws`` replicated data sets
+        for start in range(0, draws, batch):
+            size = min(batch, draws - start)
+            yield np.repeat(inputs.theta.mean[None, :], size, axis=0), np.repeat(inputs.b.mean[None, :], size, axis=0)
         return
     rng = np.random.default_rng(seed)
     for start in range(0, draws, batch):

@@ -49,7 +49,8 @@ def plot_item_fit(check, inputs, path: Path) -> None:
             ax.set_title(f"{row['item'][:28]}  q = {row['q_value']:.2g}", fontsize=8)
             ax.set_xlabel("θ", fontsize=8)
             ax.tick_params(labelsize=7)
-        axes.flat[0].legend(fontsize=6, loc="best")
+        if rows:
+            axes.flat[0].legend(fontsize=6, loc="best")
         fig.suptitle("flagged items: observed vs fitted response curves", fontsize=10)
         fig.tight_layout()
         with atomic_write(path, mode="wb") as handle:
