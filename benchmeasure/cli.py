@@ -54,6 +54,8 @@ COMMANDS: dict[str, Command] = {
                      "Growing Pains: benchmarks arrive in order; predict held-out models' accuracy from anchors"),
     "robustness": Command("irt_robustness", "scripts/irt_robustness.py", "irt",
                           "IRT robustness analyses (Tables 6–10)"),
+    "check-fit": Command("check_fit", "scripts/check_fit.py", "irt",
+                         "does the 1PL fit? item, model and whole-fit posterior predictive checks of a fit folder"),
     "diagnose": Command("diagnose_benchmark", "scripts/diagnose_benchmark.py", "analyses",
                         "DDM, Max Gap and Top-k Gap Sum of a difficulty file (Table 1)"),
     "summarize": Command("summarize_benchmarks", "scripts/summarize_benchmarks.py", "analyses",
