@@ -146,6 +146,9 @@ class FitSettings:
         if self.model not in model_choices():
             raise SettingsError("{model} must be one of {choices}, got {value!r}",
                                 choices=", ".join(model_choices()), value=self.model)
+        if not any(self.model in ROUTES[n].models and ROUTES[n].method == self.method for n in ROUTES):
+            raise SettingsError("{model} {value} is fitted by {method} nuts only (no route gives its mode)",
+                                value=self.model)
         if self.compare is not None and (self.compare != "1pl" or self.model != "2pl"):
             raise SettingsError("{compare} takes 1pl with {model} 2pl (the 2PL is compared with the 1PL it "
                                 "extends), got {value!r} with {model} {model_value}", value=self.compare,
