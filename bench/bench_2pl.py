@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--timing-only", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
-    print(f"machine: {cpu_name()}; {versions(['pymc', 'nutpie', 'numba', 'arviz'])}")
+    print(f"machine: {cpu_name()}; {versions(['pymc', 'nutpie', 'numba', 'arviz'])}", flush=True)
     rows, out = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -147,10 +147,12 @@ def main() -> None:
         t = out["timing_51x800"]
         print(f"simulated 51 x 800 (K = 1), fit --model 2pl, 4 chains x (1000 + 1000): wall {t['wall_s']:.1f} s "
               f"(compile/load {t['compile_s']:.1f} s, sampling {t['sampling_s']:.1f} s); max R-hat "
-              f"{t['max_r_hat']:.3f}, min bulk ESS {t['min_ess_bulk']:.0f}; corr(a, truth) {t['corr_a_truth']:.2f}")
+              f"{t['max_r_hat']:.3f}, min bulk ESS {t['min_ess_bulk']:.0f}; corr(a, truth) {t['corr_a_truth']:.2f}",
+              flush=True)
         if not args.timing_only:
             for name in args.only or MATRICES:
                 rows.append(one(name, work, args.chains, args.tune, args.draws))
+                print(json.dumps(rows[-1]), flush=True)
     out["matrices"] = rows
     if rows:
         print(f"\n2PL vs 1PL, {args.chains} chains x ({args.tune} + {args.draws}), seed 1\n")
