@@ -27,9 +27,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
-sys.path.insert(0, str(ROOT / "bench"))
-
-from machine import cpu_name, versions  # noqa: E402
+_machine = runpy.run_path(str(Path(__file__).with_name("machine.py")))  # CPU name and versions, shared by the benches
+cpu_name, versions = _machine["cpu_name"], _machine["versions"]
 
 DATA = Path("/work/shared/data")
 MATRICES = {
