@@ -15,16 +15,11 @@ from benchmeasure.irt.compiled import _OK, Density, _buffer, _finish, _mat, _vec
 from benchmeasure.irt.routes.twopl.model import SLOPE_SD
 
 
-@numba.njit(cache=True, inline="always")
-def _softplus(x):
-    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
-
-
 @numba.njit(cache=True)
 def _twopl_call(z, buf, out, logp):
     head = _vec(buf, 0)
     m, n, slopes, sd = int(head[0]), int(head[1]), head[2] > 0.5, head[3]
-    y, k, g = _mat(buf, 1), _mat(buf, 2), _vec(buf, 3)
+    y, k, g = _mat(buf, 1), _mat(buf, 2), _vec(buf, 3)   # y and K stored item-major (N, M): contiguous columns
     theta, b = z[:m], z[m:m + n]
     grad = np.zeros(z.shape[0])
     value = 0.0
@@ -32,28 +27,33 @@ def _twopl_call(z, buf, out, logp):
         a = math.exp(sd * z[m + n + i]) if slopes else 1.0
         gi = g[i]
         bi = b[i]
+        yi, ki = y[i], k[i]
         d_eta_a = 0.0   # Σ_j dL/dη · (θ_j − b_i)
         d_eta_sum = 0.0  # Σ_j dL/dη
-        for j in range(m):
-            kij = k[j, i]
-            if kij == 0.0:
-                continue
-            yij = y[j, i]
-            diff = theta[j] - bi
-            eta = a * diff
-            e = math.exp(-abs(eta))
-            s = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
-            sp = max(eta, 0.0) + math.log1p(e)              # softplus(η)
-            if gi == 0.0:
-                value += yij * eta - kij * sp
-                de = yij - kij * s
-            else:
+        if gi == 0.0:   # y·η − K·softplus(η); an absent cell (K = 0, y = 0) adds nothing
+            for j in range(m):
+                diff = theta[j] - bi
+                eta = a * diff
+                e = math.exp(-abs(eta))
+                s = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
+                value += yi[j] * eta - ki[j] * (max(eta, 0.0) + math.log1p(e))
+                de = yi[j] - ki[j] * s
+                grad[j] += de * a
+                d_eta_sum += de
+                d_eta_a += de * diff
+        else:
+            log_q0 = math.log1p(-gi)
+            for j in range(m):
+                diff = theta[j] - bi
+                eta = a * diff
+                e = math.exp(-abs(eta))
+                s = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
                 p = gi + (1.0 - gi) * s
-                value += yij * math.log(p) + (kij - yij) * (math.log1p(-gi) - sp)
-                de = yij * (1.0 - gi) * s * (1.0 - s) / p - (kij - yij) * s
-            grad[j] += de * a
-            d_eta_sum += de
-            d_eta_a += de * diff
+                value += yi[j] * math.log(p) + (ki[j] - yi[j]) * (log_q0 - max(eta, 0.0) - math.log1p(e))
+                de = yi[j] * (1.0 - gi) * s * (1.0 - s) / p - (ki[j] - yi[j]) * s
+                grad[j] += de * a
+                d_eta_sum += de
+                d_eta_a += de * diff
         grad[m + i] = -a * d_eta_sum
         if slopes:
             grad[m + n + i] = sd * a * d_eta_a
@@ -84,7 +84,7 @@ def twopl_density(counts, trials, guessing, *, models, items, slopes: bool = Tru
     y = np.asarray(counts, dtype=float)
     m, n = y.shape
     g = np.broadcast_to(np.asarray(guessing, dtype=float), (n,))
-    buf = pack((m, n, 1.0 if slopes else 0.0, SLOPE_SD), y, np.asarray(trials, dtype=float), g)
+    buf = pack((m, n, 1.0 if slopes else 0.0, SLOPE_SD), y.T, np.asarray(trials, dtype=float).T, g)
     variables = (("theta", "model"), ("b", "item")) + ((("a", "item"),) if slopes else ())
     return Density("2pl", buf, m + n + (n if slopes else 0), variables,
                    {"model": list(models), "item": list(items)})
