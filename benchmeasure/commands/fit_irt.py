@@ -26,7 +26,15 @@ from benchmeasure.core.guessing import read_guessing_csv
 from benchmeasure.core.matrix import read_matrix
 from benchmeasure.irt.fit_folder import POSTERIOR_NAME
 from benchmeasure.irt.observation import OBSERVATIONS
-from benchmeasure.irt.plan import FIELDS, FitSettings, SettingsError, method_choices, route_choices, sampler_choices
+from benchmeasure.irt.plan import (
+    FIELDS,
+    FitSettings,
+    SettingsError,
+    method_choices,
+    model_choices,
+    route_choices,
+    sampler_choices,
+)
 
 EXAMPLES = """\
 examples:
@@ -40,6 +48,7 @@ model (paper, Appendix C.3):
   P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)
   theta_j ~ Normal(0, 1), b_i ~ Normal(0, 1);  g = 0 unless --guessing / --guessing-csv
   --observation beta-binomial: Y_ij ~ BetaBinomial(n_trials, P c, (1 - P) c), c = (1 - rho)/rho, rho ~ Beta(1, 1)
+  --model 2pl: P(correct) = g + (1 - g) * sigmoid(a_i (theta_j - b_i)), a_i ~ LogNormal(0, 0.5) (docs/irt.md)
 """
 
 
@@ -90,6 +99,12 @@ def parse_args(argv):
                              "or beta-binomial (trials of one model on one item share a success rate; one "
                              "correlation rho ~ Beta(1, 1) for the matrix; joint route, --method nuts; "
                              "docs/observation_models.md)")
+    parser.add_argument("--model", default="1pl", choices=model_choices(),
+                        help="item-response model: 1pl (default, the paper's) or 2pl (a slope a_i ~ LogNormal(0, 0.5) "
+                             "per item, on the 2pl route; difficulty.csv gains a_mean, a_sd; docs/irt.md)")
+    parser.add_argument("--compare", default=None, choices=("1pl",),
+                        help="with --model 2pl: also sample the 1PL and compare both by PSIS-LOO over the cells "
+                             "(elpd difference and its standard error, in the summary and diagnostics.json)")
     parser.add_argument("--fixed-difficulties", default=None, metavar="CSV",
                         help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
                              "every other item and every model is fitted, so new items land on that scale "
@@ -145,7 +160,8 @@ def validate(args):
     try:  # the library checks the fit's settings once; its messages name fields, written here as flags
         args.settings = FitSettings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune,
                                     draws=args.draws, target_accept=args.target_accept, seed=args.seed,
-                                    route=args.route, observation=args.observation)
+                                    route=args.route, observation=args.observation, model=args.model,
+                                    compare=args.compare)
     except SettingsError as exc:
         fail(exc.render(FLAGS))
     args.fixed_b = read_fixed_difficulties(args, matrix)
@@ -198,7 +214,7 @@ def main(argv=None) -> int:
     plan = args.plan
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
-    say(f"fitting the 1PL to {len(matrix.models)} models x {len(matrix.items)} items "
+    say(f"fitting the {args.model.upper()} to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trial{'s' if matrix.n_trials != 1 else ''} per cell) with "
         + ("MAP (marginal mode)" if not plan.nuts else
            f"blocked Gibbs (gibbs route, {args.chains} chains x ({args.tune} burn-in + {args.draws} sweeps))"
@@ -214,7 +230,10 @@ def main(argv=None) -> int:
 
     wall_time = time.perf_counter() - wall_start
     calibrated = None
-    if args.method == "nuts" and not args.no_calibrate:
+    if args.model != "1pl" and not args.no_calibrate:
+        say("note: the calibrated intervals simulate 1PL worlds; under --model 2pl they are not computed "
+            "(reports say 'uncalibrated')")
+    if args.method == "nuts" and not args.no_calibrate and args.model == "1pl":
         from benchmeasure.analyses.calibrated import calibrate_fit
 
         say("calibrating the intervals: DDM, Max Gap and Top-5 Gap Sum simulated at this fit "
@@ -269,6 +288,12 @@ def main(argv=None) -> int:
             + (f"min tail ESS {tail:.0f}, " if tail is not None else "") +
             f"{d['divergences']} divergences; sampling {d['sampling_time_s']:.1f} s, "
             f"wall {diagnostics['wall_time_s']:.1f} s")
+    if d.get("slopes"):
+        sl = d["slopes"]
+        say(f"slopes (2PL): median {sl['median']:.2f}, range {sl['min']:.2f} to {sl['max']:.2f}; "
+            f"{sl['below_0_5']} item(s) with a < 0.5, {sl['above_2']} with a > 2")
+    if d.get("loo"):
+        say(d["loo"]["line"])
     if "calibrated_intervals" in diagnostics and not args.quiet:
         from benchmeasure.core.calibrated_text import checked, lines
         from benchmeasure.core.resolution import gap_table

@@ -70,6 +70,8 @@ class FitResult:
     warnings: list = field(default_factory=list)
     ess_tail: np.ndarray | None = None         # per item, when the fit computed it with the other summaries
     theta_ess_tail: np.ndarray | None = None   # per model
+    a_mean: np.ndarray | None = None           # per item, the 2PL's slopes (fit --model 2pl); None for the 1PL
+    a_sd: np.ndarray | None = None
 
     @property
     def has_uncertainty(self) -> bool:
@@ -92,9 +94,13 @@ class FitResult:
         return np.quantile(d, tail, axis=0), np.quantile(d, 1.0 - tail, axis=0)
 
     def difficulty_columns(self) -> dict:
-        """``item,b_mean,b_sd,r_hat,ess_bulk`` as column → values: what difficulty.csv holds."""
-        return {"item": self.items, "b_mean": self.b_mean, "b_sd": self.b_sd, "r_hat": self.r_hat,
-                "ess_bulk": self.ess_bulk}
+        """``item,b_mean,b_sd,r_hat,ess_bulk`` as column → values: what difficulty.csv holds (then ``a_mean,a_sd``
+        for the 2PL)."""
+        columns = {"item": self.items, "b_mean": self.b_mean, "b_sd": self.b_sd, "r_hat": self.r_hat,
+                   "ess_bulk": self.ess_bulk}
+        if self.a_mean is not None:
+            columns.update(a_mean=self.a_mean, a_sd=self.a_sd)
+        return columns
 
     def ability_columns(self) -> dict:
         """``model,theta_mean,theta_sd,r_hat,ess_bulk`` as column → values: what ability.csv holds."""
@@ -206,14 +212,14 @@ def _finish(result: FitResult, matrix: ResponseMatrix, plan: FitPlan) -> FitResu
 
     g, fixed_b, seed, observation = plan.guessing, plan.fixed_b, plan.seed_used, plan.settings.observation
     trials = getattr(matrix, "trials", None)
-    # the column sum is sufficient for b only under the binomial; other observation models tie whole columns
-    whole = observation != "binomial"
+    # the column sum is sufficient for b only under the binomial 1PL; other models tie whole columns
+    whole = observation != "binomial" or plan.settings.model != "1pl"
     result.diagnostics["ties"] = tie_summary(matrix.counts, g, trials=trials, whole_column=whole)
     b_draws = result.draws("b", dtype=None)   # as stored, no copy
     if fixed_b is None:   # b_mean, b_sd are each item's own draws' moments: pooled without reading the draws
         result.b_mean, result.b_sd = pool_moments(tie_groups(matrix.counts, g, trials=trials, whole_column=whole),
                                                   result.b_mean, result.b_sd, b_draws.shape[0])
-    if trials is None and observation == "binomial":
+    if trials is None and observation == "binomial" and plan.settings.model == "1pl":   # replicates of the 1PL
         result.diagnostics["dispersion"] = dispersion_check(matrix.counts, matrix.n_trials,
                                                             result.draws("theta"), b_draws, g, seed=seed)
     return result

@@ -104,8 +104,8 @@ def _write_csv(path: Path, columns: list, rows) -> None:
 def _rows(names, table: dict, fixed: set | None = None):
     """CSV rows from a FitResult table (:meth:`~.fit.FitResult.difficulty_columns`): mean to 8 digits, ESS to 5."""
     columns = [table[c] for c in list(table)[1:]]
-    for name, mean, sd, r_hat, ess in zip(names, *columns):
-        row = [name, _cell(mean, 8), _cell(sd), _cell(r_hat), _cell(ess, 5)]
+    for name, mean, sd, r_hat, ess, *extra in zip(names, *columns):   # extra: the 2PL's a_mean, a_sd
+        row = [name, _cell(mean, 8), _cell(sd), _cell(r_hat), _cell(ess, 5)] + [_cell(v) for v in extra]
         yield row + ([str(name in fixed).lower()] if fixed else [])
 
 
@@ -124,7 +124,8 @@ def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, 
     try:
         fixed = set(result.settings.get("fixed_items") or ())
         phase("writing difficulty.csv, ability.csv, diagnostics.json")
-        _write_csv(staging / "difficulty.csv", DIFFICULTY_COLUMNS + (["fixed"] if fixed else []),
+        slopes = ["a_mean", "a_sd"] if getattr(result, "a_mean", None) is not None else []
+        _write_csv(staging / "difficulty.csv", DIFFICULTY_COLUMNS + slopes + (["fixed"] if fixed else []),
                    _rows(result.items, result.difficulty_columns(), fixed))
         _write_csv(staging / "ability.csv", ABILITY_COLUMNS,
                    _rows(result.models, result.ability_columns()))

@@ -37,8 +37,8 @@ from benchmeasure.irt.routes import ROUTES, Route
 PARAMETRIZATIONS = ("rotated", "direct")
 ADAPTATIONS = ("diag", "low_rank")
 FIELDS = ("method", "sampler", "chains", "tune", "draws", "target_accept", "seed", "route", "parametrization",
-          "adaptation", "cores", "observation")
-AUTO_ORDER = ("map", "gibbs", "collapsed", "joint")   # what --route auto tries, in order (built-in routes only)
+          "adaptation", "cores", "observation", "model", "compare")
+AUTO_ORDER = ("map", "gibbs", "collapsed", "joint", "2pl")   # what --route auto tries, in order (built-in routes only)
 #: Packages whose versions a fit record names.
 PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
             "numpyro", "jax"]
@@ -56,6 +56,11 @@ def sampler_choices() -> tuple:
 def method_choices() -> tuple:
     """What ``method`` accepts: the methods of the registered routes (``nuts`` first: the default)."""
     return _ordered(ROUTES[name].method for name in ROUTES)
+
+
+def model_choices() -> tuple:
+    """What ``model`` accepts: every item-response model a registered route declares (``1pl`` first: the default)."""
+    return _ordered(["1pl", *(m for name in ROUTES for m in ROUTES[name].models)])
 
 
 def route_choices() -> list:
@@ -88,7 +93,9 @@ class FitSettings:
     or a name in :data:`~benchmeasure.irt.routes.ROUTES`; ``parametrization`` and
     ``adaptation`` the joint route's coordinates and
     nutpie's mass matrix; ``cores`` chains in parallel (None: as many as CPUs allow); ``observation``
-    a name in :data:`benchmeasure.irt.observation.OBSERVATIONS` (default the paper's binomial).
+    a name in :data:`benchmeasure.irt.observation.OBSERVATIONS` (default the paper's binomial); ``model`` the
+    item-response model, one a route declares in its ``models`` (default the paper's ``1pl``; ``2pl`` adds a
+    slope per item, docs/irt.md); ``compare`` None or a model to compare with by PSIS-LOO (``2pl`` fits only).
     """
 
     method: str = "nuts"
@@ -103,6 +110,8 @@ class FitSettings:
     adaptation: str = "diag"
     cores: int | None = None
     observation: str = "binomial"
+    model: str = "1pl"
+    compare: str | None = None
 
     def __post_init__(self):
         if self.method not in method_choices():
@@ -134,6 +143,16 @@ class FitSettings:
         if self.observation not in OBSERVATIONS:
             raise SettingsError("{observation} must be one of {choices}, got {value!r}",
                                 choices=", ".join(OBSERVATIONS), value=self.observation)
+        if self.model not in model_choices():
+            raise SettingsError("{model} must be one of {choices}, got {value!r}",
+                                choices=", ".join(model_choices()), value=self.model)
+        if not any(self.model in ROUTES[n].models and ROUTES[n].method == self.method for n in ROUTES):
+            raise SettingsError("{model} {value} is fitted by {method} nuts only (no route gives its mode)",
+                                value=self.model)
+        if self.compare is not None and (self.compare != "1pl" or self.model != "2pl"):
+            raise SettingsError("{compare} takes 1pl with {model} 2pl (the 2PL is compared with the 1PL it "
+                                "extends), got {value!r} with {model} {model_value}", value=self.compare,
+                                model_value=self.model)
         if self.method == "nuts" and self.sampler == "nutpie" and self.tune < 1:
             raise SettingsError("{tune} must be at least 1 with the nutpie sampler (its warm-up schedule needs "
                                 "one step)")
@@ -207,6 +226,10 @@ def refusal(route: Route, settings: FitSettings, *, holes: bool, anchors: bool) 
     if not route.samplers and s.method == "nuts" and s.sampler != "nutpie":
         return SettingsError(words.get("sampler", "{route} " + name + " runs its own sampler: "
                                        "leave {sampler} at its default (got {value!r})"), value=s.sampler)
+    if s.model not in route.models:
+        fitted = [n for n in ROUTES if s.model in ROUTES[n].models]
+        return SettingsError("{route} " + name + " fits the " + " or ".join(route.models) + " model, not {model} "
+                             + s.model + " (use {route} " + " or ".join(fitted) + " or auto)")
     own = OBSERVATIONS[s.observation].routes
     if name not in own and s.observation not in route.observations:
         routes = [n for n in ROUTES if n in own or s.observation in ROUTES[n].observations]
@@ -279,6 +302,10 @@ class FitPlan:
         }
         if s.observation != "binomial":  # the paper's binomial fit records exactly what it always did
             record["observation"] = s.observation
+        if s.model != "1pl":   # likewise the 1PL: its record has no model key
+            record["model"] = s.model
+        if s.compare is not None:
+            record["compare"] = s.compare
         return record
 
 
@@ -371,6 +398,7 @@ def fit_record(result, matrix, *, matrix_path, benchmark: str, guessing_csv=None
                     "but their b is set mostly by the prior",
         },
         **({"observation": d["observation"]} if "observation" in d else {}),
+        **{key: d[key] for key in ("model", "slopes", "loo") if key in d},   # the 2PL's (fit --model 2pl)
         **({"gibbs": d["gibbs"]} if "gibbs" in d else {}),   # the gibbs route's acceptance rates and start
         "quadrature": d.get("quadrature"),
         "ties": d.get("ties"),

@@ -13,7 +13,10 @@ collapsed   nuts      nutpie, pymc           nutpie, pymc                —    
 gibbs       nuts      its own (Gibbs)        yes                         —             yes
 joint       nuts      nutpie, pymc, numpyro  nutpie, pymc                nutpie, pymc  yes
 map         map       —                      yes                         —             yes
+2pl         nuts      nutpie                 nutpie                      —             yes
 ==========  ========  =====================  ==========================  ============  ========
+
+Every route fits the 1PL except ``2pl`` (declared ``models=("2pl",)``), which fits the 2PL only (``fit --model 2pl``).
 
 The built-in routes (:data:`BUILTINS`) are imported the first time the registry is read; each keeps its top
 level cheap (the command line's ``choices`` and ``--help`` read the registry) and imports its kernels inside
@@ -31,7 +34,7 @@ from benchmeasure.base.registry import GROUPS, Registry, lazy
 
 #: the built-in routes' modules, in the order the registry lists them
 BUILTINS = ("benchmeasure.irt.routes.collapsed", "benchmeasure.irt.routes.gibbs", "benchmeasure.irt.routes.joint",
-            "benchmeasure.irt.routes.map")
+            "benchmeasure.irt.routes.map", "benchmeasure.irt.routes.twopl")
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class Route:
     the ``--sampler`` values it runs with (empty: it has its own and the option must stay at its default);
     ``holes`` and ``anchors`` the samplers with which it accepts a matrix with holes or K per cell and fixed
     difficulties (``True``: with its own); ``observations`` the observation models it runs beyond those that name
-    it in their own ``routes``; ``prefer(matrix, guessing)``, when given, is asked by ``auto``
+    it in their own ``routes``; ``models`` the item-response models it fits (``fit --model``; default the
+    paper's ``1pl``); ``prefer(matrix, guessing)``, when given, is asked by ``auto``
     before choosing it; ``refusals`` words a refusal of one declaration (``method``, ``sampler``, ``anchors``,
     ``holes``) for this route, with the fields written ``{route}``, ``{sampler}``… as
     :class:`~benchmeasure.irt.plan.SettingsError` renders them (:func:`benchmeasure.irt.plan.refusal`).
@@ -59,6 +63,7 @@ class Route:
     guessing: bool = True
     prefer: object = None
     observations: tuple = ()
+    models: tuple = ("1pl",)
     summary: str = ""
     refusals: dict = dataclasses.field(default_factory=dict)
 

@@ -1,0 +1,182 @@
+"""The 2PL (``fit --model 2pl --compare 1pl``) on the shared real matrices, and its time on a simulated 51 × 800.
+
+For each real matrix (ChemBench 22 × 2,854 from its wide table; ZeroEval GSM8K 44 × 1,319 and MATH level 5
+43 × 721, long files with holes): the 2PL's convergence (max R-hat, min bulk ESS over θ, b and a; goal ≤ 1.01,
+≥ 400), PSIS-LOO of the 2PL vs the 1PL over the cells (elpd difference ± its paired standard error, the cells
+with Pareto k > 0.7), the correlation of the 2PL's b with the default 1PL fit's b, the slopes (how many items
+with a < 0.5 or > 2), and DDM / Max Gap (``diagnose``) under both. Every step runs the real command line.
+
+    .venv-irt/bin/python bench/bench_2pl.py                        # 2 chains x (500 + 500), every matrix
+    .venv-irt/bin/python bench/bench_2pl.py --only gsm8k --draws 300
+    .venv-irt/bin/python bench/bench_2pl.py --timing-only          # the simulated 51 x 800, default settings
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+runpy.run_path(str(ROOT / "scripts" / "_bootstrap.py"))["use_checkout"]()
+_machine = runpy.run_path(str(Path(__file__).with_name("machine.py")))  # CPU name and versions, shared by the benches
+cpu_name, versions = _machine["cpu_name"], _machine["versions"]
+
+DATA = Path("/work/shared/data")
+MATRICES = {
+    "chembench": ("wide", DATA / "chembench" / "binary_matrix.csv"),
+    "gsm8k": ("long", DATA / "zeroeval" / "gsm8k" / "responses_long.csv"),
+    "math_l5": ("long", DATA / "zeroeval" / "math_l5" / "responses_long.csv"),
+}
+
+
+def bm(*args) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "benchmeasure", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT)
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"benchmeasure {' '.join(map(str, args))} failed:\n{done.stderr}")
+    return done
+
+
+def prepare(name: str, work: Path) -> Path:
+    kind, source = MATRICES[name]
+    out = work / name / "matrix.csv"
+    if kind == "wide":
+        bm("prepare", "--from", "wide", source, "--items-as-rows", "--n-trials", 1, "--output", out, "--quiet")
+    else:   # model,item_id,correct -> add trial 0
+        responses = work / name / "responses.csv"
+        responses.parent.mkdir(parents=True, exist_ok=True)
+        with open(source, newline="") as src, open(responses, "w", newline="") as dst:
+            reader, writer = csv.DictReader(src), csv.writer(dst)
+            writer.writerow(["model", "item_id", "trial", "correct"])
+            for row in reader:
+                writer.writerow([row["model"], row["item_id"], 0, row["correct"]])
+        bm("prepare", responses, "--n-trials", 1, "--allow-missing", "--output", out, "--quiet")
+    return out
+
+
+def b_column(folder: Path, column="b_mean") -> np.ndarray:
+    with open(folder / "difficulty.csv", newline="") as handle:
+        return np.array([float(r[column]) for r in csv.DictReader(handle)])
+
+
+def metrics(folder: Path) -> dict:
+    return json.loads(bm("diagnose", folder / "difficulty.csv", "--json").stdout)
+
+
+def one(name: str, work: Path, chains: int, tune: int, draws: int) -> dict:
+    matrix = prepare(name, work)
+    common = ["--n-trials", 1, "--chains", chains, "--tune", tune, "--draws", draws, "--seed", 1, "--quiet",
+              "--allow-missing"]
+    start = time.perf_counter()
+    bm("fit", matrix, *common, "--model", "2pl", "--compare", "1pl", "--output-dir", work / name / "2pl")
+    wall_2pl = time.perf_counter() - start
+    bm("fit", matrix, *common, "--no-calibrate", "--output-dir", work / name / "1pl")
+    record = json.loads((work / name / "2pl" / "diagnostics.json").read_text())
+    b2, b1 = b_column(work / name / "2pl"), b_column(work / name / "1pl")
+    a = b_column(work / name / "2pl", "a_mean")
+    m2, m1 = metrics(work / name / "2pl"), metrics(work / name / "1pl")
+    loo = record["loo"]
+    return {"matrix": name, "models": record["input"]["models"], "items": record["input"]["items"],
+            "max_r_hat": record["max_r_hat"], "min_ess_bulk": record["min_ess_bulk"],
+            "divergences": record["divergences"], "elpd_diff": loo["elpd_diff"], "se_diff": loo["se_diff"],
+            "pareto_k_bad": loo["2pl"]["pareto_k_above_0_7"] + loo["1pl"]["pareto_k_above_0_7"],
+            "cells": loo["2pl"]["cells"], "corr_b": float(np.corrcoef(b1, b2)[0, 1]),
+            "spearman_b": float(np.corrcoef(np.argsort(np.argsort(b1)), np.argsort(np.argsort(b2)))[0, 1]),
+            "a_median": float(np.median(a)), "a_below_0_5": int(np.sum(a < 0.5)), "a_above_2": int(np.sum(a > 2)),
+            "ddm_1pl": _metric(m1, "ddm"), "ddm_2pl": _metric(m2, "ddm"),
+            "max_gap_1pl": _metric(m1, "max_gap"), "max_gap_2pl": _metric(m2, "max_gap"),
+            "wall_2pl_and_1pl_compare_s": wall_2pl, "sampling_2pl_s": record["timing"]["sampling_time_s"]}
+
+
+def _metric(report, key):
+    found = report[0] if isinstance(report, list) else report
+    for k in (key, key.upper(), key.replace("_", " ")):
+        if k in found:
+            return found[k]
+    for value in found.values():
+        if isinstance(value, dict) and key in value:
+            return value[key]
+    return None
+
+
+def timing(work: Path, chains: int, tune: int, draws: int) -> dict:
+    rng = np.random.default_rng(51)
+    theta, b, a = rng.normal(0, 1, 51), rng.normal(0, 1, 800), np.exp(rng.normal(0, 0.5, 800))
+    y = rng.binomial(1, 1 / (1 + np.exp(-a * (theta[:, None] - b))))
+    path = work / "sim51x800.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["model", *(f"i{i}" for i in range(800))])
+        writer.writerows([f"m{j}", *row] for j, row in enumerate(y))
+    start = time.perf_counter()
+    bm("fit", path, "--n-trials", 1, "--model", "2pl", "--chains", chains, "--tune", tune, "--draws", draws,
+       "--seed", 1, "--quiet", "--output-dir", work / "sim")
+    wall = time.perf_counter() - start
+    record = json.loads((work / "sim" / "diagnostics.json").read_text())
+    fitted = b_column(work / "sim", "a_mean")
+    return {"wall_s": wall, "chains": chains, "tune": tune, "draws": draws,
+            "sampling_s": record["timing"]["sampling_time_s"], "compile_s": record["timing"]["compile_time_s"],
+            "max_r_hat": record["max_r_hat"], "min_ess_bulk": record["min_ess_bulk"],
+            "corr_a_truth": float(np.corrcoef(a, fitted)[0, 1])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=list(MATRICES), action="append")
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--timing-only", action="store_true")
+    parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--timing-settings", type=int, nargs=3, default=(4, 1000, 1000),
+                        metavar=("CHAINS", "TUNE", "DRAWS"),
+                        help="the simulated 51 x 800 fit's settings (default fit's: 4 1000 1000)")
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args()
+    print(f"machine: {cpu_name()}; {versions(['pymc', 'nutpie', 'numba', 'arviz'])}", flush=True)
+    rows, out = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if not args.skip_timing:
+            out["timing_51x800"] = t = timing(work, *args.timing_settings)
+            print(f"simulated 51 x 800 (K = 1), fit --model 2pl, {t['chains']} chains x ({t['tune']} + {t['draws']}): "
+                  f"wall {t['wall_s']:.1f} s "
+                  f"(compile/load {t['compile_s']:.1f} s, sampling {t['sampling_s']:.1f} s); max R-hat "
+                  f"{t['max_r_hat']:.3f}, min bulk ESS {t['min_ess_bulk']:.0f}; corr(a, truth) "
+                  f"{t['corr_a_truth']:.2f}", flush=True)
+        if not args.timing_only:
+            for name in args.only or MATRICES:
+                rows.append(one(name, work, args.chains, args.tune, args.draws))
+                print(json.dumps(rows[-1]), flush=True)
+    out["matrices"] = rows
+    if rows:
+        print(f"\n2PL vs 1PL, {args.chains} chains x ({args.tune} + {args.draws}), seed 1\n")
+        print("| matrix | M x N | 2PL max R-hat | min bulk ESS | div | elpd 2PL − 1PL (se) | Pareto k > 0.7 | "
+              "corr b (Spearman) | a median | a < 0.5 | a > 2 | DDM 1PL / 2PL | Max Gap 1PL / 2PL | wall s |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['matrix']} | {r['models']} x {r['items']} | {r['max_r_hat']:.3f} | "
+                  f"{r['min_ess_bulk']:.0f} | {r['divergences']} | {r['elpd_diff']:+.1f} ({r['se_diff']:.1f}) | "
+                  f"{r['pareto_k_bad']}/{r['cells']} | "
+                  f"{r['corr_b']:.3f} ({r['spearman_b']:.3f}) | {r['a_median']:.2f} | {r['a_below_0_5']} | "
+                  f"{r['a_above_2']} | {_fmt(r['ddm_1pl'])} / {_fmt(r['ddm_2pl'])} | "
+                  f"{_fmt(r['max_gap_1pl'])} / {_fmt(r['max_gap_2pl'])} | {r['wall_2pl_and_1pl_compare_s']:.0f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+
+
+def _fmt(value) -> str:
+    return "—" if value is None else f"{float(value):.4f}"
+
+
+if __name__ == "__main__":
+    main()
