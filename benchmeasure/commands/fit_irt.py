@@ -27,6 +27,7 @@ from benchmeasure.core.matrix import read_matrix
 from benchmeasure.irt.fit_folder import POSTERIOR_NAME
 from benchmeasure.irt.observation import OBSERVATIONS
 from benchmeasure.irt.plan import FIELDS, FitSettings, SettingsError, method_choices, route_choices, sampler_choices
+from benchmeasure.irt.priors import PRIORS
 
 EXAMPLES = """\
 examples:
@@ -90,6 +91,14 @@ def parse_args(argv):
                              "or beta-binomial (trials of one model on one item share a success rate; one "
                              "correlation rho ~ Beta(1, 1) for the matrix; joint route, --method nuts; "
                              "docs/observation_models.md)")
+    parser.add_argument("--prior", default="paper", choices=PRIORS,
+                        help="the prior on abilities and difficulties: paper (default, the paper's N(0, 1)) or "
+                             "hierarchical (theta ~ N(0, sigma_theta), b ~ N(mu_b, sigma_b), the scales learned from "
+                             "the panel; joint route; docs/irt.md)")
+    parser.add_argument("--prior-sensitivity", action="store_true",
+                        help="also refit under the other prior with the same settings and print DDM, Max Gap and the "
+                             "widest gap under both, flagged where they differ by more than the calibrated interval's "
+                             "width (about doubles the fit's time; docs/irt.md)")
     parser.add_argument("--fixed-difficulties", default=None, metavar="CSV",
                         help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
                              "every other item and every model is fitted, so new items land on that scale "
@@ -145,7 +154,7 @@ def validate(args):
     try:  # the library checks the fit's settings once; its messages name fields, written here as flags
         args.settings = FitSettings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune,
                                     draws=args.draws, target_accept=args.target_accept, seed=args.seed,
-                                    route=args.route, observation=args.observation)
+                                    route=args.route, observation=args.observation, prior=args.prior)
     except SettingsError as exc:
         fail(exc.render(FLAGS))
     args.fixed_b = read_fixed_difficulties(args, matrix)

@@ -32,12 +32,13 @@ import numpy as np
 
 from benchmeasure.base.errors import InputError, fail
 from benchmeasure.irt.observation import OBSERVATIONS
+from benchmeasure.irt.priors import PRIORS
 from benchmeasure.irt.routes import ROUTES, Route
 
 PARAMETRIZATIONS = ("rotated", "direct")
 ADAPTATIONS = ("diag", "low_rank")
 FIELDS = ("method", "sampler", "chains", "tune", "draws", "target_accept", "seed", "route", "parametrization",
-          "adaptation", "cores", "observation")
+          "adaptation", "cores", "observation", "prior")
 AUTO_ORDER = ("map", "gibbs", "collapsed", "joint")   # what --route auto tries, in order (built-in routes only)
 #: Packages whose versions a fit record names.
 PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
@@ -88,7 +89,8 @@ class FitSettings:
     or a name in :data:`~benchmeasure.irt.routes.ROUTES`; ``parametrization`` and
     ``adaptation`` the joint route's coordinates and
     nutpie's mass matrix; ``cores`` chains in parallel (None: as many as CPUs allow); ``observation``
-    a name in :data:`benchmeasure.irt.observation.OBSERVATIONS` (default the paper's binomial).
+    a name in :data:`benchmeasure.irt.observation.OBSERVATIONS` (default the paper's binomial); ``prior`` a name in
+    :data:`benchmeasure.irt.priors.PRIORS` (default the paper's N(0, 1); ``hierarchical`` where a route declares it).
     """
 
     method: str = "nuts"
@@ -103,6 +105,7 @@ class FitSettings:
     adaptation: str = "diag"
     cores: int | None = None
     observation: str = "binomial"
+    prior: str = "paper"
 
     def __post_init__(self):
         if self.method not in method_choices():
@@ -134,6 +137,9 @@ class FitSettings:
         if self.observation not in OBSERVATIONS:
             raise SettingsError("{observation} must be one of {choices}, got {value!r}",
                                 choices=", ".join(OBSERVATIONS), value=self.observation)
+        if self.prior not in PRIORS:
+            raise SettingsError("{prior} must be one of {choices}, got {value!r}",
+                                choices=", ".join(PRIORS), value=self.prior)
         if self.method == "nuts" and self.sampler == "nutpie" and self.tune < 1:
             raise SettingsError("{tune} must be at least 1 with the nutpie sampler (its warm-up schedule needs "
                                 "one step)")
@@ -212,6 +218,10 @@ def refusal(route: Route, settings: FitSettings, *, holes: bool, anchors: bool) 
         routes = [n for n in ROUTES if n in own or s.observation in ROUTES[n].observations]
         return SettingsError("{observation} {value} runs on the " + " or ".join(routes) + " route (use {route} "
                              + " or ".join(routes) + " or auto)", value=s.observation)
+    if s.prior not in route.priors:   # the priors a route fits are its declaration (Route.priors)
+        routes = [n for n in ROUTES if s.prior in ROUTES[n].priors]
+        return SettingsError("{prior} " + s.prior + " is fitted on the " + " or ".join(routes) + " route, not on "
+                             + name + " (use {route} " + " or ".join(routes) + " or auto)")
     if anchors and not _takes(route.anchors, s.sampler):
         return SettingsError(words.get(
             "anchors", "fixed difficulties are fitted on the joint route ({route} joint or auto)"))
@@ -279,6 +289,8 @@ class FitPlan:
         }
         if s.observation != "binomial":  # the paper's binomial fit records exactly what it always did
             record["observation"] = s.observation
+        if s.prior != "paper":   # likewise the paper's prior
+            record["prior"] = s.prior
         return record
 
 
@@ -371,6 +383,7 @@ def fit_record(result, matrix, *, matrix_path, benchmark: str, guessing_csv=None
                     "but their b is set mostly by the prior",
         },
         **({"observation": d["observation"]} if "observation" in d else {}),
+        **({"prior": d["prior"]} if "prior" in d else {}),   # a prior other than the paper's, with its hyperparameters
         **({"gibbs": d["gibbs"]} if "gibbs" in d else {}),   # the gibbs route's acceptance rates and start
         "quadrature": d.get("quadrature"),
         "ties": d.get("ties"),

@@ -42,7 +42,8 @@ class Route:
     the ``--sampler`` values it runs with (empty: it has its own and the option must stay at its default);
     ``holes`` and ``anchors`` the samplers with which it accepts a matrix with holes or K per cell and fixed
     difficulties (``True``: with its own); ``observations`` the observation models it runs beyond those that name
-    it in their own ``routes``; ``prefer(matrix, guessing)``, when given, is asked by ``auto``
+    it in their own ``routes``; ``priors`` the priors (:data:`benchmeasure.irt.priors.PRIORS`) it fits (default the
+    paper's only); ``prefer(matrix, guessing)``, when given, is asked by ``auto``
     before choosing it; ``refusals`` words a refusal of one declaration (``method``, ``sampler``, ``anchors``,
     ``holes``) for this route, with the fields written ``{route}``, ``{sampler}``… as
     :class:`~benchmeasure.irt.plan.SettingsError` renders them (:func:`benchmeasure.irt.plan.refusal`).
@@ -59,6 +60,7 @@ class Route:
     guessing: bool = True
     prefer: object = None
     observations: tuple = ()
+    priors: tuple = ("paper",)
     summary: str = ""
     refusals: dict = dataclasses.field(default_factory=dict)
 
