@@ -124,8 +124,8 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
         applies to a model with a fused Op (the binomial) and the PyTensor expression is used otherwise.
     prior : str, optional
         The prior on (θ, b) (:mod:`benchmeasure.irt.priors`); default (None, ``"paper"``) the paper's N(0, 1). The
-        hierarchical prior adds ``sigma_theta``, ``mu_b`` and ``sigma_b`` and keeps ``theta`` and ``b`` as
-        deterministics of the same coordinates (named ``theta_raw`` and ``b_raw`` with ``direct``).
+        hierarchical prior adds ``sigma_theta``, ``mu_b`` and ``sigma_b`` and its own coordinates (Householder-rotated
+        unless ``direct``), with ``theta`` and ``b`` deterministics of them.
 
     Returns
     -------
@@ -160,15 +160,16 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
 
     placed = get_prior(prior).place   # None: the paper's N(0, 1) prior, the graph as the paper writes it
     with pm.Model(coords=coords) as model:
-        if parametrization == "direct":
-            theta = pm.Normal("theta" if placed is None else "theta_raw", 0.0, 1.0, dims="model")
-            b = pm.Normal(b_name if placed is None else b_name + "_raw", 0.0, 1.0, dims=b_dim)
+        if placed is not None:   # another prior: its own coordinates (irt/priors.py)
+            theta, b = placed(n_models, free.size, parametrization == "rotated",
+                              None if fixed is None else fixed[np.isfinite(fixed)])
+        elif parametrization == "direct":
+            theta = pm.Normal("theta", 0.0, 1.0, dims="model")
+            b = pm.Normal(b_name, 0.0, 1.0, dims=b_dim)
         else:
             model.add_coord("param", np.arange(n_models + free.size))
             z = pm.Normal("z", 0.0, 1.0, dims="param")
             theta, b = Rotation(n_models, free.size).to_stacked(z, backend=pt)
-        if placed is not None:   # another prior: (θ, b) from the standard-normal coordinates (irt/priors.py)
-            theta, b = placed(theta, b, None if fixed is None else fixed[np.isfinite(fixed)])
         if placed is not None or parametrization != "direct":
             theta = pm.Deterministic("theta", theta, dims="model")
             b = pm.Deterministic(b_name, b, dims=b_dim)
