@@ -158,11 +158,12 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
         coords["free_item"] = [coords["item"][i] for i in free]
     from benchmeasure.irt.priors import get as get_prior
 
-    placed = get_prior(prior).place   # None: the paper's N(0, 1) prior, the graph as the paper writes it
     with pm.Model(coords=coords) as model:
-        if placed is not None:   # another prior: its own coordinates (irt/priors.py)
-            theta, b = placed(n_models, free.size, parametrization == "rotated",
-                              None if fixed is None else fixed[np.isfinite(fixed)])
+        # another prior places (θ, b) in its own coordinates (irt/priors.py); None: the paper's N(0, 1), written here
+        placed = get_prior(prior).place(n_models, free.size, parametrization == "rotated",
+                                        None if fixed is None else fixed[np.isfinite(fixed)])
+        if placed is not None:
+            theta, b = placed
         elif parametrization == "direct":
             theta = pm.Normal("theta", 0.0, 1.0, dims="model")
             b = pm.Normal(b_name, 0.0, 1.0, dims=b_dim)

@@ -13,8 +13,8 @@
 An entry's ``place(n_models, n_items, rotated, anchors)`` runs inside the PyMC model: it adds the prior's
 hyperparameters (named in ``hyper``) and its own coordinates, and returns the (θ, b) tensors (``n_items`` the free
 items; ``anchors``: the anchored items' fixed b, which are draws of the same prior and so inform its
-hyperparameters). The paper's prior has no ``place``: its
-graph is the paper's as written in :func:`benchmeasure.irt.model.build_model`.
+hyperparameters). The paper's ``place`` returns None: its graph is the paper's as written in
+:func:`benchmeasure.irt.model.build_model`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ DEFAULT = "paper"
 
 @dataclass(frozen=True)
 class Prior:
-    """One prior on (θ, b): ``place`` (None for the paper's), the hyperparameters it adds, a one-line summary."""
+    """One prior on (θ, b): ``place`` (module docstring), the hyperparameters it adds, a one-line summary."""
 
     DECORATES: ClassVar[str] = "place"
 
     name: str
-    place: object = None
+    place: object
     hyper: tuple = ()
     summary: str = ""
 
@@ -50,7 +50,11 @@ def get(name: str | None) -> Prior:
     return PRIORS.get(DEFAULT if name is None else name)
 
 
-PRIORS.register(Prior("paper", summary="theta ~ Normal(0, 1), b ~ Normal(0, 1) (the paper's)"))
+@PRIORS.add("paper", summary="theta ~ Normal(0, 1), b ~ Normal(0, 1) (the paper's)")
+def place_paper(n_models: int, n_items: int, rotated: bool = True, anchors=None):
+    """None: the model keeps its own coordinates, which carry the paper's N(0, 1) prior (:mod:`~benchmeasure.irt.model`,
+    and the compiled densities of the collapsed and joint routes)."""
+    return None
 
 #: the hierarchical prior's hyperpriors' scales (docs/irt.md)
 HYPER_SCALE = 3.0
