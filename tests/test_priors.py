@@ -79,3 +79,30 @@ def test_default_fit_record_has_no_prior(wide_matrix, tmp_path):
     assert result.returncode == 0, result.stderr
     record = json.loads((out / "diagnostics.json").read_text())
     assert "prior" not in record and "prior" not in record["settings"] and "prior_sensitivity" not in record
+
+
+@pytest.mark.parametrize("parametrization", ["rotated", "direct"])
+def test_hierarchical_graph_is_the_written_model(parametrization):
+    """The model's log density (no transform Jacobians) at a point equals the hierarchical model written out: its
+    coordinates are an exact change of variables (orthogonal reflections and a shift, Jacobian 1)."""
+    from scipy import stats
+
+    from benchmeasure.irt.model import build_model
+
+    rng = np.random.default_rng(1)
+    counts = rng.binomial(3, 0.5, size=(4, 6))
+    model = build_model(counts, 3, parametrization=parametrization, kernel="pytensor", prior="hierarchical")
+    point = {"sigma_theta_log__": np.log(2.5), "sigma_b_log__": np.log(1.7), "b_minus_theta": 0.4,
+             "theta_centred": rng.normal(0, 2.5, 4), "b_centred": rng.normal(0, 1.7, 6)}
+    logp = model.compile_logp(jacobian=False)(point)
+    import pytensor
+
+    outs = model.replace_rvs_by_values([model["theta"], model["b"], model["mu_b"]])
+    fn = pytensor.function(model.value_vars, outs, on_unused_input="ignore", mode="FAST_COMPILE")
+    theta, b, mu_b = fn(*[point[v.name] for v in model.value_vars])
+    assert np.isclose(b.mean() - theta.mean(), 0.4)
+    eta = theta[:, None] - b[None, :]
+    loglik = (counts * eta - 3 * np.logaddexp(0.0, eta)).sum()
+    written = (stats.norm.logpdf(theta, 0, 2.5).sum() + stats.norm.logpdf(b, mu_b, 1.7).sum()
+               + stats.halfnorm.logpdf([2.5, 1.7], scale=3).sum() + stats.norm.logpdf(mu_b, 0, 3) + loglik)
+    assert np.isclose(logp, written, rtol=1e-9), (logp, written)
