@@ -41,6 +41,8 @@ model (paper, Appendix C.3):
   P(correct) = g + (1 - g) * sigmoid(theta_j - b_i);  Y_ij ~ Binomial(n_trials, P)
   theta_j ~ Normal(0, 1), b_i ~ Normal(0, 1);  g = 0 unless --guessing / --guessing-csv
   --observation beta-binomial: Y_ij ~ BetaBinomial(n_trials, P c, (1 - P) c), c = (1 - rho)/rho, rho ~ Beta(1, 1)
+  --prior hierarchical: theta_j ~ Normal(0, sigma_theta), b_i ~ Normal(mu_b, sigma_b);
+      sigma_theta, sigma_b ~ HalfNormal(3), mu_b ~ Normal(0, 3) (joint route)
 """
 
 
