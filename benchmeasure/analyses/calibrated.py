@@ -13,7 +13,8 @@ difficulties, so no interval computed from the posterior alone covers the true T
    skewed either way, two clusters, a uniform with an empty band of 10, 20 or 30 % of its range).
 2. **Replications.** For every world w and replication r: true difficulties b_wr, counts
    Y ~ Binomial(K_mi, σ(θ̂_m − b_wr,i)) with the fit's own abilities θ̂, its K per cell and its holes (K = 0),
-   and the estimate b̂* = E[b | θ̂, Y] under the paper's N(0, 1) prior; the error e_wr = T(b̂*) − T(b_wr) and
+   and the estimate b̂* = E[b | θ̂, Y] under the paper's N(0, 1) prior (under ``fit --prior hierarchical``,
+   N(μ_b, σ_b) at their posterior means); the error e_wr = T(b̂*) − T(b_wr) and
    the simulated plug-in T(b̂*).
 3. **Test inversion.** World w is *consistent* with the data for metric T when the observed plug-in lies
    within its simulated plug-ins' range widened by half their sd (about ±3 sd). Its pivotal interval is
@@ -84,7 +85,7 @@ class PosteriorMeans:
     """E[b_i | θ, Y] under b_i ~ N(0, prior_sd²) (the paper's: 1), Y_mi ~ Binomial(K_mi, σ(θ_m − b_i)), from the
     column sums alone."""
 
-    def __init__(self, theta, trials, prior_sd: float = 1.0):
+    def __init__(self, theta, trials, prior_sd: float = 1.0, prior_mean: float = 0.0):
         from benchmeasure.irt.routes.collapsed.quadrature import make_grid
 
         self.theta = np.asarray(theta, dtype=float)
@@ -93,6 +94,8 @@ class PosteriorMeans:
         grid = make_grid(m, int(max(self.trials.max(), 1)))
         self.nodes = grid.nodes
         log_weights = grid.log_weights + 0.5 * self.nodes ** 2 * (1.0 - prior_sd ** -2.0)
+        if prior_mean:   # b ~ N(prior_mean, prior_sd²): the hierarchical prior at its hyperparameters' means
+            log_weights = log_weights + (self.nodes * prior_mean - 0.5 * prior_mean ** 2) / prior_sd ** 2
         softplus = np.logaddexp(0.0, self.theta[:, None] - self.nodes[None, :])      # (M, G)
         patterns, self.pattern_of = np.unique(self.trials, axis=1, return_inverse=True)
         self.pattern_of = self.pattern_of.reshape(-1)
@@ -285,7 +288,7 @@ def invert(observed: dict, simulated: dict, probability: float, observed_shape=N
 
 def calibrate(theta, trials, counts, b_mean, b_sd, *, b_draws=None, top_k: int = 5, probability: float = 0.94,
               reps: int = DEFAULT_REPS, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
-              worlds=None, should_stop=None) -> dict:
+              worlds=None, should_stop=None, prior: tuple | None = None) -> dict:
     """Calibrated intervals of DDM, Max Gap and the Top-k Gap Sum at one fit (module docstring).
 
     ``theta`` (M,) the fit's ability means, ``trials`` (M, n) trials per cell (0 = absent), ``counts`` (M, n) the
@@ -305,7 +308,9 @@ def calibrate(theta, trials, counts, b_mean, b_sd, *, b_draws=None, top_k: int =
     theta = np.asarray(theta, dtype=float)
     trials = np.asarray(trials, dtype=np.int64)
     b_mean = np.asarray(b_mean, dtype=float)
-    estimator = PosteriorMeans(theta, trials)
+    # the inner estimator's prior on b: the paper's N(0, 1), or (mean, sd) of another prior (the hierarchical prior at
+    # its hyperparameters' posterior means)
+    estimator = PosteriorMeans(theta, trials) if prior is None else PosteriorMeans(theta, trials, prior[1], prior[0])
     sums = np.where(trials > 0, np.asarray(counts), 0).sum(axis=0)
     observed_b = estimator(sums)
     # the items' means under wider priors: the extremes the N(0, 1) prior pulls in are where the data say least
@@ -364,6 +369,7 @@ def calibrate(theta, trials, counts, b_mean, b_sd, *, b_draws=None, top_k: int =
                          "items": int(b_mean.size), "location": family.location, "scale": family.scale,
                          "holes": int((trials == 0).sum()), "max_trials": int(trials.max()),
                          "inner_fit": "E[b | abilities held at the fit's means, counts] by quadrature",
+                         **({} if prior is None else {"inner_prior": {"mean": float(prior[0]), "sd": float(prior[1])}}),
                          "consistency": f"observed plug-in within the world's simulated plug-ins ± "
                                         f"{ACCEPT_PAD_SD:g} sd",
                          "seconds": round(time.perf_counter() - start, 3)}}
@@ -385,8 +391,10 @@ def calibrate_fit(result, matrix, *, guessing=0.0, observation: str = "binomial"
     trials = np.broadcast_to(trials, matrix.counts.shape) if np.ndim(trials) == 0 else trials
     draws = result.draws("b", dtype=None)
     few = draws[np.linspace(0, draws.shape[0] - 1, 3 * REALIZATIONS).astype(int)]
+    hyper = (result.diagnostics.get("prior") or {}).get("hyperparameters")
+    prior = None if not hyper else (hyper["mu_b"]["mean"], hyper["sigma_b"]["mean"])
     record = calibrate(result.theta_mean, trials, matrix.counts, result.b_mean, result.b_sd, b_draws=few,
-                       top_k=top_k, reps=reps, budget_s=budget_s, seed=seed)
+                       top_k=top_k, reps=reps, budget_s=budget_s, seed=seed, prior=prior)
     if (result.diagnostics.get("max_r_hat") or 0) > 1.01:
         record["note"] = "the fit did not converge (R-hat > 1.01); the intervals inherit its abilities"
     return record

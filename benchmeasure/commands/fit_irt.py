@@ -35,6 +35,7 @@ from benchmeasure.irt.plan import (
     route_choices,
     sampler_choices,
 )
+from benchmeasure.irt.priors import PRIORS
 
 EXAMPLES = """\
 examples:
@@ -49,6 +50,8 @@ model (paper, Appendix C.3):
   theta_j ~ Normal(0, 1), b_i ~ Normal(0, 1);  g = 0 unless --guessing / --guessing-csv
   --observation beta-binomial: Y_ij ~ BetaBinomial(n_trials, P c, (1 - P) c), c = (1 - rho)/rho, rho ~ Beta(1, 1)
   --model 2pl: P(correct) = g + (1 - g) * sigmoid(a_i (theta_j - b_i)), a_i ~ LogNormal(0, 0.5) (docs/irt.md)
+  --prior hierarchical: theta_j ~ Normal(0, sigma_theta), b_i ~ Normal(mu_b, sigma_b);
+      sigma_theta, sigma_b ~ HalfNormal(3), mu_b ~ Normal(0, 3) (joint route)
 """
 
 
@@ -105,6 +108,14 @@ def parse_args(argv):
     parser.add_argument("--compare", default=None, choices=("1pl",),
                         help="with --model 2pl: also sample the 1PL and compare both by PSIS-LOO over the cells "
                              "(elpd difference and its standard error, in the summary and diagnostics.json)")
+    parser.add_argument("--prior", default="paper", choices=PRIORS,
+                        help="the prior on abilities and difficulties: paper (default, the paper's N(0, 1)) or "
+                             "hierarchical (theta ~ N(0, sigma_theta), b ~ N(mu_b, sigma_b), the scales learned from "
+                             "the panel; joint route; docs/irt.md)")
+    parser.add_argument("--prior-sensitivity", action="store_true",
+                        help="also refit under the other prior with the same settings and print DDM, Max Gap and the "
+                             "widest gap under both, flagged where they differ by more than the calibrated interval's "
+                             "width (about doubles the fit's time; docs/irt.md)")
     parser.add_argument("--fixed-difficulties", default=None, metavar="CSV",
                         help="anchor items: a difficulty file (item,b_mean) whose items keep their given b while "
                              "every other item and every model is fitted, so new items land on that scale "
@@ -161,7 +172,7 @@ def validate(args):
         args.settings = FitSettings(method=args.method, sampler=args.sampler, chains=args.chains, tune=args.tune,
                                     draws=args.draws, target_accept=args.target_accept, seed=args.seed,
                                     route=args.route, observation=args.observation, model=args.model,
-                                    compare=args.compare)
+                                    compare=args.compare, prior=args.prior)
     except SettingsError as exc:
         fail(exc.render(FLAGS))
     args.fixed_b = read_fixed_difficulties(args, matrix)
@@ -171,6 +182,7 @@ def validate(args):
         args.plan = plan_fit(matrix, args.settings, guessing, args.fixed_b)
     except SettingsError as exc:
         fail(exc.render(FLAGS))
+    args.sensitivity_plan = sensitivity_plan(args, matrix) if args.prior_sensitivity else None
     return matrix
 
 
@@ -193,6 +205,40 @@ def read_fixed_difficulties(args, matrix):
     for item, value in zip(items, values):
         fixed[position[item]] = value
     return fixed
+
+
+def sensitivity_plan(args, matrix):
+    """``--prior-sensitivity``'s refit, planned with the fit (so what cannot run is refused before any output): the
+    same settings and seed under the other prior, on ``--route`` when that route fits it, else as auto chooses."""
+    import dataclasses
+
+    from benchmeasure.analyses.prior_sensitivity import other_prior
+    from benchmeasure.irt.plan import plan_fit
+
+    if args.method != "nuts":
+        fail("--prior-sensitivity needs --method nuts (the other prior is fitted on the joint route)")
+    settings = dataclasses.replace(args.settings, prior=other_prior(args.prior), seed=args.plan.seed_used)
+    try:
+        return plan_fit(matrix, settings, args.plan.guessing, args.fixed_b)
+    except SettingsError:
+        pass
+    try:
+        return plan_fit(matrix, dataclasses.replace(settings, route="auto"), args.plan.guessing, args.fixed_b)
+    except SettingsError as exc:
+        fail(f"--prior-sensitivity: {exc.render(FLAGS)}")
+
+
+def prior_sensitivity(args, matrix, result, calibrated, show_progress, say) -> dict:
+    """The refit of :func:`sensitivity_plan`, compared with the fit (:mod:`benchmeasure.analyses.prior_sensitivity`)."""
+    from benchmeasure.analyses.prior_sensitivity import compare, readings
+    from benchmeasure.irt.fit import fit_1pl
+
+    plan = args.sensitivity_plan
+    say(f"prior sensitivity: refitting under the {plan.settings.prior} prior ({plan.route} route, same settings)")
+    refit = fit_1pl(matrix, plan=plan, progress=show_progress)
+    calibrated = calibrated if calibrated is None or "refused" not in calibrated else None
+    return compare(args.prior, readings(result.b_mean, matrix.items), plan.settings.prior,
+                   readings(refit.b_mean, matrix.items), calibrated)
 
 
 # ------------------------------------------------------------------------------------------
@@ -241,6 +287,8 @@ def main(argv=None) -> int:
         calibrated = calibrate_fit(result, matrix, guessing=plan.guessing, observation=args.observation,
                                    anchored=args.fixed_b is not None, budget_s=args.calibrate_budget,
                                    seed=result.settings.get("seed_used") or 0)
+    sensitivity = prior_sensitivity(args, matrix, result, calibrated, show_progress, say) \
+        if args.sensitivity_plan is not None else None
     # writing the fit folder shows its own progress (tail ESS per chunk of items, then each file): at
     # 12 x 41,871 it takes tens of seconds after the sampler's display says done
     writing = Progress("fit folder") if show_progress and args.method == "nuts" else None
@@ -250,6 +298,8 @@ def main(argv=None) -> int:
                                  guessing_csv=args.guessing_csv, fixed_difficulties=args.fixed_difficulties,
                                  save_posterior=args.save_posterior, wall_time=wall_time, calibrated=calibrated,
                                  progress=writing)
+        if sensitivity is not None:   # asked for only: a default fit's record is unchanged
+            diagnostics["prior_sensitivity"] = sensitivity
         write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior, progress=writing)
     fallback = result.diagnostics.get("route_fallback")
     if fallback:
@@ -303,6 +353,10 @@ def main(argv=None) -> int:
                 if np.all(np.isfinite(result.b_sd)) else None)
         for line in lines(checked(diagnostics["calibrated_intervals"]), gaps):
             say(line)
+    if sensitivity is not None:
+        from benchmeasure.analyses.prior_sensitivity import line
+
+        print(line(sensitivity), file=sys.stderr)
     say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"
         + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else ""))
     from benchmeasure.irt.diagnostics import converged

@@ -92,7 +92,8 @@ class Rotation:
 
 
 def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
-                parametrization: str = "rotated", kernel: str = "fused", fixed_b=None, observation=None):
+                parametrization: str = "rotated", kernel: str = "fused", fixed_b=None, observation=None,
+                prior=None):
     """The 1PL PyMC model for a count matrix.
 
     Parameters
@@ -121,6 +122,10 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
         How the counts are observed (:mod:`benchmeasure.irt.observation`); default the paper's binomial.
         A model's own parameters (the beta-binomial's ``rho``) are added with their priors; ``kernel="fused"``
         applies to a model with a fused Op (the binomial) and the PyTensor expression is used otherwise.
+    prior : str, optional
+        The prior on (θ, b) (:mod:`benchmeasure.irt.priors`); default (None, ``"paper"``) the paper's N(0, 1). The
+        hierarchical prior adds ``sigma_theta``, ``mu_b`` and ``sigma_b`` and its own coordinates (Householder-rotated
+        unless ``direct``), with ``theta`` and ``b`` deterministics of them.
 
     Returns
     -------
@@ -151,16 +156,24 @@ def build_model(counts, n_trials: int, guessing=0.0, *, models=None, items=None,
     b_name, b_dim = ("b", "item") if fixed is None else ("b_free", "free_item")
     if fixed is not None:
         coords["free_item"] = [coords["item"][i] for i in free]
+    from benchmeasure.irt.priors import get as get_prior
+
     with pm.Model(coords=coords) as model:
-        if parametrization == "direct":
+        # another prior places (θ, b) in its own coordinates (irt/priors.py); None: the paper's N(0, 1), written here
+        placed = get_prior(prior).place(n_models, free.size, parametrization == "rotated",
+                                        None if fixed is None else fixed[np.isfinite(fixed)])
+        if placed is not None:
+            theta, b = placed
+        elif parametrization == "direct":
             theta = pm.Normal("theta", 0.0, 1.0, dims="model")
             b = pm.Normal(b_name, 0.0, 1.0, dims=b_dim)
         else:
             model.add_coord("param", np.arange(n_models + free.size))
             z = pm.Normal("z", 0.0, 1.0, dims="param")
-            theta_, b_ = Rotation(n_models, free.size).to_stacked(z, backend=pt)
-            theta = pm.Deterministic("theta", theta_, dims="model")
-            b = pm.Deterministic(b_name, b_, dims=b_dim)
+            theta, b = Rotation(n_models, free.size).to_stacked(z, backend=pt)
+        if placed is not None or parametrization != "direct":
+            theta = pm.Deterministic("theta", theta, dims="model")
+            b = pm.Deterministic(b_name, b, dims=b_dim)
         if fixed is not None:  # the anchors' values with the free items filled in
             b = pm.Deterministic("b", pt.set_subtensor(pt.as_tensor_variable(np.nan_to_num(fixed))[free], b),
                                  dims="item")

@@ -32,12 +32,13 @@ import numpy as np
 
 from benchmeasure.base.errors import InputError, fail
 from benchmeasure.irt.observation import OBSERVATIONS
+from benchmeasure.irt.priors import PRIORS
 from benchmeasure.irt.routes import ROUTES, Route
 
 PARAMETRIZATIONS = ("rotated", "direct")
 ADAPTATIONS = ("diag", "low_rank")
 FIELDS = ("method", "sampler", "chains", "tune", "draws", "target_accept", "seed", "route", "parametrization",
-          "adaptation", "cores", "observation", "model", "compare")
+          "adaptation", "cores", "observation", "prior", "model", "compare")
 AUTO_ORDER = ("map", "gibbs", "collapsed", "joint", "2pl")   # what --route auto tries, in order (built-in routes only)
 #: Packages whose versions a fit record names.
 PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
@@ -95,7 +96,9 @@ class FitSettings:
     nutpie's mass matrix; ``cores`` chains in parallel (None: as many as CPUs allow); ``observation``
     a name in :data:`benchmeasure.irt.observation.OBSERVATIONS` (default the paper's binomial); ``model`` the
     item-response model, one a route declares in its ``models`` (default the paper's ``1pl``; ``2pl`` adds a
-    slope per item, docs/irt.md); ``compare`` None or a model to compare with by PSIS-LOO (``2pl`` fits only).
+    slope per item, docs/irt.md); ``compare`` None or a model to compare with by PSIS-LOO (``2pl`` fits only);
+    ``prior`` a name in :data:`benchmeasure.irt.priors.PRIORS` (default the paper's N(0, 1); ``hierarchical``
+    where a route declares it).
     """
 
     method: str = "nuts"
@@ -110,6 +113,7 @@ class FitSettings:
     adaptation: str = "diag"
     cores: int | None = None
     observation: str = "binomial"
+    prior: str = "paper"
     model: str = "1pl"
     compare: str | None = None
 
@@ -153,6 +157,9 @@ class FitSettings:
             raise SettingsError("{compare} takes 1pl with {model} 2pl (the 2PL is compared with the 1PL it "
                                 "extends), got {value!r} with {model} {model_value}", value=self.compare,
                                 model_value=self.model)
+        if self.prior not in PRIORS:
+            raise SettingsError("{prior} must be one of {choices}, got {value!r}",
+                                choices=", ".join(PRIORS), value=self.prior)
         if self.method == "nuts" and self.sampler == "nutpie" and self.tune < 1:
             raise SettingsError("{tune} must be at least 1 with the nutpie sampler (its warm-up schedule needs "
                                 "one step)")
@@ -235,6 +242,10 @@ def refusal(route: Route, settings: FitSettings, *, holes: bool, anchors: bool) 
         routes = [n for n in ROUTES if n in own or s.observation in ROUTES[n].observations]
         return SettingsError("{observation} {value} runs on the " + " or ".join(routes) + " route (use {route} "
                              + " or ".join(routes) + " or auto)", value=s.observation)
+    if s.prior not in route.priors:   # the priors a route fits are its declaration (Route.priors)
+        routes = [n for n in ROUTES if s.prior in ROUTES[n].priors]
+        return SettingsError("{prior} " + s.prior + " is fitted on the " + " or ".join(routes) + " route, not on "
+                             + name + " (use {route} " + " or ".join(routes) + " or auto)")
     if anchors and not _takes(route.anchors, s.sampler):
         return SettingsError(words.get(
             "anchors", "fixed difficulties are fitted on the joint route ({route} joint or auto)"))
@@ -306,6 +317,8 @@ class FitPlan:
             record["model"] = s.model
         if s.compare is not None:
             record["compare"] = s.compare
+        if s.prior != "paper":   # likewise the paper's prior
+            record["prior"] = s.prior
         return record
 
 
@@ -399,6 +412,7 @@ def fit_record(result, matrix, *, matrix_path, benchmark: str, guessing_csv=None
         },
         **({"observation": d["observation"]} if "observation" in d else {}),
         **{key: d[key] for key in ("model", "slopes", "loo") if key in d},   # the 2PL's (fit --model 2pl)
+        **({"prior": d["prior"]} if "prior" in d else {}),   # a prior other than the paper's, with its hyperparameters
         **({"gibbs": d["gibbs"]} if "gibbs" in d else {}),   # the gibbs route's acceptance rates and start
         "quadrature": d.get("quadrature"),
         "ties": d.get("ties"),

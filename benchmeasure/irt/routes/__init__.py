@@ -46,7 +46,8 @@ class Route:
     ``holes`` and ``anchors`` the samplers with which it accepts a matrix with holes or K per cell and fixed
     difficulties (``True``: with its own); ``observations`` the observation models it runs beyond those that name
     it in their own ``routes``; ``models`` the item-response models it fits (``fit --model``; default the
-    paper's ``1pl``); ``prefer(matrix, guessing)``, when given, is asked by ``auto``
+    paper's ``1pl``); ``priors`` the priors (:data:`benchmeasure.irt.priors.PRIORS`) it fits (default the
+    paper's only); ``prefer(matrix, guessing)``, when given, is asked by ``auto``
     before choosing it; ``refusals`` words a refusal of one declaration (``method``, ``sampler``, ``anchors``,
     ``holes``) for this route, with the fields written ``{route}``, ``{sampler}``… as
     :class:`~benchmeasure.irt.plan.SettingsError` renders them (:func:`benchmeasure.irt.plan.refusal`).
@@ -64,6 +65,7 @@ class Route:
     prefer: object = None
     observations: tuple = ()
     models: tuple = ("1pl",)
+    priors: tuple = ("paper",)
     summary: str = ""
     refusals: dict = dataclasses.field(default_factory=dict)
 

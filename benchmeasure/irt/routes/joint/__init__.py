@@ -11,7 +11,7 @@ from benchmeasure.irt.routes import ROUTES
 
 
 @ROUTES.add(
-    "joint", samplers=("nutpie", "pymc", "numpyro"), anchors=("nutpie", "pymc"),
+    "joint", samplers=("nutpie", "pymc", "numpyro"), anchors=("nutpie", "pymc"), priors=("paper", "hierarchical"),
     summary="NUTS on (theta, b) together; the only route for numpyro, anchors and other observation models",
     refusals={"anchors": "fixed difficulties are fitted by {sampler} nutpie or pymc on the joint route"})
 def run(matrix, plan, progress=None):
@@ -22,13 +22,16 @@ def run(matrix, plan, progress=None):
     from benchmeasure.irt.diagnostics import per_parameter, summarize_diagnostics
     from benchmeasure.irt.model import build_model
     from benchmeasure.irt.observation import get as get_observation
+    from benchmeasure.irt.priors import get as get_prior
     from benchmeasure.irt.routes.nuts import NutsRun, keep, nuts_result, run_nuts
 
     run, g, settings, fixed_b = NutsRun.of(plan, progress), plan.guessing, plan.record(matrix.items), plan.fixed_b
     s = run.settings
     observation = get_observation(s.observation)
     trials = getattr(matrix, "trials", None)  # holes: the trials matrix in place of K (PyTensor kernel)
-    if s.sampler == "nutpie" and trials is None and observation.fused is not None and not observation.parameters:
+    prior = get_prior(s.prior)   # the paper's N(0, 1) is built into the compiled density; another prior: the graph
+    if (s.sampler == "nutpie" and trials is None and observation.fused is not None and not observation.parameters
+            and not prior.hyper):
         from benchmeasure.irt.routes.joint.density import joint_density  # compiled once, loaded from the kernel cache
 
         model = joint_density(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
@@ -37,8 +40,9 @@ def run(matrix, plan, progress=None):
         model = build_model(matrix.counts, matrix.n_trials if trials is None else trials.astype(float), g,
                             models=matrix.models, items=matrix.items, parametrization=s.parametrization,
                             kernel="pytensor" if s.sampler == "numpyro" or trials is not None else "fused",
-                            fixed_b=fixed_b, observation=observation)
-    own = [p.name for p in observation.parameters]  # the observation model's parameters (beta-binomial: rho)
+                            fixed_b=fixed_b, observation=observation, prior=s.prior)
+    # the observation model's parameters (beta-binomial: rho) and the prior's hyperparameters (hierarchical)
+    own = [p.name for p in observation.parameters] + list(prior.hyper)
     names = (["theta", "b"] if fixed_b is None else ["theta", "b", "b_free"]) + own
     checked = (["theta", "b"] if fixed_b is None else ["theta", "b_free"]) + own
     idata, compile_time, sampling_time = run_nuts(model, names, run)
@@ -56,7 +60,14 @@ def run(matrix, plan, progress=None):
     diagnostics = summarize_diagnostics(idata, checked, sampling_time_s=sampling_time, stats=stats)
     diagnostics["compile_time_s"] = compile_time
     diagnostics["route"] = "joint"
-    if own:  # the observation model's own parameters: posterior mean, sd, R-hat, ESS of each
+
+    def summary(name):
+        return {key: float(stats[name][key][0]) for key in ("mean", "sd", "r_hat", "ess_bulk")}
+
+    if observation.parameters:  # the observation model's own parameters: posterior mean, sd, R-hat, ESS of each
         diagnostics["observation"] = {"name": observation.name, **{
-            name: {key: float(stats[name][key][0]) for key in ("mean", "sd", "r_hat", "ess_bulk")} for name in own}}
+            p.name: summary(p.name) for p in observation.parameters}}
+    if prior.hyper:   # the prior and its hyperparameters' posterior summaries (none for the paper's prior)
+        diagnostics["prior"] = {"name": prior.name, "summary": prior.summary,
+                                "hyperparameters": {name: summary(name) for name in prior.hyper}}
     return nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata)
