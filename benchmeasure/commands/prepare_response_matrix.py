@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from dataclasses import replace
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,14 +22,13 @@ from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.extras import missing_package
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, sha256_file, write_json
 from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_quiet, number
+from benchmeasure.core.harness import FORMATS, HARNESSES, PARTIAL_CHOICES  # names only: no reader, no NumPy
 from benchmeasure.core.response_counts import count_responses, write_count_table
 from benchmeasure.grading import KINDS
 
-try:  # NumPy and pandas: the harness formats, the wide tables and the fast reader of very large files
-    from benchmeasure.core.harness import FORMATS, HARNESSES, PARTIAL_CHOICES
-    NEEDS = None
-except ModuleNotFoundError as exc:  # a bare Python (the paper's first call, before any venv): plain CSV only
-    FORMATS, HARNESSES, PARTIAL_CHOICES, NEEDS = {}, (), None, exc.name
+# the harness formats, the wide tables and the fast reader of very large files need NumPy; a bare Python (the paper's
+# first call, before any venv) reads a plain CSV only
+NEEDS = None if find_spec("numpy") else "numpy"
 
 if TYPE_CHECKING:
     from benchmeasure.core.matrix import ResponseMatrix
