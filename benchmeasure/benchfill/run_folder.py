@@ -73,7 +73,7 @@ class RunFolder:
         panel = record.get("panel")
         for label, entry in [*entries.items(), *([("panel", panel)] if panel is not None else [])]:
             if (not isinstance(entry, dict) or not isinstance(entry.get("path"), str)
-                    or not isinstance(entry.get("sha256"), str)):
+                    or not isinstance(entry.get("sha256"), str) or not entry["sha256"]):
                 fail(f"{path}: damaged, input {label!r} lacks its path or sha256")
             inputs.append(InputFile(label, Path(entry["path"]), entry["sha256"]))
         return cls(folder, config, record, tuple(inputs))
