@@ -50,12 +50,13 @@ BENCHFILL_CLI = [sys.executable, str(ROOT / "propose" / "benchfill.py")]
 
 
 def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t", bench_name=None, jitter_s=0.0,
-            jitter_seed=0):
+            jitter_seed=0, world=None):
     """A BenchFill run folder on the synthetic benchmark, initialized by the real CLI against a local sim server.
 
     Calibration and abilities come from the simulation's ground truth (fast; tests only).
     ``bench_name`` renames the benchmark in its config (its grader stays ``math``); ``jitter_s`` delays each
-    reply by a random time drawn in arrival order from ``jitter_seed`` (replies then finish in a shuffled order).
+    reply by a random time drawn in arrival order from ``jitter_seed`` (replies then finish in a shuffled order);
+    ``world`` sets fields of the simulated world (:class:`benchmeasure.serving.sim.world.World`).
     Returns (run folder, environment for ``propose/benchfill.py run``, server); shut the server down when done.
     """
     from benchmeasure.serving.sim.dataset import make_sim_benchmark
@@ -66,7 +67,11 @@ def sim_run(tmp_path, seed, fail_rate=0.0, client=None, search=None, name="t", b
     config = make_sim_benchmark(data, seed, client=client, search=search, truth=True)
     if bench_name is not None:
         config.write_text(config.read_text().replace('name = "math_sim"', f'name = "{bench_name}"'))
-    server, url = serve(World.load(data / "world.json"), fail_rate=fail_rate, hang_s=1.5, seed=seed, jitter_s=jitter_s,
+    simulated = World.load(data / "world.json")
+    for key, value in (world or {}).items():
+        setattr(simulated, key, value)
+    simulated.save(data / "world.json")
+    server, url = serve(simulated, fail_rate=fail_rate, hang_s=1.5, seed=seed, jitter_s=jitter_s,
                         jitter_seed=jitter_seed)
     env = {**os.environ, "BENCHFILL_SIM_URL": url}
     command = [*BENCHFILL_CLI, "init", "--config", str(config), "--name", f"{name}{seed}",

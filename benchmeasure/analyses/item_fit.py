@@ -17,6 +17,10 @@ resolved far below 1 / draws — which the false discovery rate over thousands o
   (descriptive: the fit gives an all-zero item a large b, so this is rarely small; the check counts never-solved
   items against the replicated count instead).
 * **infit / outfit** — the Rasch mean-squares (descriptive, about 1 under the model), averaged over the draws.
+
+``check-fit`` (:mod:`.model_fit`) runs :func:`item_batch` over the fit's joint draws of (θ, b);
+:func:`fixed_ability_fit` runs the same function for items calibrated against abilities held fixed (BenchFill's
+online calibration), over draws of each item's b alone.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ class Cells:
         self.resid = y - self.kp
         self.log_q = np.log1p(-p)
         self.logit = np.log(p) - self.log_q if guessing.any() else np.clip(eta, -27.6, 27.6)
+
+
+def default_groups(n_models: int) -> int:
+    """Ability groups for the item curve: about 3 models a group, 2 to 6 groups."""
+    return int(min(6, max(2, n_models // 3)))
 
 
 def group_sums(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -140,6 +149,14 @@ def combined(*p_values: np.ndarray) -> np.ndarray:
     return np.minimum(stacked.min(axis=0) * stacked.shape[0], 1.0)
 
 
+def misfit_reason(against: bool, pbis: float, p_curve: float, p_slope: float) -> str:
+    """Why a flagged item misfits, in words: success rising as ability falls (``against``), else the test with
+    the smaller p-value (the curve by ability group, or a slope flatter than the 1PL's)."""
+    if against:
+        return f"success rises as ability falls (point-biserial {pbis:+.2f}): wrong key or grader?"
+    return "response curve misfits by ability group" if p_curve <= p_slope else "response curve flatter than the 1PL's"
+
+
 def saddlepoint_lower(s: np.ndarray, w: np.ndarray, p: np.ndarray, k: np.ndarray, steps: int = 20,
                       y: np.ndarray | None = None) -> np.ndarray:
     """P(Σ_j w_j Y_j ≤ s) for independent Y_j ~ Binomial(k_j, p_j), by the Lugannani–Rice saddlepoint formula.
@@ -190,3 +207,33 @@ def saddlepoint_lower(s: np.ndarray, w: np.ndarray, p: np.ndarray, k: np.ndarray
             + (k - y)[None] * np.log1p(-p)
         tail = np.maximum(tail, np.exp(log_pmf.sum(axis=1)))
     return tail
+
+
+def fixed_ability_fit(y, k, theta, b_draws, guessing=0.0, groups: int | None = None) -> dict:
+    """check-fit's item test for items answered by models whose abilities θ are held fixed.
+
+    BenchFill calibrates a new item with the panel's θ fixed at their posterior means (:mod:`benchmeasure.irt.
+    anchored`); the item's posterior is then b's alone. With θ_s = θ for every draw s, :func:`item_batch` on draws
+    b_s of that posterior gives the same posterior predictive p-values as ``check-fit`` gives an item of a fit
+    (the replication step integrated analytically, averaged over the draws), with the ability groups made the
+    same way (θ sorted into :func:`default_groups` groups).
+
+    ``y``, ``k`` (M, N) successes and trials (0: absent); ``theta`` (M,); ``b_draws`` (S, N) draws (or
+    quantiles) of each item's b; ``guessing`` a float or (N,). Returns (N,) arrays: ``p_curve``, ``p_slope``,
+    ``z_slope``, ``chi2``, ``infit``, ``outfit``, ``point_biserial`` and ``p_value`` = min(1, 2·min(p_curve,
+    p_slope)), check-fit's ``p_value`` (Bonferroni over the curve and slope tests).
+    """
+    y = np.asarray(y, dtype=float)
+    k = np.asarray(k, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    b = np.asarray(b_draws, dtype=float)
+    n_models, n_items = y.shape
+    g = np.broadcast_to(np.asarray(guessing, dtype=float), (n_items,))
+    membership = ability_groups(theta, min(groups or default_groups(n_models), n_models))
+    thetas = np.broadcast_to(theta, (b.shape[0], n_models))
+    unsolved = (y.sum(axis=0) == 0) & (k.sum(axis=0) > 0)
+    sums = item_batch(y, k, Cells(y, k, thetas, b, g), thetas, membership, unsolved)
+    out = {name: sums[name] / b.shape[0] for name in ("p_curve", "p_slope", "z_slope", "chi2", "infit", "outfit")}
+    out["point_biserial"] = point_biserial(y, k, theta)
+    out["p_value"] = combined(out["p_curve"], out["p_slope"])
+    return out

@@ -19,7 +19,9 @@ from benchmeasure.analyses.item_fit import (
     ability_groups,
     benjamini_hochberg,
     combined,
+    default_groups,
     item_batch,
+    misfit_reason,
     point_biserial,
 )
 from benchmeasure.analyses.person_fit import MODEL_SUMS, difficulty_bands, model_batch
@@ -58,11 +60,6 @@ class FitCheck:
                 f"accuracy by ability p = {self.whole['accuracy_by_ability']['p_value']:.2f}, "
                 f"ability × difficulty p = {self.whole['ability_by_difficulty']['p_value']:.2f}; "
                 f"{never['observed']:,} items never solved (replicated {never['replicated_mean']:.0f})")
-
-
-def default_groups(n_models: int) -> int:
-    """Ability groups for the item curve: about 3 models a group, 2 to 6 groups."""
-    return int(min(6, max(2, n_models // 3)))
 
 
 def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int = 10, fdr: float = 0.05,
@@ -175,16 +172,7 @@ def _item_rows(m, y, k, inputs, s: dict, pbis: np.ndarray, fdr: float) -> list:
     for i, item in enumerate(m.items):
         flagged = bool(q_value[i] <= fdr)
         against = bool(q_slope[i] <= fdr and pbis[i] < 0)
-        reason = ""
-        if flagged or against:
-            parts = []
-            if against:
-                parts.append(f"success rises as ability falls (point-biserial {pbis[i]:+.2f}): wrong key or grader?")
-            if not parts:
-                parts.append("response curve misfits by ability group"
-                             if s["p_curve"][i] <= s["p_slope"][i] else
-                             "response curve flatter than the 1PL's")
-            reason = "; ".join(parts)
+        reason = misfit_reason(against, pbis[i], s["p_curve"][i], s["p_slope"][i]) if flagged or against else ""
         rows.append({"item": item, "models": int(answered[i]), "accuracy": float(accuracy[i]),
                      "b_mean": float(inputs.b.mean[i]), "point_biserial": float(pbis[i]),
                      "infit": float(s["infit"][i]), "outfit": float(s["outfit"][i]),

@@ -12,13 +12,27 @@ by :func:`benchmeasure.irt.anchored.difficulty_posterior` — the same function
 ``scripts/calibrate_items.py`` runs, with the log-likelihood the fit uses. Difficulties are
 then put on the benchmark's normalized axis with the *original* benchmark's min and max
 (paper, Section 4), so a new item's z is comparable with the gap.
+
+**Does the child fit?** (:func:`item_fit`; ``[search] misfit_p``). A child whose panel answers do not follow a
+1PL curve in the panel's abilities — strong models failing it and weak ones solving it (a wrong key, a grader
+that fails the right answer), or a curve of another shape — gets a b all the same, and that b says nothing about
+its difficulty. The check is ``check-fit``'s item test, :func:`benchmeasure.analyses.item_fit.fixed_ability_fit`
+(the curve by ability group and the score of a slope on θ, their posterior predictive p-values averaged over
+:data:`FIT_DRAWS` quantiles of b's posterior, the abilities held fixed as here); a child whose combined p-value
+(Bonferroni over the two tests, check-fit's ``p_value``) is below ``misfit_p``, or whose slope p-value is below it
+with a negative point-biserial (check-fit's ``against_ability`` for one item), is not kept.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from benchmeasure.irt.anchored import difficulty_posterior
+
+#: Quantiles of b's posterior that the item-fit p-values are averaged over ((i + ½) / FIT_DRAWS).
+FIT_DRAWS = 50
 
 
 @dataclass(frozen=True)
@@ -80,3 +94,32 @@ def annotate(counts_by_model: dict, abilities: dict, n_trials: int, b_min: float
     mean, sd = posterior_b([counts_by_model[m] for m in models], [abilities[m] for m in models], n_trials, guessing)
     span = b_max - b_min
     return Annotation(mean, sd, (mean - b_min) / span, sd / span)
+
+
+def item_fit(counts_by_model: dict, abilities: dict, n_trials: int, threshold: float, guessing: float = 0.0) -> dict:
+    """check-fit's item test of one child against the panel's fixed abilities (module docstring).
+
+    ``counts_by_model`` ``{model: correct of n_trials}`` for every model of ``abilities`` ``{model: θ}``. Returns
+    a JSON-ready record: ``p_value`` (Bonferroni over the curve and slope tests), ``p_curve``, ``p_slope``,
+    ``z_slope``, ``point_biserial``, ``against_ability`` (``p_slope`` < ``threshold`` and a negative
+    point-biserial), ``misfit`` (``p_value`` < ``threshold`` or against ability), ``reason`` (why, in words;
+    empty when it fits), ``threshold``, ``trials`` per model and ``draws``. SciPy is needed (imported here, so
+    the loop imports without it)."""
+    from benchmeasure.analyses.item_fit import fixed_ability_fit, misfit_reason
+
+    models = sorted(abilities)
+    y = np.asarray([[counts_by_model[m]] for m in models], dtype=float)
+    theta = np.asarray([abilities[m] for m in models], dtype=float)
+    posterior = difficulty_posterior(y[:, 0], theta, n_trials, guessing)
+    b = np.asarray(posterior.quantile((np.arange(FIT_DRAWS) + 0.5) / FIT_DRAWS), dtype=float)[:, None]
+    fit = {name: float(value[0]) for name, value in
+           fixed_ability_fit(y, np.full(y.shape, float(n_trials)), theta, b, guessing).items()}
+    against = fit["p_slope"] < threshold and fit["point_biserial"] < 0
+    misfit = fit["p_value"] < threshold or against
+    reason = ""
+    if misfit:
+        reason = (f"item-fit p = {fit['p_value']:.3g} (slope p = {fit['p_slope']:.3g}) below {threshold:g}: "
+                  + misfit_reason(against, fit["point_biserial"], fit["p_curve"], fit["p_slope"]))
+    return {"p_value": fit["p_value"], "p_curve": fit["p_curve"], "p_slope": fit["p_slope"],
+            "z_slope": fit["z_slope"], "point_biserial": fit["point_biserial"], "against_ability": against,
+            "misfit": misfit, "reason": reason, "threshold": threshold, "trials": n_trials, "draws": FIT_DRAWS}

@@ -68,8 +68,9 @@ class Standing:
     z_low: float
     z_high: float
     p_band: float         # posterior probability that z lies in the band
-    certified: bool       # the interval lies inside the band
-    plausible: bool       # the interval meets the band
+    certified: bool       # the interval lies inside the band (and the child fits)
+    plausible: bool       # the interval meets the band (and the child fits)
+    fit: dict | None = None   # the item-fit test on the pooled counts (calibration.item_fit), when it was run
 
     def distance(self, z_star: float) -> float:
         return abs(self.z - z_star)
@@ -81,9 +82,12 @@ def band(left: float, right: float, z_star: float, tolerance: float) -> tuple[fl
 
 
 def standing(item_id: str, screening: dict, batches: list, abilities: dict, n_trials: int, b_min: float,
-             b_max: float, guessing: float, level: float, target_band: tuple) -> Standing:
+             b_max: float, guessing: float, level: float, target_band: tuple, item_fit=None) -> Standing:
     """The pooled posterior of one child (screening counts plus ``batches``, each ``{model: correct}`` of
-    ``n_trials`` per model) and where its ``level`` interval lies against ``target_band``."""
+    ``n_trials`` per model) and where its ``level`` interval lies against ``target_band``.
+
+    ``item_fit(counts, trials)``, when given, tests the pooled counts against the panel's abilities
+    (:meth:`~.loop.Loop.item_fit`): a child that misfits is neither certified nor plausible (out of the race)."""
     models = sorted(abilities)
     counts = {m: screening.get(m, 0) + sum(b.get(m, 0) for b in batches) for m in models}
     trials = n_trials * (1 + len(batches))
@@ -94,9 +98,12 @@ def standing(item_id: str, screening: dict, batches: list, abilities: dict, n_tr
     z_low, z_high = (b_low - b_min) / span, (b_high - b_min) / span
     low, high = target_band
     cdf_at = np.interp([low * span + b_min, high * span + b_min], posterior.grid, posterior.cdf())
+    fit = item_fit(counts, trials) if item_fit is not None else None
+    fits = not (fit and fit["misfit"])
     return Standing(item_id, len(batches), trials, counts, posterior.mean, posterior.sd,
                     (posterior.mean - b_min) / span, posterior.sd / span, z_low, z_high,
-                    float(cdf_at[1] - cdf_at[0]), low <= z_low and z_high <= high, z_high >= low and z_low <= high)
+                    float(cdf_at[1] - cdf_at[0]), fits and low <= z_low and z_high <= high,
+                    fits and z_high >= low and z_low <= high, fit)
 
 
 def certified_best(standings: list, z_star: float) -> Standing | None:

@@ -28,7 +28,9 @@ existed resumes with ``"fill"``, as it began. ``[search] keep`` (default ``"cert
 (:mod:`.certify`): a child is kept only when the ``certify_level`` posterior interval of its difficulty lies inside
 the target gap and within ``certify_tolerance`` of z*, racing extra rollout batches (at most ``race_batches`` per
 gap) on the children that might be; ``"closest"`` is the paper's rule (the valid child closest to z*), with which a
-run initialized before the setting existed resumes.
+run initialized before the setting existed resumes. ``[search] misfit_p`` (default 0.05; 0 = off) drops, under
+every keep rule, a child whose check-fit item test against the panel's fixed abilities has a p-value below it or
+that runs against ability (:func:`.calibration.item_fit`); a run initialized before it existed resumes with 0.
 """
 
 from __future__ import annotations
@@ -115,6 +117,10 @@ class SearchSettings:
     certify_tolerance: float = 0.03
     certify_level: float = 0.9
     race_batches: int = 48
+    # The item-fit keep criterion (calibration.item_fit): a child whose check-fit item p-value against the panel's
+    # fixed abilities (Bonferroni over the curve and slope tests) is below misfit_p, or that runs against ability,
+    # is not kept, by any keep rule or strategy (mass fill too); 0 turns the check off.
+    misfit_p: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,8 @@ def config_from_dict(data: dict, where: str) -> RunConfig:
         fail(f"{where} [search]: certify_tolerance must be in (0, 1), got {search.certify_tolerance}")
     if not 0.5 <= search.certify_level < 1.0:
         fail(f"{where} [search]: certify_level must be in [0.5, 1), got {search.certify_level}")
+    if not 0.0 <= search.misfit_p < 1.0:
+        fail(f"{where} [search]: misfit_p must be in [0, 1) (0: no item-fit check), got {search.misfit_p}")
     if not 0 <= search.race_batches <= 100_000:
         fail(f"{where} [search]: race_batches must be from 0 to 100000, got {search.race_batches}")
     if search.baseline_budget not in BASELINE_BUDGETS:
@@ -264,6 +272,8 @@ def load_config(path: str | os.PathLike) -> RunConfig:
                 data["search"].setdefault("unresolved", "fill")
                 # ... and kept the valid child closest to z* (the certified keep rule came later)
                 data["search"].setdefault("keep", "closest")
+                # ... and kept children without the item-fit check
+                data["search"].setdefault("misfit_p", 0.0)
         else:
             if tomllib is None:
                 fail("reading TOML configs needs Python >= 3.11")

@@ -42,7 +42,7 @@ import asyncio
 import logging
 import re
 
-from benchmeasure.benchfill.calibration import annotate
+from benchmeasure.benchfill.calibration import annotate, item_fit
 from benchmeasure.benchfill.certify import band, certified_best, pick, standing
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import parse_child
@@ -63,8 +63,9 @@ def child_id(mode: str, gap: int, round_no: int, parent: int, child: int) -> str
 
 
 def closest_valid(children, z_star: float):
-    """The final selection rule: the valid child closest to z* (ties by ID), or None."""
-    valid = [c for c in children if c.valid and c.z is not None]
+    """The final selection rule: the valid child closest to z* (ties by ID), or None; a child that misfits the
+    panel's abilities (``[search] misfit_p``, :func:`~.calibration.item_fit`) is never chosen."""
+    valid = [c for c in children if c.valid and c.z is not None and not c.misfits]
     return min(valid, key=lambda c: (abs(c.z - z_star), c.item_id)) if valid else None
 
 
@@ -203,16 +204,29 @@ class Loop:
         return annotate({m: counts.get(m, 0) for m in self.abilities}, self.abilities, self.n_trials,
                         self.benchmark.b_min, self.benchmark.b_max, self.config.benchmark.guessing)
 
+    def item_fit(self, counts: dict, trials: int) -> dict | None:
+        """check-fit's item test of one child's ``{model: correct of trials}`` against the panel's fixed abilities
+        (:func:`~.calibration.item_fit`); None when ``[search] misfit_p`` is 0 (off)."""
+        threshold = self.search.misfit_p
+        if threshold <= 0:
+            return None
+        return item_fit({m: counts.get(m, 0) for m in self.abilities}, self.abilities, trials, threshold,
+                        self.config.benchmark.guessing)
+
     def record_annotation(self, mode, target, round_no, candidate, verdict) -> None:
-        b_mean = b_sd = z = None
+        b_mean = b_sd = z = fit = None
         counts = {}
         if verdict.valid:
             counts = {m: verdict.counts().get(m, 0) for m in self.abilities}
             note = self.calibrate(counts)
             b_mean, b_sd, z = note.b_mean, note.b_sd, note.z
-        self.journal.append(Annotation(
+            fit = self.item_fit(counts, self.n_trials)
+        event = self.journal.append(Annotation(
             candidate.item_id, mode, target.rank, round_no, candidate.parent_id, candidate.question, candidate.answer,
-            bool(verdict.valid), verdict.reason, counts, b_mean, b_sd, z, target.midpoint))
+            bool(verdict.valid), verdict.reason, counts, b_mean, b_sd, z, target.midpoint, fit))
+        if event.misfits:
+            log.warning("[%s] gap %d round %d: %s (z=%.4f) will not be kept: it misfits the panel's abilities, %s",
+                        mode, target.rank, round_no, event.item_id, event.z, fit["reason"])
 
     # -- one gap --------------------------------------------------------------------------------
     async def fill(self, mode: str, target, budget: int | None = None, certify: bool | None = None) -> GapDone:
@@ -269,7 +283,24 @@ class Loop:
             chosen = closest_valid(self.children(mode, target.rank), target.midpoint)
             final = None if chosen is None else chosen.item_id
             deviation = None if chosen is None else abs(chosen.z - target.midpoint)
-        return self.journal.append(GapDone(mode, target.rank, round_no, spent, stopped_early, final, deviation))
+        misfits = self.misfits(mode, target, certify)
+        if misfits:
+            log.warning("[%s] gap %d: %d child(ren) not kept because they misfit the panel's abilities: %s", mode,
+                        target.rank, len(misfits), "; ".join(f"{m['item_id']} ({m['reason']})" for m in misfits))
+        return self.journal.append(GapDone(mode, target.rank, round_no, spent, stopped_early, final, deviation,
+                                           misfits))
+
+    def misfits(self, mode: str, target, certify: bool) -> list:
+        """The gap's valid children that misfit (not kept): on their screening rollouts (the annotation's test)
+        or, racing for a certified keep, on their screening and race rollouts pooled."""
+        out = [{"item_id": c.item_id, "stage": "screening", "trials": c.fit["trials"], "p_value": c.fit["p_value"],
+                "p_slope": c.fit["p_slope"], "point_biserial": c.fit["point_biserial"], "reason": c.fit["reason"]}
+               for c in self.children(mode, target.rank) if c.misfits]
+        if certify:
+            out += [{"item_id": s.item_id, "stage": "race", "trials": s.trials, "p_value": s.fit["p_value"],
+                     "p_slope": s.fit["p_slope"], "point_biserial": s.fit["point_biserial"],
+                     "reason": s.fit["reason"]} for s in self.standings(mode, target) if s.fit and s.fit["misfit"]]
+        return out
 
     # -- the certified keep rule (certify.py) -----------------------------------------------------
     def band(self, target) -> tuple:
@@ -283,7 +314,7 @@ class Loop:
             batches.setdefault(event.item_id, []).append(event)
         out = []
         for child in self.children(mode, target.rank):
-            if not child.valid or child.z is None:
+            if not child.valid or child.z is None or child.misfits:   # a misfit on its screening is out
                 continue
             mine = sorted(batches.get(child.item_id, []), key=lambda e: e.batch)
             key = (child.item_id, len(mine), target_band)
@@ -291,7 +322,11 @@ class Loop:
                 self._standings[key] = standing(
                     child.item_id, child.counts, [e.counts for e in mine], self.abilities, self.n_trials,
                     self.benchmark.b_min, self.benchmark.b_max, self.config.benchmark.guessing,
-                    self.search.certify_level, target_band)
+                    self.search.certify_level, target_band, self.item_fit if mine else None)
+                fit = self._standings[key].fit
+                if fit and fit["misfit"]:
+                    log.warning("[%s] gap %d: %s leaves the race after %d batch(es): it misfits the panel's "
+                                "abilities, %s", mode, target.rank, child.item_id, len(mine), fit["reason"])
             out.append(self._standings[key])
         return out
 
@@ -356,7 +391,7 @@ class Loop:
         low, high = self.band(target)
         shown = kept
         if shown is None:
-            standings = self.standings(mode, target)
+            standings = [s for s in self.standings(mode, target) if not (s.fit and s.fit["misfit"])]
             shown = min(standings, key=lambda s: (s.distance(target.midpoint), s.item_id)) if standings else None
         spent = self.race_spent(mode, target)
         calls = self.gap_calls(mode, target.rank)

@@ -230,7 +230,9 @@ def step_outcome(step: MassStep, done: GapDone, children: dict) -> MassResult:
     """The journal's :class:`MassResult` of a step from its :class:`GapDone`: insert or miss."""
     child = children.get(done.final) if done.final else None
     if child is None:
-        accepted, reason = False, "no valid child"
+        misfit = len(done.misfits or [])
+        accepted, reason = False, "no valid child" + (f" that fits ({misfit} misfit the panel's abilities)"
+                                                      if misfit else "")
     elif step.left < child.z < step.right:
         accepted, reason = True, "inside the gap"
     else:

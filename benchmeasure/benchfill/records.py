@@ -12,8 +12,8 @@ Events (paper, Section 4, Figure 4: plan a round, rewrite, verify, annotate, sel
 
 * :class:`Plan` — a round's parents and reference list for one gap and mode;
 * :class:`Call` — one model call's result, keyed (a resumed run answers it from the journal);
-* :class:`Annotation` — one child: its text, validity and online calibration (the run's memory);
-* :class:`GapDone` — a gap's final item, rounds and rewrites spent;
+* :class:`Annotation` — one child: its text, validity, online calibration (the run's memory) and item fit;
+* :class:`GapDone` — a gap's final item, rounds and rewrites spent, the children dropped because they misfit;
 * :class:`Reannotation` — the independent calibration of a gap's final item from fresh rollouts;
 * :class:`RaceBatch` — one more batch of rollouts on a child racing for a certified keep (:mod:`.certify`);
 * :class:`Resolution` — extra rollouts on an original item at the edge of an unresolved target gap (:mod:`.resolve`);
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import typing
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import ClassVar
 
 from benchmeasure.base.errors import fail
@@ -75,7 +75,7 @@ class Record:
         values = {}
         for spec in fields(cls):
             if spec.name not in data:
-                if spec.name == "time":
+                if spec.default is not MISSING:   # time, and fields added since (journals written before)
                     continue
                 fail(f"{where}: {cls.TYPE or cls.__name__} lacks field {spec.name!r}")
             values[spec.name] = _check(data[spec.name], _hint_text(hints[spec.name]), where, spec.name)
@@ -131,7 +131,14 @@ class Annotation(Record):
     b_sd: float | None
     z: float | None
     target: float
+    # check-fit's item test against the panel's fixed abilities (calibration.item_fit; [search] misfit_p); None when
+    # the check is off or the child is invalid. A child whose record says "misfit" is never kept.
+    fit: dict | None = None
     time: float | None = None
+
+    @property
+    def misfits(self) -> bool:
+        return bool(self.fit and self.fit.get("misfit"))
 
     def as_item(self) -> Item:
         return Item(self.item_id, self.question, self.answer, self.z, self.b_mean, self.b_sd, self.mode)
@@ -149,6 +156,9 @@ class GapDone(Record):
     stopped_early: bool
     final: str | None
     deviation: float | None
+    # the gap's valid children not kept because they misfit ({item_id, p_value, reason, trials}); journals written
+    # before the item-fit keep criterion have none
+    misfits: list | None = None
     time: float | None = None
 
 

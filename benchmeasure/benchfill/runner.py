@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from benchmeasure.base.errors import fail
+from benchmeasure.base.extras import missing_packages
 from benchmeasure.base.files import all_or_nothing, atomic_write, package_versions, sha256_file, write_json
 from benchmeasure.base.resources import example_path, missing_input_hint
 from benchmeasure.benchfill.abilities import fit_abilities, read_abilities
@@ -49,7 +50,15 @@ from benchmeasure.benchfill.records import (
 )
 from benchmeasure.benchfill.run_folder import CONFIG, MASS_MARKER, RunFolder, write_latest
 from benchmeasure.benchfill.strategies import STRATEGIES
-from benchmeasure.benchfill.summary import format_keeps, format_table, independent_deviation, keep_rows, table2
+from benchmeasure.benchfill.summary import (
+    format_keeps,
+    format_misfits,
+    format_table,
+    independent_deviation,
+    keep_rows,
+    misfit_rows,
+    table2,
+)
 from benchmeasure.benchfill.validity_check import ValidityCheck
 from benchmeasure.verifier.llm_client import LLMClient
 from benchmeasure.verifier.panel import load_panel
@@ -120,6 +129,12 @@ async def open_loop(run: RunFolder):
     """
     config = run.config
     bench_cfg = config.benchmark
+    if config.search.misfit_p > 0:
+        try:   # the item-fit check (calibration.item_fit) runs on SciPy; the rest of the loop does not need it
+            import scipy.special  # noqa: F401
+        except ImportError:
+            fail(missing_packages("the item-fit keep criterion ([search] misfit_p)", ["scipy"], "benchfill",
+                                  "; or set [search] misfit_p = 0 in a new run's config to keep children unchecked"))
     benchmark = load_seed_set(bench_cfg.name, config.path(bench_cfg.calibration), config.path(bench_cfg.pool),
                                bench_cfg.question_field, bench_cfg.answer_field)
     panel = load_panel(config.panel_path())
@@ -238,6 +253,7 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choi
         mine = [keeps[mode, t.rank] for t in targets if (mode, t.rank) in keeps]
         if mine:
             rows[mode].update(keep_rows(mine))
+        rows[mode].update(misfit_rows([d for pair in results for d in pair if d.mode == mode]))
     summary = {**rows, "benchmark": benchmark.name, "b_range": [benchmark.b_min, benchmark.b_max],
                "targets": [_target_record(t, c) for t, c in zip(targets, choice or [None] * len(targets))],
                "skipped_targets": [_target_record(row["gap"], row) for row in skipped],
@@ -245,9 +261,9 @@ def write_outputs(run: RunFolder, benchmark, loop, targets, results, usage, choi
                "settings": config.as_dict(), **run.provenance(), "calls_this_session": usage,
                "versions": package_versions(["numpy", "scipy", "openai"])}
     text = format_table(benchmark.name, rows)
-    keep_text = format_keeps(rows)
-    if keep_text:
-        text += "\n" + keep_text
+    for extra in (format_keeps(rows), format_misfits(rows)):
+        if extra:
+            text += "\n" + extra
     if resolution and resolution["items"]:
         text += ("\nresolved first (summary.json resolution): "
                  + ", ".join(f"item {r['item_id']} +{r['extra_trials_per_model']} trials per model, "
@@ -312,11 +328,13 @@ def status(folder) -> str:
         rounds = max((p.round for p in plans if p.mode == mode and p.gap == gap), default=0)
         target = targets.get(gap)
         valid = [n for n in mine if n.valid]
-        best = min(valid, key=lambda n: abs(n.z - n.target)) if valid else None
+        misfit = sum(n.misfits for n in mine)
+        best = min((n for n in valid if not n.misfits), key=lambda n: abs(n.z - n.target), default=None)
         n_calls = sum(1 for c in calls if f"{mode}-g{gap}-" in c.key)
         state = "done" if (mode, gap) in done else "running" if holder else "stopped"
         line = (f"{mode:<9} gap {gap}: target {target if target is None else f'{target:.4f}'}, "
-                f"rounds {rounds}, children {len(mine)} ({len(valid)} valid), best "
+                f"rounds {rounds}, children {len(mine)} ({len(valid)} valid"
+                + (f", {misfit} misfit: not kept" if misfit else "") + "), best "
                 + (f"{best.item_id} z={best.z:.4f} deviation {abs(best.z - best.target):.4f}" if best else "none")
                 + f", calls {n_calls}, {state}")
         if (mode, gap) in races:
@@ -340,9 +358,9 @@ def status(folder) -> str:
         try:
             rows = json.loads(summary.read_text("utf-8"))
             lines.append(format_table(run_folder.config.benchmark.name, rows))
-            keeps = format_keeps(rows)
-            if keeps:
-                lines.append(keeps)
+            for extra in (format_keeps(rows), format_misfits(rows)):
+                if extra:
+                    lines.append(extra)
         except (ValueError, KeyError, TypeError):
             fail(f"{summary}: damaged (rerun 'run' to write it again)")
     return "\n".join(lines)

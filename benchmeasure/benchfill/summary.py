@@ -16,6 +16,8 @@
   posterior interval against the target band, the trials per panel model behind it and the model calls the gap
   cost; a gap whose budget ran out without a certified child is listed as such. ``calls_per_kept`` = the
   method's calls on its gaps over the children kept.
+* Children not kept because they misfit (ours; ``[search] misfit_p``, :func:`~.calibration.item_fit`): per gap,
+  each valid child whose check-fit item test against the panel's fixed abilities failed, with its p-value and why.
 * Oracle: sequentially insert one item at the midpoint of the current widest gap, as many
   items as gaps filled (an idealized upper bound, not a method).
 """
@@ -117,6 +119,28 @@ def format_keeps(rows: dict) -> str:
             else:
                 lines.append(f"  gap {gap}: no child certified in {band} within the gap's budget "
                              f"({k['race_batches_gap']} race batches, {k['calls']} calls): nothing kept")
+    return "\n".join(lines)
+
+
+def misfit_rows(done: list) -> dict:
+    """Summary fields of one method's children dropped because they misfit (each :class:`~.records.GapDone`'s
+    ``misfits``)."""
+    per_gap = {str(d.gap): d.misfits for d in sorted(done, key=lambda d: d.gap) if d.misfits}
+    return {"misfits": per_gap, "children_misfit": sum(len(v) for v in per_gap.values())}
+
+
+def format_misfits(rows: dict) -> str:
+    """Lines under Table 2: per method, the children not kept because they misfit, and why."""
+    lines = []
+    for name in table_order(rows):
+        per_gap = rows[name].get("misfits") or {}
+        if not per_gap:
+            continue
+        lines.append(f"{name}: {rows[name]['children_misfit']} valid child(ren) not kept because they misfit the "
+                     "panel's abilities (check-fit's item test, summary.json misfits):")
+        for gap, entries in per_gap.items():
+            for m in entries:
+                lines.append(f"  gap {gap}: {m['item_id']} ({m['stage']}, {m['trials']} trials/model): {m['reason']}")
     return "\n".join(lines)
 
 
