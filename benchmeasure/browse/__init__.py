@@ -9,5 +9,6 @@
 * :mod:`~benchmeasure.browse.evaluation` scores a retriever against labelled queries (P@k, nDCG@k, MRR);
 * :mod:`~benchmeasure.browse.report` is the validity evidence for 1–4 facet queries: overlap and sources of the
   retrieved slices, each slice's difficulty coverage (ECDF, DDM, Max Gap) and the models' ranking on the slice
-  against the full benchmark (Kendall τ with a bootstrap interval, the models that move most).
+  against the full benchmark (Kendall τ with a bootstrap interval, the models that move most);
+* :mod:`~benchmeasure.browse.fit_view` shows each listed item's fit from a ``check-fit`` of its benchmark.
 """

@@ -20,6 +20,9 @@ For 1–4 facet queries, each retrieved slice (the top k items) is described thr
   another slice of the same size from the same items would give: resampling adds noise to the slice accuracies,
   so it sits below the point estimate when the slice is small (its median is reported beside it).
 
+* **item fit** (``--check-fit``, :mod:`.fit_view`): each hit's ``check-fit`` p-value and flag, and per slice and
+  benchmark how many of its items misfit (flagged, or running against ability) and why.
+
 A slice drawing items from a benchmark with no fitted difficulty is an error naming that benchmark: the
 difficulty part cannot be answered (index it with ``--difficulty``, or filter it out with ``--benchmark``).
 """
@@ -277,8 +280,12 @@ def _z(b: np.ndarray, low: float, high: float) -> list[float]:
 
 
 def use_case_report(index, queries: list[str], slices: list, responses: list[tuple[str, str]], n_boot: int,
-                    seed: int) -> dict:
-    """The JSON record of ``browse report`` (see the module docstring)."""
+                    seed: int, checks: dict | None = None) -> dict:
+    """The JSON record of ``browse report`` (see the module docstring); ``checks`` ``{benchmark: FitFlags}``
+    (``--check-fit``, :mod:`.fit_view`) adds each hit's fit and each slice's misfitting items."""
+    from benchmeasure.browse.fit_view import hit_fit, slice_fit
+
+    checks = checks or {}
     known = index.manifest["benchmarks"]
     for name, _ in responses:
         if name not in known:
@@ -303,7 +310,8 @@ def use_case_report(index, queries: list[str], slices: list, responses: list[tup
     for query, hits in zip(queries, slices):
         entry = {"query": query, "items": len(hits),
                  "benchmarks": dict(Counter(h.benchmark for h in hits).most_common()),
-                 "hits": [h.as_dict() for h in hits], "per_benchmark": {}}
+                 "hits": [{**h.as_dict(), **(hit_fit(checks, h) if checks else {})} for h in hits],
+                 "per_benchmark": {}}
         for name in entry["benchmarks"]:
             rows = names == name
             all_b = index.b[rows]
@@ -321,6 +329,8 @@ def use_case_report(index, queries: list[str], slices: list, responses: list[tup
                 part["ranking"] = ranking(answers[name], ids, slice_ids, n_boot, seed)
                 fitted = {index.item_ids[r]: float(index.b[r]) for r in np.flatnonzero(rows) if np.isfinite(index.b[r])}
                 part["ranking"]["abilities"] = ability_tau(answers[name], fitted, ids, slice_ids, n_boot, seed)
+            if name in checks:
+                part["fit"] = slice_fit(checks[name], slice_ids)
             entry["per_benchmark"][name] = part
         record["slices"].append(entry)
     return record

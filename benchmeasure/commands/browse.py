@@ -27,6 +27,7 @@ EXAMPLES = """examples (the bundled MMLU-Pro sample, data/browse_eval/):
   benchmeasure browse query browse_index "drug dosage for a patient" --k 10 --json --min-difficulty 0
   benchmeasure browse report browse_index "dosage of a drug" "diagnosing a patient" --k 50 \\
       --responses mmlu_pro=data/browse_eval/responses.csv --output use_cases.json
+  benchmeasure browse query browse_index "drug dosage for a patient" --check-fit mmlu_pro=checks/mmlu_pro
 
 index: one run per benchmark; each run adds to the index (the others are not embedded again). The text fields
 are joined in the order given (a list of strings, such as answer options, is one line per string).
@@ -47,6 +48,11 @@ b_sd in the difficulty file given to index); with --responses NAME=CSV (model,it
 abilities the slice implies (refitted on the slice with the difficulties held fixed) against those of the whole
 benchmark: Kendall tau with an interval over posterior draws (--n-boot, --seed) and the models whose ability
 rank moves most, with their rank intervals; and the same for accuracies, with a bootstrap interval.
+
+--check-fit NAME=DIR (repeatable; a bare DIR when the index holds one benchmark): benchmeasure check-fit's output
+folder (or its items.csv) for that benchmark's fit. query shows each listed item's item-fit p-value and its flag
+("flagged" at the check's FDR, "against" when its success rises as ability falls); --json adds fit_p_value,
+fit_flagged and fit_against_ability; report adds the same to each hit and counts each slice's misfitting items.
 """
 
 
@@ -74,6 +80,7 @@ def parse_args(argv):
     p.add_argument("query", metavar="TEXT", help="the use case, in words")
     _retrieval_options(p)
     p.add_argument("--json", action="store_true", help="print a JSON list of {benchmark, item_id, score}")
+    _check_fit_option(p)
     p = sub.add_parser("report", **sub_help, help="validity evidence for 1-4 facet queries (JSON)")
     p.add_argument("index", metavar="INDEX")
     p.add_argument("queries", nargs="+", metavar="TEXT", help="1 to 4 facet queries")
@@ -84,10 +91,25 @@ def parse_args(argv):
                    help="bootstrap resamples for Kendall tau (default 1000)")
     p.add_argument("--seed", type=SEED, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--output", metavar="JSON", help="write the report here (else print it)")
+    _check_fit_option(p)
     args = parser.parse_args(argv)
     if args.command == "report" and len(args.queries) > 4:
         fail(f"report compares 1 to 4 facet queries, got {len(args.queries)}")
     return args
+
+
+def _check_fit_option(p) -> None:
+    p.add_argument("--check-fit", action="append", default=[], metavar="NAME=PATH",
+                   help="a check-fit output folder (or its items.csv) of benchmark NAME's fit (a bare PATH when the "
+                        "index holds one benchmark): show each listed item's fit p-value and flag; repeatable")
+
+
+def _checks(index, args) -> dict:
+    if not args.check_fit:
+        return {}
+    from benchmeasure.browse.fit_view import read_checks
+
+    return read_checks(index, args.check_fit)
 
 
 def _retrieval_options(p, default_k: int = 20) -> None:
@@ -157,18 +179,26 @@ def _query(args) -> int:
     if not args.query.strip():
         fail("the query is empty; describe the use case in words")
     index = load_index(args.index)
+    checks = _checks(index, args)
     hits = _search(index, args, args.query)
+    if checks:
+        from benchmeasure.browse.fit_view import fit_label, hit_fit
     if args.json:
-        print(result_json([h.as_dict() for h in hits]))
+        print(result_json([{**h.as_dict(), **(hit_fit(checks, h) if checks else {})} for h in hits]))
         return 0
     texts = {}
     for name in {h.benchmark for h in hits}:
         texts.update({(name, r["item_id"]): r["text"] for r in read_stored_items(args.index, name)})
-    print(f"{'rank':>4}  {'score':>8}  {'b':>6}  benchmark / item: text")
+    fit_head = f"  {'fit p':>15}" if checks else ""
+    print(f"{'rank':>4}  {'score':>8}  {'b':>6}{fit_head}  benchmark / item: text")
     for rank, h in enumerate(hits, start=1):
         b = f"{h.b:6.2f}" if h.b is not None else f"{'-':>6}"
+        fit = f"  {fit_label(checks, h):>15}" if checks else ""
         snippet = " ".join(texts[(h.benchmark, h.item_id)].split())[:100]
-        print(f"{rank:>4}  {h.score:8.4f}  {b}  {h.benchmark} / {h.item_id}: {snippet}")
+        print(f"{rank:>4}  {h.score:8.4f}  {b}{fit}  {h.benchmark} / {h.item_id}: {snippet}")
+    if checks:
+        print("fit p: check-fit's item p-value (--check-fit); flagged: misfits at the check's FDR; against: success "
+              "rises as ability falls")
     if not hits:
         print("no item matches (no query word in the index, or the filters leave nothing)")
     return 0
@@ -179,6 +209,11 @@ def _report(args) -> int:
 
     responses = parse_responses_option(args.responses)
     inputs = [path for _, path in responses]
+    if args.check_fit:   # the checks' own files, so that the report may not replace one of them
+        from benchmeasure.analyses.fit_flags import check_paths
+
+        inputs += [p for value in args.check_fit for p in check_paths(value.partition("=")[2] or value)
+                   if p is not None]
     plan_outputs(files=[args.output], inputs=inputs)
     if args.output and Path(args.output).resolve().is_relative_to(Path(args.index).resolve()):
         fail(f"--output {args.output}: is inside the index folder {args.index} (it would replace or add to the "
@@ -187,12 +222,15 @@ def _report(args) -> int:
         if not query.strip():
             fail("a query is empty; describe each facet in words")
     index = load_index(args.index)
+    checks = _checks(index, args)
     slices = [_search(index, args, q) for q in args.queries]
-    record = use_case_report(index, args.queries, slices, responses, args.n_boot, args.seed)
+    record = use_case_report(index, args.queries, slices, responses, args.n_boot, args.seed, checks)
     record["settings"] = {"k": args.k, "mode": args.mode or (fusion.DEFAULT if index.dense else "lexical"),
                           "benchmarks": args.benchmark, "min_difficulty": args.min_difficulty,
                           "max_difficulty": args.max_difficulty, "n_boot": args.n_boot, "seed": args.seed}
     record["index"] = {"folder": args.index, "manifest_sha256": sha256_file(Path(args.index) / MANIFEST)}
+    if checks:
+        record["check_fit"] = {name: flags.provenance() for name, flags in checks.items()}
     record["command"] = command_line()
     record["package_versions"] = package_versions(["numpy", "scipy", *dense.PACKAGES])
     if args.output:
