@@ -174,6 +174,39 @@ def filled_runs(tmp_path_factory):
     return data / "calibration.csv", run, mass
 
 
+@pytest.fixture(scope="session")
+def checked_fit(tmp_path_factory):
+    """A small benchmark with three wrong keys, its fit and its check-fit, made by the real CLIs (a few seconds).
+
+    14 models × 60 items (``q0`` … ``q59``), K = 3, drawn from a 1PL; ``q0``–``q2`` inverted for every model (y → K − y,
+    what a wrong key does). ``benchmeasure fit --method map`` (seconds), then ``benchmeasure check-fit``. Returns a
+    dict: ``matrix``, ``fit`` (the fit folder), ``check`` (the check's folder), ``items``, ``inverted``."""
+    import csv
+
+    import numpy as np
+
+    root = tmp_path_factory.mktemp("checked_fit")
+    models, items, k = 14, 60, 3
+    rng = np.random.default_rng(7)
+    theta = np.linspace(-2.0, 2.0, models)
+    b = rng.normal(0.0, 1.0, items)
+    y = rng.binomial(k, 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :]))))
+    inverted = ["q0", "q1", "q2"]
+    y[:, :len(inverted)] = k - y[:, :len(inverted)]
+    names = [f"q{i}" for i in range(items)]
+    matrix = root / "matrix.csv"
+    with open(matrix, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["model", *names])
+        writer.writerows([f"m{j}", *map(str, y[j])] for j in range(models))
+    done = run_script("fit_irt.py", matrix, "--n-trials", k, "--method", "map", "--output-dir", root / "fit",
+                      "--quiet", timeout=300)
+    assert done.returncode == 0, done.stderr
+    done = run_script("check_fit.py", root / "fit", "--output-dir", root / "check", timeout=300)
+    assert done.returncode == 0, done.stderr
+    return {"matrix": matrix, "fit": root / "fit", "check": root / "check", "items": names, "inverted": inverted}
+
+
 # A full disk: the n-th fsync of the child fails with ENOSPC (patched in the child, as a tiny tmpfs would).
 # Run as [sys.executable, "-c", FULL_DISK, SCRIPT, ARGS...] with FAIL_AT=n in the environment.
 FULL_DISK = """

@@ -231,3 +231,40 @@ def test_models_with_different_anchor_sets_come_in_separate_files(world, tmp_pat
                       folder / "difficulty.csv", "--n-trials", K, "--output", tmp_path / "t.csv")
     assert_rejected(done, "model 'm0' is also in")
     assert not (tmp_path / "t.csv").exists()
+
+
+@pytest.mark.parametrize("strategy", ["stratified", "information", "random"])
+def test_select_anchors_leaves_out_the_items_check_fit_flags(checked_fit, tmp_path, strategy):
+    difficulty, inverted = checked_fit["fit"] / "difficulty.csv", set(checked_fit["inverted"])
+    flagged = {r["item"] for r in _read(checked_fit["check"] / "items.csv") if r["flagged"] == "true"}
+    assert inverted <= flagged   # the check found the wrong keys (test_check_fit.py tests the check itself)
+    n = len(checked_fit["items"])
+    done = run_script("select_anchors.py", difficulty, "--k", n - len(flagged), "--strategy", strategy,
+                      "--check-fit", checked_fit["check"], "--output", tmp_path / "a.csv")
+    assert done.returncode == 0, done.stderr
+    chosen = {r["item"] for r in _read(tmp_path / "a.csv")}
+    assert chosen == set(checked_fit["items"]) - flagged   # every candidate, none of the flagged items
+    assert f"left out {len(flagged)} item(s) that check-fit" in done.stderr and "--keep-misfits" in done.stderr
+    record = json.loads((tmp_path / "a.csv.json").read_text())["check_fit"]
+    assert set(record["excluded"]) == flagged and record["kept_misfits"] is False
+    assert record["misfits"] == len(flagged) and record["against_ability"] >= len(inverted)
+    assert record["items_csv"] == str(checked_fit["check"] / "items.csv") and len(record["matrix_sha256"]) == 64
+
+
+def test_select_anchors_keep_misfits_and_the_seed_with_check_fit(checked_fit, tmp_path):
+    difficulty, n = checked_fit["fit"] / "difficulty.csv", len(checked_fit["items"])
+    flagged = {r["item"] for r in _read(checked_fit["check"] / "items.csv") if r["flagged"] == "true"}
+    # --keep-misfits: the flagged items are candidates again, and the record says so
+    done = run_script("select_anchors.py", difficulty, "--k", n, "--strategy", "information", "--check-fit",
+                      checked_fit["check"] / "items.csv", "--keep-misfits", "--output", tmp_path / "b.csv")
+    assert done.returncode == 0, done.stderr
+    assert {r["item"] for r in _read(tmp_path / "b.csv")} >= flagged and "kept the" in done.stderr
+    record = json.loads((tmp_path / "b.csv.json").read_text())["check_fit"]
+    assert record["excluded"] == [] and record["kept_misfits"] is True
+    # a few anchors: seeded as before, drawn from the candidates only
+    runs = [run_script("select_anchors.py", difficulty, "--k", 8, "--strategy", "random", "--seed", 4,
+                       "--check-fit", checked_fit["check"], "--output", tmp_path / f"{name}.csv", "--quiet")
+            for name in ("c", "d")]
+    assert all(r.returncode == 0 and r.stderr == "" for r in runs)
+    assert (tmp_path / "c.csv").read_text() == (tmp_path / "d.csv").read_text()
+    assert not {r["item"] for r in _read(tmp_path / "c.csv")} & flagged

@@ -343,3 +343,68 @@ def test_jsonl_reader_fuzz(tmp_path, lines):
         return
     assert items and len({i.item_id for i in items}) == len(items)
     assert all(i.text.strip() and i.text.encode("utf-8") for i in items)
+
+
+def fit_index(checked_fit, tmp_path, *extra_benchmarks):
+    """A lexical-only index of the checked benchmark's items (q0 … q59; even items about algebra, odd about
+    geometry) with its fitted difficulties, plus ``extra_benchmarks`` (name, texts) without difficulties."""
+    rows = [{"id": item, "question": f"{'algebra equation' if i % 2 == 0 else 'geometry triangle'} problem {i}"}
+            for i, item in enumerate(checked_fit["items"])]
+    out = tmp_path / "fit_index"
+    done = browse("index", write_jsonl(tmp_path / "checked.jsonl", rows), "--benchmark", "checked", "--id-field",
+                  "id", "--text-field", "question", "--difficulty", checked_fit["fit"] / "difficulty.csv",
+                  "--sd-column", "none", "--output-dir", out, "--lexical-only", "--quiet")
+    assert done.returncode == 0, done.stderr
+    for name, texts in extra_benchmarks:
+        jsonl = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": f"{name}{i}", "question": t}
+                                                         for i, t in enumerate(texts)])
+        done = browse("index", jsonl, "--benchmark", name, "--id-field", "id", "--text-field", "question",
+                      "--output-dir", out, "--lexical-only", "--quiet")
+        assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_query_and_report_show_each_items_fit(checked_fit, tmp_path):
+    out = fit_index(checked_fit, tmp_path)
+    rows = {r["item"]: r for r in csv_rows(checked_fit["check"] / "items.csv")}
+    table = browse("query", out, "algebra equation problem", "--k", 30, "--check-fit", checked_fit["check"])
+    assert table.returncode == 0, table.stderr
+    assert "fit p" in table.stdout.splitlines()[0] and "against: success rises as ability falls" in table.stdout
+    shown = []
+    for line in table.stdout.splitlines():
+        match = re.search(r"checked / (q\d+):", line)
+        if match:
+            item = match.group(1)
+            shown.append(item)
+            assert f" {float(rows[item]['p_value']):.2g}" in line
+            assert ("against" in line) == (rows[item]["against_ability"] == "true")
+    assert len(shown) == 30 and {"q0", "q2"} <= set(shown)   # the even wrong keys are about algebra
+    listed = query(out, "algebra equation problem", "--k", 30, "--check-fit", f"checked={checked_fit['check']}")
+    by_id = {h["item_id"]: h for h in listed}
+    for item, hit in by_id.items():
+        assert hit["fit_p_value"] == pytest.approx(float(rows[item]["p_value"]))
+        assert hit["fit_flagged"] is (rows[item]["flagged"] == "true")
+        assert hit["fit_against_ability"] is (rows[item]["against_ability"] == "true")
+    assert by_id["q0"]["fit_against_ability"] and by_id["q2"]["fit_against_ability"]
+    report = tmp_path / "report.json"
+    done = browse("report", out, "algebra equation problem", "geometry triangle problem", "--k", 30, "--n-boot",
+                  100, "--check-fit", checked_fit["check"], "--output", report)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(report.read_text())
+    for entry in record["slices"]:
+        fit = entry["per_benchmark"]["checked"]["fit"]
+        misfit = {h["item_id"] for h in entry["hits"] if h["fit_flagged"]}
+        assert fit["misfits"] == len(misfit) and {m["item_id"] for m in fit["misfit_items"]} == misfit
+        assert fit["items_checked"] == len(entry["hits"]) == 30
+    algebra, geometry = ({m["item_id"]: m for m in e["per_benchmark"]["checked"]["fit"]["misfit_items"]}
+                         for e in record["slices"])
+    assert {"q0", "q2"} <= set(algebra) and "q1" in geometry
+    assert "ability falls" in geometry["q1"]["reason"] and geometry["q1"]["against_ability"]
+    assert record["check_fit"]["checked"]["items"] == len(checked_fit["items"])
+
+
+def csv_rows(path):
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
