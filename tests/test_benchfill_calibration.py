@@ -1,5 +1,6 @@
 """Online calibration: quadrature posterior of b given fixed abilities, against a brute-force check."""
 
+import json
 import math
 
 import numpy as np
@@ -74,3 +75,36 @@ print(round(note.z, 6))
     assert done.returncode == 0, done.stderr
     expected = annotate({"a": 3, "b": 5}, {"a": 0.0, "b": 1.0}, 8, -2.0, 2.0, 0.25).z
     assert float(done.stdout) == pytest.approx(expected, abs=1e-6)
+
+
+def test_item_fit_drops_a_child_that_runs_against_ability_and_keeps_one_that_fits():
+    # check-fit's item test with the panel's abilities held fixed (calibration.item_fit, [search] misfit_p)
+    from benchmeasure.benchfill.calibration import item_fit
+
+    theta = dict(zip((f"m{j}" for j in range(12)), np.linspace(-1.5, 2.5, 12)))
+    rng = np.random.default_rng(5)
+    p = {m: 1 / (1 + np.exp(-(t - 0.5))) for m, t in theta.items()}
+    fits = {m: int(rng.binomial(32, p[m])) for m in theta}
+    reversed_ = {m: 32 - int(rng.binomial(32, p[m])) for m in theta}   # strong models fail, weak ones succeed
+    good = item_fit(fits, theta, 32, 0.05)
+    bad = item_fit(reversed_, theta, 32, 0.05)
+    assert not good["misfit"] and good["reason"] == "" and good["p_value"] > 0.05
+    assert bad["misfit"] and bad["against_ability"] and bad["p_value"] < 1e-20 and bad["point_biserial"] < 0
+    assert "success rises as ability falls" in bad["reason"] and "below 0.05" in bad["reason"]
+    assert set(bad) >= {"p_value", "p_curve", "p_slope", "z_slope", "threshold", "trials", "draws"}
+    assert json.loads(json.dumps(bad)) == bad   # a JSON record for the journal, every number finite
+
+
+def test_item_fit_false_drop_rate_on_children_that_follow_the_1pl():
+    # the null: children drawn from the 1PL at the panel's abilities (what the simulated world draws); the check is
+    # conservative (posterior predictive), so far fewer than 5 % are dropped at misfit_p = 0.05
+    from benchmeasure.benchfill.calibration import item_fit
+
+    theta = dict(zip((f"m{j}" for j in range(12)), np.linspace(-1.5, 2.5, 12)))
+    rng = np.random.default_rng(11)
+    dropped = 0
+    for _ in range(150):
+        b = rng.uniform(-2.0, 3.0)
+        counts = {m: int(rng.binomial(32, 1 / (1 + np.exp(-(t - b))))) for m, t in theta.items()}
+        dropped += item_fit(counts, theta, 32, 0.05)["misfit"]
+    assert dropped <= 7   # ≤ 4.7 %; 1.6 % ± 0.3 % of 2,000 such children (bench/bench_benchfill_item_fit.py)

@@ -229,3 +229,41 @@ def test_same_seed_same_items_with_replies_delayed_in_a_shuffled_order(tmp_path)
     assert sorted(plans[0]) == sorted(plans[1])  # every round planned alike, whatever order the replies came in
     arrival = [[e["key"] for e in log if e["type"] == "call"] for log in journals]
     assert arrival[0] != arrival[1] and sorted(arrival[0]) == sorted(arrival[1])  # the order did differ
+
+
+@pytest.mark.slow
+def test_a_child_whose_answers_run_against_ability_is_not_kept(tmp_path):
+    # a third of the rewrites are reversed (strong models fail them, weak ones solve them: a wrong key); the item-fit
+    # check ([search] misfit_p, default 0.05) must drop every one of them, keep none, and say why in the outputs
+    folder, env, server = sim_run(tmp_path, 1, search={"rounds": 2}, world={"against_ability": 0.3})
+    done = run_cli(folder, env)
+    status = subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True, env=env)
+    server.shutdown()
+    assert done.returncode == 0, done.stderr
+    notes = annotations(folder)
+    reversed_ = [n for n in notes if n["valid"] and " reversed]]" in n["question"]]
+    assert len(reversed_) >= 10
+    for note in reversed_:   # each one's record in the journal says it misfits, and why
+        assert note["fit"]["misfit"] and note["fit"]["against_ability"], note["fit"]
+        assert note["fit"]["p_value"] < 0.05 and "success rises as ability falls" in note["fit"]["reason"]
+    sound = [n for n in notes if n["valid"] and n not in reversed_]
+    assert sum(n["fit"]["misfit"] for n in sound) <= max(2, len(sound) // 10)   # few sound children dropped
+    kept = {r["item_id"] for f in ("new_item_records.csv", "baseline_item_records.csv")
+            for r in csv.DictReader(open(folder / f))}
+    assert kept and not kept & {n["item_id"] for n in reversed_}
+    # without the check a reversed child would have been kept: in some gap it is the valid child closest to z*
+    closest = [min((n for n in notes if n["valid"] and (n["mode"], n["gap"]) == key),
+                   key=lambda n: (abs(n["z"] - n["target"]), n["item_id"]))
+               for key in {(n["mode"], n["gap"]) for n in notes}]
+    assert any(" reversed]]" in n["question"] for n in closest)
+    # the outputs say which children were dropped and why: summary.json, table2.txt, the run's log and status
+    summary = json.loads((folder / "summary.json").read_text())
+    listed = {m["item_id"]: m for mode in ("benchfill", "baseline")
+              for gap in summary[mode]["misfits"].values() for m in gap}
+    assert {n["item_id"] for n in reversed_} <= set(listed)
+    assert summary["settings"]["search"]["misfit_p"] == 0.05
+    table = (folder / "table2.txt").read_text()
+    example = reversed_[0]["item_id"]
+    assert "not kept because they misfit" in table and example in table
+    assert f"{example} (z=" in done.stdout and "will not be kept: it misfits the panel's abilities" in done.stdout
+    assert "misfit: not kept" in status.stdout and "not kept because they misfit" in status.stdout
