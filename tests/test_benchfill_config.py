@@ -61,3 +61,28 @@ def test_init_records_the_resolved_panel(tmp_path):
     done = init(config, tmp_path, "missing", PANEL_CONFIG=str(tmp_path / "nope.toml"))
     assert_rejected(done, "nope.toml: panel config not found", "PANEL_CONFIG")
     assert not (tmp_path / "res" / "math_sim" / "missing").exists()
+
+
+def test_item_fit_setting_and_run_folders_from_before_it(tmp_path):
+    from benchmeasure.benchfill.records import Annotation, GapDone, event_from_dict
+
+    config = tmp_path / "c.toml"
+    config.write_text('[benchmark]\nname = "x"\ncalibration = "c.csv"\npool = "p.jsonl"\nmatrix = "m.csv"\n'
+                      "matrix_n_trials = 1\n")
+    assert load_config(config).search.misfit_p == 0.05                   # on by default for a new run
+    config.write_text(config.read_text() + "[search]\nmisfit_p = 0\n")
+    assert load_config(config).search.misfit_p == 0.0                    # 0: off
+    old = {"benchmark": {"name": "x", "calibration": "c.csv", "pool": "p.jsonl", "matrix": "m.csv",
+                         "matrix_n_trials": 1}, "search": {"gaps": 3}}   # a config.json written before the check
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    assert load_config(tmp_path / "config.json").search.misfit_p == 0.0  # resumes as it began: no check
+    note = {"type": "annotation", "item_id": "benchfill-g1-r1-p0-c0", "mode": "benchfill", "gap": 1, "round": 1,
+            "parent_id": "3", "question": "q", "answer": "1", "valid": True, "reason": "ok", "counts": {"m": 1},
+            "b_mean": 0.1, "b_sd": 0.2, "z": 0.5, "target": 0.5, "time": 1.0}   # a journal line from before
+    event = event_from_dict(note, "line 1")
+    assert isinstance(event, Annotation) and event.fit is None and not event.misfits
+    done = event_from_dict({"type": "gap_done", "mode": "benchfill", "gap": 1, "rounds": 2, "rewrites": 32,
+                            "stopped_early": False, "final": None, "deviation": None}, "line 2")
+    assert isinstance(done, GapDone) and done.misfits is None
+    fit = {"misfit": True, "reason": "why", "p_value": 1e-9, "trials": 4}
+    assert event_from_dict({**note, "fit": fit}, "line 3").misfits

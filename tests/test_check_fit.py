@@ -187,3 +187,21 @@ def test_parameter_table_reader_fuzz(tmp_path, rows, header):
         return
     assert len(table.names) == len(set(table.names)) == len(table.mean) == len(table.sd) > 0
     assert np.isfinite(table.mean).all() and (table.sd >= 0).all()
+
+
+def test_benchfills_fixed_ability_entry_point_is_check_fits_item_test(checked_fit):
+    # BenchFill tests a child with the panel's abilities held fixed (analyses.item_fit.fixed_ability_fit); on a MAP
+    # fit check-fit conditions on the one fitted point, so the two must give every item the same p-values
+    from benchmeasure.analyses.fit_inputs import read_parameter_table
+    from benchmeasure.analyses.item_fit import fixed_ability_fit
+    from benchmeasure.core.matrix import read_matrix
+
+    matrix = read_matrix(str(checked_fit["matrix"]), 3)
+    theta = read_parameter_table(checked_fit["fit"] / "ability.csv", "model", "theta_mean", "theta_sd")
+    b = read_parameter_table(checked_fit["fit"] / "difficulty.csv", "item", "b_mean", "b_sd")
+    assert theta.names == list(matrix.models) and b.names == list(matrix.items)
+    y = matrix.counts.astype(float)
+    fit = fixed_ability_fit(y, np.full(y.shape, 3.0), theta.mean, b.mean[None, :])
+    rows = _rows(checked_fit["check"] / "items.csv")
+    for name in ("p_value", "p_curve", "p_slope", "z_slope", "point_biserial"):
+        assert fit[name] == pytest.approx([float(r[name]) for r in rows], rel=1e-5, abs=1e-12), name
