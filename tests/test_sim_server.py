@@ -188,3 +188,23 @@ def test_run_rollout_backends_write_the_same_rows(sure_server, tmp_path):
         (m, f"q{i}", t) for i in range(2) for m in ("sure", "never") for t in range(2)]
     assert all(("\\boxed{" + r["item_id"][1:] + "}" in r["response"]) == bool(r["correct"]) for r in raw)
     assert list((tmp_path / "lmms").glob("*/out/**/*samples_*.jsonl"))  # --workdir keeps lmms-eval's files
+
+
+def test_reversed_items_are_answered_against_ability_by_the_panel_only():
+    import random
+
+    from benchmeasure.serving.sim.world import REFERENCE, respond
+
+    world = World({"weak": -2.0, "strong": 3.0}, seed=3)
+    question = item_text(0.5, 42, "q", reversed_=True)
+    assert question.endswith("[[sim b=0.5000 a=42 reversed]]")
+    rates = {m: sum("\\boxed{42}" in t for t in respond(world, m, question, 400, random.Random(1))) / 400
+             for m in ("weak", "strong")}
+    assert rates["weak"] > 0.85 and rates["strong"] < 0.15          # 1 − σ(θ − b): 0.92 and 0.08
+    solved = respond(world, "sim-rewriter", question, 20, random.Random(2))   # the cold solve is not reversed
+    assert sum("\\boxed{42}" in t for t in solved) >= 19
+    assert REFERENCE.findall(f"[difficulty 0.30] {question}") == [("0.30", "0.5000", "42")]
+    world.against_ability = 1.0
+    prompt = f"Target difficulty: 0.500\nItem to rewrite:\nQuestion: {item_text(1.0, 7, 'p')}\nAnswer: 7"
+    child = json.loads(respond(world, "sim-rewriter", prompt, 1, random.Random(3))[0])
+    assert " reversed]]" in child["question"]
