@@ -98,7 +98,10 @@ def test_plan_reads_the_declarations():
         FitSettings(model="3pl")
 
 
-def test_density_matches_its_gradient():
+def test_density_matches_its_gradient_and_the_rotation_keeps_the_model():
+    """The compiled 2PL density's gradient is its derivative, in both coordinates; the rotated density at z is the
+    direct one at (θ, b) = Q·z (Q orthogonal: the same prior and likelihood), and its stored draws are that (θ, b)."""
+    from benchmeasure.irt.model import Rotation
     from benchmeasure.irt.routes.twopl.density import twopl_density
 
     rng = np.random.default_rng(0)
@@ -106,9 +109,19 @@ def test_density_matches_its_gradient():
     k = np.full((4, 5), 3.0)
     k[0, 1], y[0, 1] = 0.0, 0                           # a hole
     for g in (0.0, np.linspace(0.0, 0.3, 5)):
-        d = twopl_density(y, k, g, models=range(4), items=range(5))
-        z = rng.normal(size=d.n_dim)
-        _, grad = d.logp(z)
-        eps = 1e-6
-        numeric = [(d.logp(z + eps * e)[0] - d.logp(z - eps * e)[0]) / (2 * eps) for e in np.eye(d.n_dim)]
-        assert np.allclose(grad, numeric, atol=1e-5)
+        for slopes in (True, False):
+            rotated = twopl_density(y, k, g, models=range(4), items=range(5), slopes=slopes)
+            direct = twopl_density(y, k, g, models=range(4), items=range(5), slopes=slopes,
+                                   parametrization="direct")
+            z = rng.normal(size=rotated.n_dim)
+            theta, b = Rotation(4, 5).to_stacked(z[:9])
+            assert np.isclose(rotated.logp(z)[0], direct.logp(np.concatenate([theta, b, z[9:]]))[0])
+            for d in (rotated, direct):
+                _, grad = d.logp(z)
+                eps = 1e-6
+                numeric = [(d.logp(z + eps * e)[0] - d.logp(z - eps * e)[0]) / (2 * eps) for e in np.eye(d.n_dim)]
+                assert np.allclose(grad, numeric, atol=1e-5)
+            stored = rotated.expand(z)
+            assert np.allclose(stored[:9], np.concatenate([theta, b]))
+            if slopes:
+                assert np.allclose(stored[9:], np.exp(0.5 * z[9:]))

@@ -305,7 +305,7 @@ class FitPlan:
             "seed": None if s.seed is None else int(s.seed),
             "seed_used": self.seed_used,
             "guessing": g if np.ndim(g) == 0 else np.asarray(g).tolist(),
-            "parametrization": s.parametrization if self.route == "joint" and nuts else None,
+            "parametrization": s.parametrization if self.route in ("joint", "2pl") and nuts else None,
             "adaptation": s.adaptation if nuts and self.sampler == "nutpie" else None,
             "fixed_items": None if self.fixed_b is None else [
                 item for item, value in zip(items if items is not None else range(len(self.fixed_b)), self.fixed_b)

@@ -15,7 +15,7 @@ def _sample(matrix, plan, progress, slopes: bool):
     trials = getattr(matrix, "trials", None)
     k = np.full(matrix.counts.shape, float(matrix.n_trials)) if trials is None else trials.astype(float)
     model = twopl_density(matrix.counts, k, plan.guessing, models=matrix.models, items=matrix.items,
-                          slopes=slopes)
+                          slopes=slopes, parametrization=plan.settings.parametrization)
     names = ["theta", "b", "a"] if slopes else ["theta", "b"]
     draws, compile_time, sampling_time = run_nuts(model, names, NutsRun.of(plan, progress))
     return draws, k, compile_time, sampling_time
