@@ -122,7 +122,16 @@ def test_fit_suite_under_the_hierarchical_prior_and_its_refusals(tmp_path):
     with open(out / "hard" / "difficulty.csv", encoding="utf-8") as handle:
         for r in csv.DictReader(handle):
             assert abs(float(r["b_mean"]) - b[suite.items.index(r["item"])]) < 1e-6
-    assert (out / "correlation.csv").exists()
+    assert (out / "correlation.csv").exists() and hyper["collapsed"] == []
+    # a benchmark of one item cannot estimate its spread: the mode of sigma_b falls towards 0, and the command says so
+    solo = write_rows(tmp_path / "solo.csv", ["item_id", "benchmark"],
+                      [(f"q{i}", "solo" if i == 0 else "rest") for i in range(30)])
+    done = run_script("fit_suite.py", src, "--item-benchmarks", solo, "--prior", "hierarchical", "--output-dir",
+                      tmp_path / "solo_fit")
+    assert done.returncode == 0, done.stderr
+    assert "warning: the hierarchical prior's sigma_b of solo" in done.stderr and "collapsed" in done.stderr
+    record = json.loads((tmp_path / "solo_fit" / "suite.json").read_text())["settings"]["hyperparameters"]
+    assert [c.split(" ")[2] for c in record["collapsed"]] == ["solo"]
     # the NUTS routes: collapsed integrates b out under N(0, 1); unit scales contradict a learned spread
     for extra, fragments in ((("--route", "collapsed"), ("--route collapsed", "--route joint")),
                              (("--scales", "unit"), ("--scales unit",))):

@@ -205,6 +205,10 @@ def main(argv=None) -> int:
                 writer.writerow(["item", "b_mean"])
                 writer.writerows((suite.items[i], f"{difficulty[i]:.8g}") for i in suite.benchmark_items(name))
         write_json(os.path.join(args.output_dir, "chain.json"), record)
+    if hyper and hyper["collapsed"]:
+        print(f"warning: the hierarchical prior's {', '.join(hyper['collapsed'])} collapsed towards 0 (too few items, "
+              "or models answering alike, to estimate a spread): those parameters are pooled at their mean "
+              "(docs/suites.md)", file=sys.stderr)
     if skipped:
         print(f"warning: {len(skipped)} (split, step, benchmark, N) prediction set(s) left out: the calibration models "
               "answered too few of the benchmark's items for N anchors and an item left to predict (chain.json: "

@@ -253,6 +253,8 @@ def main(argv=None) -> int:
 
         for warning in warnings_for(d):
             print(f"warning: {warning}", file=sys.stderr)
+    if result.hyper is not None:
+        _warn_collapsed(result.hyper.collapsed(suite.benchmarks))
     for (a, b), n in unestimated.items():
         print(f"warning: correlation {suite.benchmarks[a]} ~ {suite.benchmarks[b]} not estimated: {n} model"
               f"{'s' * (n != 1)} answered both (at least {MIN_SHARED} needed); left blank in correlation.csv",
@@ -267,6 +269,14 @@ def main(argv=None) -> int:
                   "are written for inspection", file=sys.stderr)
             return 3
     return 0
+
+
+def _warn_collapsed(collapsed: list) -> None:
+    """One warning line for the hierarchical EM's spreads that collapsed (suite.hierarchical.COLLAPSED)."""
+    if collapsed:
+        print(f"warning: the hierarchical prior's {', '.join(collapsed)} collapsed towards 0 (too few items, or models "
+              "answering alike, to estimate a spread): those parameters are pooled at their mean (docs/suites.md)",
+              file=sys.stderr)
 
 
 def _nuts(suite, args):

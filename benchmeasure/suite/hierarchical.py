@@ -23,6 +23,11 @@ So what is computed is the EM's fixed point: the marginal MAP difficulties given
 marginal likelihood, θ integrated exactly on the grid and each b by the Laplace approximation (the only
 approximation added to the paper-prior EM). Fixed items (the chain's earlier benchmarks) keep their b and inform
 the E-step only; a benchmark without free items keeps its starting hyperparameters.
+
+A spread the data cannot estimate collapses: the HalfNormal's mode is 0, so a benchmark of one or a few items, or a
+panel whose models answered alike, drives σ_b,k or σ_θ towards 0 and pools its parameters at the mean (a mode of a
+scale is not its posterior mean). :meth:`Hyper.collapsed` names them and the commands warn; the NUTS routes
+(``fit --prior hierarchical``, ``fit-suite --abilities correlated``) average over the scale instead.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from benchmeasure.suite.calibration import grid_loglik, normalize, sigmoid
 
 GRID = np.linspace(-12.0, 12.0, 121)
 START_SIGMA_B = 3.0   # the paper-prior EM's b sd: where the hyperparameters start
+COLLAPSED = 0.05      # a spread estimated below this has collapsed (module docstring, last paragraph)
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,16 @@ class Hyper:
     sigma_b: np.ndarray
     estimated: np.ndarray   # (groups,) True where the group had free items (else its starting values)
 
+    def collapsed(self, names: list) -> list:
+        """The spreads estimated below :data:`COLLAPSED`, in words (``names[k]`` is group k)."""
+        out = [f"sigma_theta {self.sigma_theta:.2g}"] if self.sigma_theta < COLLAPSED else []
+        return out + [f"sigma_b of {name} {self.sigma_b[k]:.2g}" for k, name in enumerate(names)
+                      if k < self.estimated.size and self.estimated[k] and self.sigma_b[k] < COLLAPSED]
+
     def record(self, names: list) -> dict:
         """The estimates by benchmark name (``names[k]`` is group k), for a command's record; groups with no free
         item are left out."""
-        return {"sigma_theta": float(self.sigma_theta),
+        return {"sigma_theta": float(self.sigma_theta), "collapsed": self.collapsed(names),
                 "per_benchmark": {name: {"mu_b": float(self.mu_b[k]), "sigma_b": float(self.sigma_b[k])}
                                   for k, name in enumerate(names) if k < self.estimated.size and self.estimated[k]}}
 
