@@ -30,7 +30,7 @@ examples:
   benchmeasure calibrate new.csv --abilities ability.csv --n-trials 4 --guessing 0.25 \\
       --reference-difficulty my_benchmark/difficulty.csv --output new_difficulty.csv
   benchmeasure calibrate holes.csv --abilities ability.csv --n-trials 4 --allow-missing --output new_difficulty.csv
-  benchmeasure calibrate new.csv --abilities hier_fit/ability.csv --n-trials 4 --prior hierarchical \
+  benchmeasure calibrate new.csv --abilities hier_fit/ability.csv --n-trials 4 --prior hierarchical \\
       --output new_difficulty.csv      # b ~ Normal(mu_b, sigma_b) of hier_fit/diagnostics.json
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct) of the new

@@ -27,7 +27,7 @@ examples:
   benchmeasure chain data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --order gsm8k,math_l5 \\
       --anchors 10,25,50,100 --splits 10 --seed 1 --output-dir runs/zeroeval_chain
   benchmeasure chain responses.csv --item-benchmarks item_benchmark.csv --seed 1 --output-dir runs/chain
-  benchmeasure chain data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --order gsm8k,math_l5 \
+  benchmeasure chain data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --order gsm8k,math_l5 \\
       --anchors 100 --splits 5 --prior hierarchical --output-dir runs/zeroeval_chain_hier
 
 input: one or more CSVs with columns model,item_id,correct and optionally trial and benchmark (a file without a

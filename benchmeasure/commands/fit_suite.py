@@ -41,7 +41,7 @@ examples:
       --seed 1 --output-dir runs/zeroeval_suite
   benchmeasure fit-suite data/mmlu_pro/responses.csv.gz --abilities correlated-eb --output-dir runs/mmlu_pro_eb
   benchmeasure fit-suite --matrix matrix.csv --n-trials 4 --item-benchmarks item_benchmark.csv --output-dir runs/s
-  benchmeasure fit-suite data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --prior hierarchical \
+  benchmeasure fit-suite data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --prior hierarchical \\
       --output-dir runs/zeroeval_hier
 
 output: DIR/<benchmark>/difficulty.csv (item,b_mean,b_sd: one scale for the whole suite), DIR/metrics.csv (per

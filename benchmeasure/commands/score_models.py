@@ -38,7 +38,7 @@ examples:
   benchmeasure score holes.csv --difficulty difficulty.csv --n-trials 4 --allow-missing --output s.csv  # blank = absent
   benchmeasure score responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
       --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
-  benchmeasure score responses.csv --difficulty hier_fit/difficulty.csv --n-trials 4 --prior hierarchical \
+  benchmeasure score responses.csv --difficulty hier_fit/difficulty.csv --n-trials 4 --prior hierarchical \\
       --output s.csv                       # theta ~ Normal(0, sigma_theta) of hier_fit/diagnostics.json
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct); its items must
