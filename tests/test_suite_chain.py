@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
 
 import numpy as np
 import pytest
@@ -175,6 +176,9 @@ def test_chain_command_end_to_end(tmp_path):
     mae = {method: float(summary[("10", method)]["mae_points"]) for method in ("fixed_correlated", "anchor_accuracy")}
     assert mae["fixed_correlated"] < mae["anchor_accuracy"]
     assert (out / "difficulty" / "bench1.csv").exists() and (out / "chain.json").exists()
+    settings = json.loads((out / "chain.json").read_text())["settings"]   # the default prior, named and described
+    assert settings["prior_name"] == "paper" and settings["prior"].startswith("theta ~ Normal(0, 1)")
+    assert "hyperparameters" not in settings
     again = run_script("chain.py", *paths, "--order", "bench9", "--seed", "4", "--output-dir", tmp_path / "x")
     assert_rejected(again, "--order: benchmark 'bench9'")
 
@@ -207,6 +211,7 @@ def test_fit_suite_from_a_matrix_with_holes(tmp_path):
     by_item = dict(zip(direct.items, b))
     np.testing.assert_allclose([float(r["b_mean"]) for r in hard], [by_item[r["item"]] for r in hard], atol=1e-3)
     assert (out / "correlation.csv").exists()
+    assert json.loads((out / "suite.json").read_text())["settings"]["prior_name"] == "paper"
     page = run_script("explore_benchmarks.py", out, "--output", tmp_path / "explorer.html")
     assert page.returncode == 0 and "2 benchmarks" in page.stdout + page.stderr, page.stderr  # every benchmark
     assert_rejected(run_script("fit_suite.py", src, "--matrix", matrix, "--output-dir", tmp_path / "y"),

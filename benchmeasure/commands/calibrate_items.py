@@ -2,7 +2,9 @@
 
 With every ability θ held fixed the posterior of one item's b is one-dimensional and is computed exactly
 by quadrature — BenchFill's online calibration (paper Section 4), the same function
-(:func:`benchmeasure.irt.anchored.difficulty_posterior`), with the paper's 1PL and N(0, 1) prior.
+(:func:`benchmeasure.irt.anchored.difficulty_posterior`), with the paper's 1PL and N(0, 1) prior; with
+``--prior hierarchical``, b ~ Normal(μ_b, σ_b) with μ_b and σ_b from the hierarchical fit that gave the abilities
+(:mod:`benchmeasure.irt.fixed_prior`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, 
 from benchmeasure.base.options import N_TRIALS, add_allow_missing, add_hdi_prob, add_quiet
 from benchmeasure.core.fixed_scale_inputs import absent_counts, input_records, read_counts
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
+from benchmeasure.irt.priors import add_option as add_prior_option
 
 EXAMPLES = """\
 examples:
@@ -27,6 +30,8 @@ examples:
   benchmeasure calibrate new.csv --abilities ability.csv --n-trials 4 --guessing 0.25 \\
       --reference-difficulty my_benchmark/difficulty.csv --output new_difficulty.csv
   benchmeasure calibrate holes.csv --abilities ability.csv --n-trials 4 --allow-missing --output new_difficulty.csv
+  benchmeasure calibrate new.csv --abilities hier_fit/ability.csv --n-trials 4 --prior hierarchical \\
+      --output new_difficulty.csv      # b ~ Normal(mu_b, sigma_b) of hier_fit/diagnostics.json
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct) of the new
 items; every model in it needs an ability in --abilities (models there but not here are unused).
@@ -51,6 +56,8 @@ def parse_args(argv):
     parser.add_argument("--reference-difficulty", default=None, metavar="DIFFICULTY_CSV",
                         help="a benchmark's difficulty file: z is on its min-max scale (paper Section 4)")
     add_hdi_prob(parser, "mass of b's highest-density interval (default 0.94)")
+    add_prior_option(parser, "b ~ Normal(mu_b, sigma_b), their posterior means read from the diagnostics.json of the "
+                     "fit folder that holds --abilities (a fit under --prior hierarchical)")
     add_allow_missing(parser, "accept absent cells (an item calibrated on the models that answered it) and K per "
                       "cell (blank cells and MATRIX.trials.csv, or long responses; docs/suites.md)")
     add_quiet(parser)
@@ -63,7 +70,9 @@ def main(argv=None) -> int:
     inputs = [args.responses, args.abilities, args.guessing_csv, args.reference_difficulty]
     plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
     from benchmeasure.core.ability_file import read_ability_table
+    from benchmeasure.irt.fixed_prior import describe, free_side_prior
 
+    prior = free_side_prior(args.prior, "item", args.abilities, "--abilities")
     abilities = read_ability_table(args.abilities)
     reference = None
     if args.reference_difficulty is not None:
@@ -89,10 +98,12 @@ def main(argv=None) -> int:
 
     theta = np.asarray([abilities[model] for model in matrix.models], dtype=float)
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
-    say(f"calibrating {len(matrix.items)} item(s) against the fixed abilities of {len(matrix.models)} model(s)")
+    say(f"calibrating {len(matrix.items)} item(s) against the fixed abilities of {len(matrix.models)} model(s)"
+        + ("" if prior is None else f", {describe(prior, 'item')}"))
+    normal = None if prior is None else (prior["mean"], prior["sd"])
     trials = matrix.trials
     rows = [calibrate_item(matrix.counts[:, i], theta, args.n_trials, float(guessing[i]), reference, args.hdi_prob,
-                           item, trials=None if trials is None else trials[:, i])
+                           item, trials=None if trials is None else trials[:, i], prior=normal)
             for i, item in enumerate(matrix.items)]
     record = {
         "output": args.output, "columns": CALIBRATION_COLUMNS, "items": len(rows), "models": len(matrix.models),
@@ -100,7 +111,8 @@ def main(argv=None) -> int:
         "absent_cells": absent_counts(matrix),
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "reference_min_max": list(reference) if reference else None,
-                     "model": "1PL, b ~ Normal(0, 1), abilities fixed at theta_mean"},
+                     "model": f"1PL, {describe(prior, 'item')}, abilities fixed at theta_mean",
+                     "prior": args.prior, **({} if prior is None else {"prior_hyperparameters": prior})},
         "inputs": input_records(inputs), **provenance(["numpy", "numba"]), "wall_time_s": time.perf_counter() - start,
     }
     with all_or_nothing():

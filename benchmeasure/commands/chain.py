@@ -18,6 +18,7 @@ from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.options import OPEN_PROBABILITY, SEED, add_hdi_prob, add_quiet, integer
 from benchmeasure.core.fixed_scale_inputs import input_records
+from benchmeasure.irt.priors import add_option as add_prior_option
 
 EXAMPLES = """\
 examples:
@@ -26,6 +27,8 @@ examples:
   benchmeasure chain data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --order gsm8k,math_l5 \\
       --anchors 10,25,50,100 --splits 10 --seed 1 --output-dir runs/zeroeval_chain
   benchmeasure chain responses.csv --item-benchmarks item_benchmark.csv --seed 1 --output-dir runs/chain
+  benchmeasure chain data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --order gsm8k,math_l5 \\
+      --anchors 100 --splits 5 --prior hierarchical --output-dir runs/zeroeval_chain_hier
 
 input: one or more CSVs with columns model,item_id,correct and optionally trial and benchmark (a file without a
   benchmark column is one benchmark named after the file: gsm8k.csv.gz → gsm8k). An empty correct, or no row,
@@ -40,7 +43,18 @@ methods: anchor_accuracy (raw), concurrent (refit every item each step, one abil
   LKJ model's posterior, fitted by NUTS on the calibration models at those steps, every item refit; about
   1-2 min per split and step on 2 cores: --lkj-steps last on MMLU-Pro's 14 categories is the measured setting).
   With --lkj-steps a second table compares every method on the steps where lkj_correlated ran.
+prior: paper (default) calibrates with theta ~ N(0, 1) on a 61-point grid and b ~ N(0, 3^2); hierarchical with
+  theta ~ N(0, sigma_theta) on a 121-point grid over -12..12 and b ~ N(mu_b, sigma_b) per benchmark, the
+  hyperparameters estimated with the difficulties (docs/anchored.md); lkj_correlated fits the paper's prior only.
 """
+
+
+PRIOR_TEXT = {
+    "paper": "theta ~ Normal(0, 1) integrated on a 61-point grid; b ~ Normal(0, 3^2), posterior mode",
+    "hierarchical": "theta ~ Normal(0, sigma_theta) integrated on a 121-point grid over -12..12; "
+                    "b ~ Normal(mu_b, sigma_b) per benchmark, posterior mode; sigma_theta, sigma_b ~ HalfNormal(3), "
+                    "mu_b ~ Normal(0, 3), estimated with the difficulties by EM (b's conditional posteriors by "
+                    "Laplace); hyperparameters: those of the calibration on every model that wrote difficulty/"}
 
 
 def _lkj_steps(text: str):
@@ -86,9 +100,17 @@ def parse_args(argv):
                         "default: not run)")
     parser.add_argument("--lkj-draws", type=integer(50, 100_000), default=300, metavar="N",
                         help="with --lkj-steps: warm-up and draws per chain, 2 chains (default 300)")
+    add_prior_option(parser, "the calibration under theta ~ N(0, sigma_theta) and, per benchmark, b ~ N(mu_b, "
+                     "sigma_b), the hyperparameters estimated with the difficulties",
+                     "theta ~ N(0, 1), b ~ N(0, 3^2), as the chain always calibrated")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
     add_quiet(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.prior != "paper" and args.lkj_steps is not None:
+        fail(f"--prior {args.prior}: --lkj-steps runs the LKJ model on its collapsed route, which integrates b out "
+             "under Normal(0, 1) only; leave --lkj-steps out (fit-suite --abilities correlated --route joint fits the "
+             f"LKJ model under --prior {args.prior})")
+    return args
 
 
 def _file_name(benchmark: str) -> str:
@@ -141,18 +163,19 @@ def main(argv=None) -> int:
         from benchmeasure.suite.chain import calibrate_suite
 
         rows = run_chain(suite, order, args.anchors, args.splits, args.seed, holdout=args.holdout, level=args.hdi_prob,
-                         lkj=lkj, lkj_fits=lkj_fits, skipped=skipped)
+                         lkj=lkj, lkj_fits=lkj_fits, skipped=skipped, prior=args.prior)
         if not rows:
             fail("no prediction could be made: in every split the calibration models answered too few items of each "
                  "benchmark for the --anchors asked; use fewer anchors")
         summary = summarize(rows, args.anchors)
         at_lkj = summarize([r for r in rows if r[1] in lkj["steps"]], args.anchors) if lkj else None
-        difficulty = calibrate_suite(suite, order)
+        difficulty, hyper = calibrate_suite(suite, order, prior=args.prior)
     absent = suite.absent_cells()
     record = {
         "settings": {"order": order, "anchors": args.anchors, "splits": args.splits, "seed": args.seed,
                      "holdout": args.holdout, "level": args.hdi_prob, "anchor_strategy": "stratified",
-                     "prior": "theta ~ Normal(0, 1) integrated on a 61-point grid; b ~ Normal(0, 3^2), posterior mode"},
+                     "prior": PRIOR_TEXT[args.prior], "prior_name": args.prior,
+                     **({"hyperparameters": hyper} if hyper else {})},
         "models": len(suite.models), "items": {name: len(suite.benchmark_items(name)) for name in order},
         "absent_cells": {"total": absent["total"], "of": absent["cells"],
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
@@ -182,6 +205,10 @@ def main(argv=None) -> int:
                 writer.writerow(["item", "b_mean"])
                 writer.writerows((suite.items[i], f"{difficulty[i]:.8g}") for i in suite.benchmark_items(name))
         write_json(os.path.join(args.output_dir, "chain.json"), record)
+    if hyper and hyper["collapsed"]:
+        print(f"warning: the hierarchical prior's {', '.join(hyper['collapsed'])} collapsed towards 0 (too few items, "
+              "or models answering alike, to estimate a spread): those parameters are pooled at their mean "
+              "(docs/suites.md)", file=sys.stderr)
     if skipped:
         print(f"warning: {len(skipped)} (split, step, benchmark, N) prediction set(s) left out: the calibration models "
               "answered too few of the benchmark's items for N anchors and an item left to predict (chain.json: "

@@ -22,9 +22,17 @@ from benchmeasure.base.errors import command_parser, fail
 from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, write_json
 from benchmeasure.base.options import CHAINS, DRAWS, N_TRIALS, OPEN_PROBABILITY, SEED, TUNE, add_quiet, number
 from benchmeasure.core.fixed_scale_inputs import input_records
+from benchmeasure.irt.priors import HYPER_SCALE
+from benchmeasure.irt.priors import add_option as add_prior_option
 from benchmeasure.suite.mirt import ROUTES
 
 POSITIVE = number(0.0, 1e6, open_low=True)
+ESTIMATOR = {"paper": "marginal maximum a posteriori (EM, 61-point grid)",
+             "hierarchical": "marginal maximum a posteriori (EM, 121-point grid over -12..12), the hyperparameters "
+                             "estimated with the difficulties (b's conditional posteriors by Laplace)"}
+PRIOR_TEXT = {"paper": "theta ~ Normal(0, 1); b ~ Normal(0, 3^2)",
+              "hierarchical": "theta ~ Normal(0, sigma_theta); b ~ Normal(mu_b, sigma_b) per benchmark; sigma_theta, "
+                              "sigma_b ~ HalfNormal(3), mu_b ~ Normal(0, 3)"}
 
 EXAMPLES = """\
 examples:
@@ -33,6 +41,8 @@ examples:
       --seed 1 --output-dir runs/zeroeval_suite
   benchmeasure fit-suite data/mmlu_pro/responses.csv.gz --abilities correlated-eb --output-dir runs/mmlu_pro_eb
   benchmeasure fit-suite --matrix matrix.csv --n-trials 4 --item-benchmarks item_benchmark.csv --output-dir runs/s
+  benchmeasure fit-suite data/zeroeval/gsm8k.csv.gz data/zeroeval/math_l5.csv.gz --prior hierarchical \\
+      --output-dir runs/zeroeval_hier
 
 output: DIR/<benchmark>/difficulty.csv (item,b_mean,b_sd: one scale for the whole suite), DIR/metrics.csv (per
   benchmark: items, DDM, Max Gap, Top-5 Gap Sum, each benchmark normalized on its own), DIR/ability.csv
@@ -50,6 +60,12 @@ abilities: one = one ability per model (the paper's; marginal MAP by EM, seconds
   along the directions the data resolve and non-centred along the others (suite.json records how many).
   correlated-eb = the same abilities with the correlation estimated
   by the method of moments and plugged in (empirical Bayes: no interval for it; seconds).
+
+prior: paper (default) keeps what fit-suite always fitted: theta ~ N(0, 1), b ~ N(0, 3^2) by EM, b ~ N(0, 1) with
+  correlated. hierarchical: theta ~ N(0, sigma_theta) and, per benchmark, b ~ N(mu_b, sigma_b), sigma ~
+  HalfNormal(3), mu_b ~ N(0, 3): by EM with the hyperparameters estimated alongside (one, correlated-eb), or by
+  NUTS on the joint route (correlated; the collapsed route integrates b under N(0, 1) and refuses it; --route then
+  defaults to joint). suite.json records the prior and the estimated hyperparameters.
 """
 
 
@@ -66,13 +82,13 @@ def parse_args(argv):
                         "posterior by NUTS (correlated) or empirical-Bayes point estimate (correlated-eb)")
     nuts = parser.add_argument_group("--abilities correlated (NUTS)")
     nuts.add_argument("--eta", type=POSITIVE, default=2.0, help="LKJ shape of the correlation prior (default 2)")
-    nuts.add_argument("--scales", choices=("unit", "half-normal"), default="half-normal",
-                      help="ability spread per benchmark: HalfNormal(1) (default) or 1 (the paper's; one benchmark "
-                      "is then exactly the paper's 1PL)")
-    nuts.add_argument("--route", choices=ROUTES, default="collapsed",
+    nuts.add_argument("--scales", choices=("unit", "half-normal"), default=None,
+                      help="ability spread per benchmark: HalfNormal(1) (default; HalfNormal(3) with --prior "
+                      "hierarchical) or 1 (the paper's; one benchmark is then exactly the paper's 1PL)")
+    nuts.add_argument("--route", choices=ROUTES, default=None,
                       help="collapsed (default): NUTS on the abilities, mean, spreads and correlation with every b "
                       "integrated out, then exact b draws; joint: NUTS on all of them and every b (same posterior, "
-                      "far slower at suite size)")
+                      "far slower at suite size; the default, and the only route, with --prior hierarchical)")
     nuts.add_argument("--coordinates", choices=("partial", "centred"), default="partial",
                       help="how NUTS sees the abilities (the same posterior): partial (default) = centred along the "
                       "directions of the abilities' covariance that the data resolve, non-centred along the others "
@@ -90,8 +106,20 @@ def parse_args(argv):
                       help="exit with status 3 (after writing the outputs) when the correlated posterior misses the "
                            "convergence rule: max R-hat > 1.01, min bulk ESS < 400 or any divergence")
     add_quiet(nuts)
+    add_prior_option(parser, "theta ~ N(0, sigma_theta), b ~ N(mu_b, sigma_b) per benchmark, the hyperparameters "
+                     "estimated with the difficulties; --abilities correlated: the joint route only",
+                     "theta ~ N(0, 1), b ~ N(0, 3^2) by EM; b ~ N(0, 1) with --abilities correlated")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the results")
     args = parser.parse_args(argv)
+    hierarchical = args.prior != "paper"
+    if hierarchical and args.route == "collapsed" and args.abilities == "correlated":
+        fail(f"--prior {args.prior}: --route collapsed integrates every b out under Normal(0, 1); the {args.prior} "
+             "prior is fitted by --route joint (or by EM with --abilities one or correlated-eb)")
+    if hierarchical and args.scales == "unit" and args.abilities == "correlated":
+        fail(f"--prior {args.prior} learns each benchmark's ability spread (s_k ~ HalfNormal(3)); --scales unit fixes "
+             "it at 1: leave --scales out")
+    args.route = args.route or ("joint" if hierarchical else "collapsed")
+    args.scales = args.scales or "half-normal"
     if bool(args.responses) == bool(args.matrix):
         fail("give RESPONSES_CSV files or --matrix MATRIX_CSV (one of the two)")
     if args.matrix and args.n_trials is None:
@@ -132,7 +160,7 @@ def main(argv=None) -> int:
     plan_outputs(folders=[(args.output_dir, fixed), *((os.path.join(args.output_dir, f), ["difficulty.csv"])
                                                       for f in folders.values())], inputs=inputs)
     with single_thread():
-        result = fit_suite(suite, "correlated" if args.abilities == "correlated-eb" else "one")
+        result = fit_suite(suite, "correlated" if args.abilities == "correlated-eb" else "one", prior=args.prior)
     posterior = None
     if args.abilities == "correlated":
         posterior = _nuts(suite, args)
@@ -149,8 +177,9 @@ def main(argv=None) -> int:
         metrics.append((name, int(items.size), diagnose(result.b[items].tolist(), where=f"benchmark {name!r}")))
     absent = suite.absent_cells()
     record = {
-        "settings": {"abilities": args.abilities, "estimator": "marginal maximum a posteriori (EM, 61-point grid)",
-                     "prior": "theta ~ Normal(0, 1); b ~ Normal(0, 3^2)",
+        "settings": {"abilities": args.abilities, "estimator": ESTIMATOR[args.prior], "prior": PRIOR_TEXT[args.prior],
+                     "prior_name": args.prior,
+                     **({"hyperparameters": result.hyper.record(suite.benchmarks)} if result.hyper else {}),
                      **({"note": "theta_mean/theta_sd: the one-ability EM fit; b and the per-benchmark abilities: "
                                  "the multidimensional posterior (correlated_posterior)"} if posterior else {})},
         **({"correlated_posterior": _posterior_record(posterior, suite.benchmarks)} if posterior else {}),
@@ -224,6 +253,8 @@ def main(argv=None) -> int:
 
         for warning in warnings_for(d):
             print(f"warning: {warning}", file=sys.stderr)
+    if result.hyper is not None:
+        _warn_collapsed(result.hyper.collapsed(suite.benchmarks))
     for (a, b), n in unestimated.items():
         print(f"warning: correlation {suite.benchmarks[a]} ~ {suite.benchmarks[b]} not estimated: {n} model"
               f"{'s' * (n != 1)} answered both (at least {MIN_SHARED} needed); left blank in correlation.csv",
@@ -240,6 +271,14 @@ def main(argv=None) -> int:
     return 0
 
 
+def _warn_collapsed(collapsed: list) -> None:
+    """One warning line for the hierarchical EM's spreads that collapsed (suite.hierarchical.COLLAPSED)."""
+    if collapsed:
+        print(f"warning: the hierarchical prior's {', '.join(collapsed)} collapsed towards 0 (too few items, or models "
+              "answering alike, to estimate a spread): those parameters are pooled at their mean (docs/suites.md)",
+              file=sys.stderr)
+
+
 def _nuts(suite, args):
     """The multidimensional 1PL's posterior (suite.mirt), with a progress display unless --quiet."""
     import contextlib
@@ -252,7 +291,8 @@ def _nuts(suite, args):
         return fit_correlated(suite.counts, suite.trials, suite.item_benchmark, list(suite.benchmarks),
                               eta=args.eta, scales=args.scales, chains=args.chains, tune=args.tune,
                               draws=args.draws, seed=args.seed, route=args.route, parametrization=args.coordinates,
-                              target_accept=args.target_accept, progress=shown)
+                              target_accept=args.target_accept, progress=shown, prior=args.prior,
+                              **({"scale_sd": HYPER_SCALE} if args.prior == "hierarchical" else {}))
 
 
 def _posterior_record(posterior, benchmarks) -> dict:
@@ -264,6 +304,9 @@ def _posterior_record(posterior, benchmarks) -> dict:
     if posterior.scales is not None:
         out["scales"] = {name: {k: float(v[n]) for k, v in posterior.scales.items()}
                          for n, name in enumerate(benchmarks)}
+    if posterior.sigma_b is not None:   # the hierarchical prior's spread of b per benchmark
+        out["sigma_b"] = {name: {k: float(v[n]) for k, v in posterior.sigma_b.items()}
+                          for n, name in enumerate(benchmarks)}
     from benchmeasure.irt.fit_folder import json_safe
 
     return json_safe(out)

@@ -3,7 +3,9 @@
 With every difficulty b held fixed the posterior of one model's θ is one-dimensional and is computed
 exactly by quadrature (:mod:`benchmeasure.irt.anchored`, the paper's 1PL of Appendix C.3 with its N(0, 1)
 prior). A model may have answered only some of the benchmark's items (anchors, e.g. from
-``select_anchors.py``); the predicted accuracy on the whole benchmark adds the expected score on the rest.
+``select_anchors.py``); the predicted accuracy on the whole benchmark adds the expected score on the rest. With
+``--prior hierarchical`` θ ~ Normal(0, σ_θ), σ_θ from the hierarchical fit that gave the difficulties
+(:mod:`benchmeasure.irt.fixed_prior`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from benchmeasure.core.fixed_scale_inputs import (
     read_counts,
 )
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
+from benchmeasure.irt.priors import add_option as add_prior_option
 
 EXAMPLES = """\
 examples:
@@ -35,6 +38,8 @@ examples:
   benchmeasure score holes.csv --difficulty difficulty.csv --n-trials 4 --allow-missing --output s.csv  # blank = absent
   benchmeasure score responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
       --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
+  benchmeasure score responses.csv --difficulty hier_fit/difficulty.csv --n-trials 4 --prior hierarchical \\
+      --output s.csv                       # theta ~ Normal(0, sigma_theta) of hier_fit/diagnostics.json
 
 input: a count matrix (model,<item>,…) or graded responses (model,item_id,trial,correct); its items must
 all be in the difficulty file (model answered a subset → the rest is predicted).
@@ -67,6 +72,8 @@ def parse_args(argv):
     parser.add_argument("--max-draws", type=integer(1, 100_000), default=200, metavar="S",
                         help="use S draws of --difficulty-draws, evenly spaced (default 200)")
     add_hdi_prob(parser, "mass of θ's HDI and of the accuracy interval (default 0.94)")
+    add_prior_option(parser, "theta ~ Normal(0, sigma_theta), its posterior mean read from the diagnostics.json of the "
+                     "fit folder that holds --difficulty (a fit under --prior hierarchical)")
     add_allow_missing(parser, "accept absent cells (a model scored on the items it answered) and K per cell "
                       "(blank cells and MATRIX.trials.csv, or long responses with fewer trials; docs/suites.md)")
     add_quiet(parser)
@@ -110,6 +117,9 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     inputs = [*args.responses, args.difficulty, args.guessing_csv, args.difficulty_draws]
     plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
+    from benchmeasure.irt.fixed_prior import describe, free_side_prior
+
+    prior = free_side_prior(args.prior, "model", args.difficulty, "--difficulty")
     items, b = benchmark_difficulties(args.difficulty)
     position = {item: k for k, item in enumerate(items)}
     tasks, seen = [], {}  # (model, counts, answered item indices, trials) for every model of every input
@@ -132,11 +142,13 @@ def main(argv=None) -> int:
 
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
     say(f"scoring {len(tasks)} model(s) against {len(items)} items"
-        + (f", integrating over {len(draws)} difficulty draws" if draws is not None else ""))
+        + (f", integrating over {len(draws)} difficulty draws" if draws is not None else "")
+        + ("" if prior is None else f", {describe(prior, 'model')}"))
+    normal = None if prior is None else (prior["mean"], prior["sd"])
     scores = []
     for j, (model, counts, answered, trials) in enumerate(tasks):
         scores.append(score_model(counts, answered, b, args.n_trials, guessing, draws, args.hdi_prob, model,
-                                  trials=trials))
+                                  trials=trials, prior=normal))
         say(f"  [{j + 1}/{len(tasks)}] {model}: {answered.size} items, theta {scores[-1].theta_mean:.3f} ± "
             f"{scores[-1].theta_sd:.3f}, predicted accuracy {scores[-1].accuracy_predicted_full:.4f}")
     record = {
@@ -146,7 +158,8 @@ def main(argv=None) -> int:
         "items_in_benchmark": len(items),
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "difficulty_draws_used": None if draws is None else len(draws),
-                     "max_draws": args.max_draws, "model": "1PL, theta ~ Normal(0, 1), difficulties fixed"},
+                     "max_draws": args.max_draws, "model": f"1PL, {describe(prior, 'model')}, difficulties fixed",
+                     "prior": args.prior, **({} if prior is None else {"prior_hyperparameters": prior})},
         "inputs": input_records(inputs),
         **provenance(PACKAGES),
         "wall_time_s": time.perf_counter() - start,

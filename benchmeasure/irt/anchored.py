@@ -20,6 +20,12 @@ over difficulty draws) and the predicted full-benchmark accuracy (:func:`predict
 (:mod:`benchmeasure.benchfill.calibration`, paper Section 4) and ``calibrate_items.py``;
 ``score_models.py`` uses :func:`ability_posterior` and :func:`predict_accuracy`.
 NumPy and Numba only (BenchFill's environment has no SciPy).
+
+Another Normal(m, s) prior on the free side (``prior=(m, s)``; ``calibrate-items`` and ``score-models --prior
+hierarchical``, whose m and s come from the fit that fixed the other side): the same quadrature with the prior's
+density in the weights (:func:`grid_for`); its curvature bound is 1/s² + K·P/4, so the step shrinks with s, and
+the grid spans m ± max(s, 1)·(12 + log(1 + K·P)), the paper's span scaled by the prior's width. ``prior=None`` is
+the paper's N(0, 1), computed exactly as it always was.
 """
 
 from __future__ import annotations
@@ -29,7 +35,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmeasure.irt.routes.collapsed.quadrature import LOG_SQRT_2PI, Grid, log_integrand, make_grid
+from benchmeasure.irt.routes.collapsed.quadrature import (
+    BASE_HALF_WIDTH,
+    LOG_SQRT_2PI,
+    Grid,
+    log_integrand,
+    make_grid,
+)
 
 SUMMARY_STEP_FACTOR = 0.1  # grid step = 0.1·σ_min, σ_min the narrowest posterior the curvature bound allows
 HDI_PROB = 0.94            # ArviZ's default credible mass, as the rest of the project reports
@@ -41,12 +53,15 @@ WINDOW_NATS = 50.0         # the fine grid covers every coarse node within this 
 _integrate = np.trapezoid if hasattr(np, "trapezoid") else np.trapz  # NumPy < 2 has only trapz
 
 
-def grid_for(n_opposing: int, n_trials: int, window=None) -> Grid:
+def grid_for(n_opposing: int, n_trials: int, window=None, prior=None) -> Grid:
     """The :class:`~benchmeasure.irt.routes.collapsed.quadrature.Grid` of a parameter facing ``n_opposing`` fixed ones.
 
     The step is :data:`SUMMARY_STEP_FACTOR` times the narrowest posterior sd the curvature bound
-    allows; ``window`` = (low, high) restricts the grid to where :func:`mass_window` found the mass.
+    allows; ``window`` = (low, high) restricts the grid to where :func:`mass_window` found the mass;
+    ``prior`` = (m, s) a Normal(m, s) prior in place of the paper's N(0, 1) (module docstring).
     """
+    if prior is not None:
+        return _grid_under(n_opposing, n_trials, window, prior)
     full = make_grid(n_opposing, n_trials, step_factor=SUMMARY_STEP_FACTOR)
     if window is None:
         return full
@@ -59,7 +74,28 @@ def grid_for(n_opposing: int, n_trials: int, window=None) -> Grid:
                 curvature=full.curvature)
 
 
-def mass_window(counts, fixed, n_trials: int, guessing, side: str) -> tuple[float, float]:
+def _log_prior(nodes: np.ndarray, prior) -> np.ndarray:
+    mean, sd = prior
+    return -0.5 * ((nodes - mean) / sd) ** 2 - math.log(sd) - LOG_SQRT_2PI
+
+
+def _grid_under(n_opposing: int, n_trials: int, window, prior) -> Grid:
+    """:func:`grid_for` under a Normal(m, s) prior: its curvature bound, span and density (module docstring)."""
+    mean, sd = prior
+    curvature = 1.0 / sd**2 + n_trials * n_opposing / 4.0
+    half = max(sd, 1.0) * (BASE_HALF_WIDTH + math.log1p(n_trials * n_opposing))
+    low, high = mean - half, mean + half
+    if window is not None:
+        low, high = max(window[0], low), min(window[1], high)
+    step_target = SUMMARY_STEP_FACTOR / math.sqrt(curvature)
+    nodes = np.linspace(low, high, max(3, math.ceil((high - low) / step_target) + 1))
+    step = float(nodes[1] - nodes[0])
+    weights = np.full(nodes.size, step)
+    weights[0] = weights[-1] = step / 2.0
+    return Grid(nodes=nodes, log_weights=np.log(weights) + _log_prior(nodes, prior), step=step, curvature=curvature)
+
+
+def mass_window(counts, fixed, n_trials: int, guessing, side: str, prior=None) -> tuple[float, float]:
     """Where a 1-D posterior's mass lies, from a coarse pass over the whole range.
 
     The log density's curvature is at most B = 1 + K·P/4 (:mod:`benchmeasure.irt.routes.collapsed.quadrature`), so
@@ -67,11 +103,11 @@ def mass_window(counts, fixed, n_trials: int, guessing, side: str) -> tuple[floa
     the returned window is below the peak by more than :data:`WINDOW_NATS` minus that, i.e. carries
     no mass a double can hold next to the peak's.
     """
-    full = make_grid(len(fixed), n_trials)
-    coarse = grid_for(len(fixed), n_trials, window=None)
+    full = make_grid(len(fixed), n_trials) if prior is None else _grid_under(len(fixed), n_trials, None, prior)
+    coarse = grid_for(len(fixed), n_trials, window=None) if prior is None else full
     nodes = np.linspace(coarse.nodes[0], coarse.nodes[-1], COARSE_NODES)
-    coarse = Grid(nodes=nodes, log_weights=-0.5 * nodes**2, step=float(nodes[1] - nodes[0]),
-                  curvature=full.curvature)
+    coarse = Grid(nodes=nodes, log_weights=-0.5 * nodes**2 if prior is None else _log_prior(nodes, prior),
+                  step=float(nodes[1] - nodes[0]), curvature=full.curvature)
     values = log_integrand(np.asarray(counts, dtype=float)[None, :], n_trials, fixed, coarse,
                            np.asarray(guessing, dtype=float)[None, :], side)[0]
     slack = coarse.curvature * coarse.step**2 / 8.0
@@ -79,12 +115,12 @@ def mass_window(counts, fixed, n_trials: int, guessing, side: str) -> tuple[floa
     return float(nodes[max(inside[0] - 1, 0)]), float(nodes[min(inside[-1] + 1, nodes.size - 1)])
 
 
-def posterior_grid(counts, fixed, n_trials: int, guessing, side: str) -> Grid:
+def posterior_grid(counts, fixed, n_trials: int, guessing, side: str, prior=None) -> Grid:
     """The fine grid for one posterior: the whole range when small, else only the window holding the mass."""
-    full = grid_for(len(fixed), n_trials)
+    full = grid_for(len(fixed), n_trials, prior=prior)
     if full.size <= DIRECT_NODES:
         return full
-    return grid_for(len(fixed), n_trials, mass_window(counts, fixed, n_trials, guessing, side))
+    return grid_for(len(fixed), n_trials, mass_window(counts, fixed, n_trials, guessing, side, prior), prior)
 
 
 @dataclass(frozen=True)
@@ -182,7 +218,8 @@ class GridPosterior:
         return np.flatnonzero(self.density >= MASS_FLOOR * self.density.max())
 
 
-def _posterior(counts, fixed, n_trials: int, guessing, side: str, what: str, grid=None) -> GridPosterior:
+def _posterior(counts, fixed, n_trials: int, guessing, side: str, what: str, grid=None,
+               prior=None) -> GridPosterior:
     y = np.asarray(counts, dtype=float)
     values = np.asarray(fixed, dtype=float)
     if y.shape != values.shape or y.ndim != 1:
@@ -192,14 +229,17 @@ def _posterior(counts, fixed, n_trials: int, guessing, side: str, what: str, gri
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{what} must be finite")
     g = np.broadcast_to(np.asarray(guessing, dtype=float), values.shape)
-    grid = posterior_grid(y, values, n_trials, g, side) if grid is None else grid
+    grid = posterior_grid(y, values, n_trials, g, side, prior) if grid is None else grid
     log_mass = log_integrand(y[None, :], n_trials, values, grid, g[None, :], side)[0]
     # log_integrand = log(trapezoid weight · prior · likelihood); the density drops the weight
-    log_density = log_mass - (grid.log_weights + 0.5 * grid.nodes**2 + LOG_SQRT_2PI)
+    if prior is None:
+        log_density = log_mass - (grid.log_weights + 0.5 * grid.nodes**2 + LOG_SQRT_2PI)
+    else:   # the grid's weights may carry another prior (one grid for a mixture): the likelihood times this one
+        log_density = log_mass - grid.log_weights + _log_prior(grid.nodes, prior)
     return GridPosterior.from_log(grid.nodes, log_density)
 
 
-def ability_posterior(counts, difficulties, n_trials: int, guessing=0.0, grid=None) -> GridPosterior:
+def ability_posterior(counts, difficulties, n_trials: int, guessing=0.0, grid=None, prior=None) -> GridPosterior:
     """p(θ | y, b) of one model whose answers to the items with difficulties ``difficulties`` are ``counts``.
 
     Parameters
@@ -212,15 +252,18 @@ def ability_posterior(counts, difficulties, n_trials: int, guessing=0.0, grid=No
         Lower asymptote g_i of each item.
     grid : quadrature.Grid, optional
         Default :func:`grid_for` (n, K); pass one grid to mix posteriors (:meth:`GridPosterior.mixture`).
+    prior : (m, s), optional
+        θ ~ Normal(m, s) in place of the paper's N(0, 1).
     """
-    return _posterior(counts, difficulties, n_trials, guessing, "model", "difficulties", grid)
+    return _posterior(counts, difficulties, n_trials, guessing, "model", "difficulties", grid, prior)
 
 
-def difficulty_posterior(counts, abilities, n_trials: int, guessing: float = 0.0) -> GridPosterior:
-    """p(b | y, θ) of one item answered ``counts`` times correctly by models with fixed ``abilities``."""
+def difficulty_posterior(counts, abilities, n_trials: int, guessing: float = 0.0, prior=None) -> GridPosterior:
+    """p(b | y, θ) of one item answered ``counts`` times correctly by models with fixed ``abilities`` (``prior`` =
+    (m, s): b ~ Normal(m, s) in place of the paper's N(0, 1))."""
     if np.size(counts) == 0:
         raise ValueError("an item needs at least one model's answers")
-    return _posterior(counts, abilities, n_trials, guessing, "item", "abilities")
+    return _posterior(counts, abilities, n_trials, guessing, "item", "abilities", prior=prior)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -346,7 +389,7 @@ def bernoulli_cells(counts, trials):
 
 
 def score_model(counts, answered, difficulties, n_trials: int, guessing, difficulty_draws=None,
-                prob: float = HDI_PROB, model: str = "", trials=None) -> ModelScore:
+                prob: float = HDI_PROB, model: str = "", trials=None, prior=None) -> ModelScore:
     """θ's posterior and the predicted full-benchmark accuracy of one model that answered some items.
 
     Parameters
@@ -366,6 +409,8 @@ def score_model(counts, answered, difficulties, n_trials: int, guessing, difficu
         Trials of each answered item (1 … K) when they differ (K per cell); default K for every item. An
         answered item then counts y_i / T_i towards the predicted accuracy, and the observed accuracy is
         Σ y / Σ T.
+    prior : (m, s), optional
+        θ ~ Normal(m, s) in place of the paper's N(0, 1).
     """
     y = np.asarray(counts, dtype=float)
     idx = np.asarray(answered, dtype=np.int64)
@@ -379,11 +424,11 @@ def score_model(counts, answered, difficulties, n_trials: int, guessing, difficu
     if trials is not None and np.any(t != n_trials):  # K per cell: the same posterior from single trials
         cell, y = bernoulli_cells(counts, trials)
         idx, k = idx[cell], 1
-    grid = grid_for(idx.size, k)
+    grid = grid_for(idx.size, k, prior=prior)
     if grid.size > DIRECT_NODES:  # one fine grid over every draw's window, so the posteriors mix
-        windows = [mass_window(y, draw[idx], k, np.broadcast_to(g[idx], idx.shape), "model") for draw in draws]
-        grid = grid_for(idx.size, k, (min(w[0] for w in windows), max(w[1] for w in windows)))
-    components = [(ability_posterior(y, draw[idx], k, g[idx], grid), draw[rest], g[rest]) for draw in draws]
+        windows = [mass_window(y, draw[idx], k, np.broadcast_to(g[idx], idx.shape), "model", prior) for draw in draws]
+        grid = grid_for(idx.size, k, (min(w[0] for w in windows), max(w[1] for w in windows)), prior)
+    components = [(ability_posterior(y, draw[idx], k, g[idx], grid, prior), draw[rest], g[rest]) for draw in draws]
     posterior = components[0][0] if len(components) == 1 else GridPosterior.mixture([c[0] for c in components])
     low, high = posterior.hdi(prob)
     prediction = predict_accuracy(components, solved, g.size, n_trials, prob)
@@ -411,11 +456,12 @@ class ItemCalibration:
 
 
 def calibrate_item(counts, abilities, n_trials: int, guessing: float = 0.0, reference=None,
-                   prob: float = HDI_PROB, item: str = "", trials=None) -> ItemCalibration:
+                   prob: float = HDI_PROB, item: str = "", trials=None, prior=None) -> ItemCalibration:
     """b's posterior for one item given fixed abilities (BenchFill's online calibration, with an HDI).
 
     ``reference`` is ``(b_min, b_max)`` of the benchmark whose normalized axis ``z`` is on. ``trials`` (one per
     model, 0 = the model did not answer) gives K per cell: the masked likelihood (absent models drop out).
+    ``prior`` = (m, s): b ~ Normal(m, s) in place of the paper's N(0, 1).
     """
     if trials is not None:
         t = np.asarray(trials, dtype=np.int64)
@@ -424,7 +470,7 @@ def calibrate_item(counts, abilities, n_trials: int, guessing: float = 0.0, refe
         if np.any(t != n_trials):  # K per cell: the same posterior from single trials
             cell, counts = bernoulli_cells(counts, t)
             abilities, n_trials = abilities[cell], 1
-    posterior = difficulty_posterior(counts, abilities, n_trials, guessing)
+    posterior = difficulty_posterior(counts, abilities, n_trials, guessing, prior)
     low, high = posterior.hdi(prob)
     z = float("nan") if reference is None else (posterior.mean - reference[0]) / (reference[1] - reference[0])
     return ItemCalibration(item, posterior.mean, posterior.sd, low, high, z)

@@ -15,11 +15,16 @@ hyperparameters (named in ``hyper``) and its own coordinates, and returns the (�
 items; ``anchors``: the anchored items' fixed b, which are draws of the same prior and so inform its
 hyperparameters). The paper's ``place`` returns None: its graph is the paper's as written in
 :func:`benchmeasure.irt.model.build_model`.
+
+An entry's ``sides`` says what the prior puts on one side when the other is held fixed (``calibrate-items``: the
+items' b given fixed abilities; ``score-models``: the models' θ given fixed difficulties, :mod:`.anchored`): a
+Normal(mean, sd) per side, each of mean and sd a number or the name of one of ``hyper``, whose value comes from the
+fit that fixed the other side (:meth:`Prior.normal`; :mod:`.fixed_prior` reads it from the fit folder).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from benchmeasure.base.registry import Registry, lazy
@@ -37,6 +42,12 @@ class Prior:
     place: object
     hyper: tuple = ()
     summary: str = ""
+    sides: dict = field(default_factory=dict)
+
+    def normal(self, side: str, hyper: dict | None = None) -> tuple[float, float]:
+        """(mean, sd) of the Normal prior on ``side`` ("model": θ, "item": b) with the other side held fixed; a
+        hyperparameter named in :attr:`sides` takes its value from ``hyper``."""
+        return tuple(float(hyper[v]) if isinstance(v, str) else float(v) for v in self.sides[side])
 
     def __post_init__(self):
         object.__setattr__(self, "place", lazy(self.place))
@@ -50,7 +61,8 @@ def get(name: str | None) -> Prior:
     return PRIORS.get(DEFAULT if name is None else name)
 
 
-@PRIORS.add("paper", summary="theta ~ Normal(0, 1), b ~ Normal(0, 1) (the paper's)")
+@PRIORS.add("paper", summary="theta ~ Normal(0, 1), b ~ Normal(0, 1) (the paper's)",
+            sides={"model": (0.0, 1.0), "item": (0.0, 1.0)})
 def place_paper(n_models: int, n_items: int, rotated: bool = True, anchors=None):
     """None: the model keeps its own coordinates, which carry the paper's N(0, 1) prior (:mod:`~benchmeasure.irt.model`,
     and the compiled densities of the collapsed and joint routes)."""
@@ -75,7 +87,8 @@ def _reflect(x, n: int):
 
 @PRIORS.add("hierarchical", hyper=("sigma_theta", "mu_b", "sigma_b"),
             summary="theta ~ Normal(0, sigma_theta), b ~ Normal(mu_b, sigma_b); sigma_theta, sigma_b ~ "
-                    "HalfNormal(3), mu_b ~ Normal(0, 3)")
+                    "HalfNormal(3), mu_b ~ Normal(0, 3)",
+            sides={"model": (0.0, "sigma_theta"), "item": ("mu_b", "sigma_b")})
 def place_hierarchical(n_models: int, n_items: int, rotated: bool = True, anchors=None):
     """(θ, b) of the hierarchical prior in the current PyMC model, with its hyperparameters.
 
@@ -102,3 +115,12 @@ def place_hierarchical(n_models: int, n_items: int, rotated: bool = True, anchor
     if anchors is not None and len(anchors):   # the anchored items' b: known draws of the same N(μ_b, σ_b)
         pm.Potential("anchors_prior", pm.logp(pm.Normal.dist(mu_b, sigma_b), anchors).sum())
     return theta, mu_b + spread
+
+
+def add_option(parser, hierarchical: str, default_meaning: str = "the paper's N(0, 1)") -> None:
+    """The ``--prior NAME`` option of a command other than ``fit`` (choices from :data:`PRIORS`; default the paper's):
+    ``hierarchical`` says what the hierarchical prior means in that command, ``default_meaning`` what the default
+    keeps."""
+    parser.add_argument("--prior", default=DEFAULT, choices=PRIORS,
+                        help=f"the prior: {DEFAULT} (default, {default_meaning}) or hierarchical ({hierarchical}; "
+                             "docs/irt.md)")

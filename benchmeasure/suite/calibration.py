@@ -83,11 +83,11 @@ def fit_items(counts: np.ndarray, trials: np.ndarray, b_start: np.ndarray, free:
 
 
 def ability_summary(counts: np.ndarray, trials: np.ndarray, b: np.ndarray,
-                    prior_sd: float = 3.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per model: posterior mean and variance of θ under a wide Normal(0, ``prior_sd``²) prior, and whether
-    the model answered anything (the mean and variance of a model with no answer are the prior's)."""
-    logw = grid_loglik(counts, trials, b) - 0.5 * (GRID / prior_sd) ** 2
+                    prior_sd: float = 3.0, grid: np.ndarray = GRID) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per model: posterior mean and variance of θ under a wide Normal(0, ``prior_sd``²) prior (on ``grid``), and
+    whether the model answered anything (the mean and variance of a model with no answer are the prior's)."""
+    logw = grid_loglik(counts, trials, b, grid) - 0.5 * (grid / prior_sd) ** 2
     w = normalize(logw)
-    mean = w @ GRID
-    var = w @ GRID**2 - mean**2
+    mean = w @ grid
+    var = w @ grid**2 - mean**2
     return mean, var, np.asarray(trials).sum(axis=1) > 0

@@ -16,6 +16,12 @@ calibrate. Benchmarks arrive in ``order``; at step t:
 
 Every row of the result is one (split, step, benchmark, model, method, N) prediction with its observed
 accuracy (over the model's present cells of the benchmark).
+
+``prior="hierarchical"`` calibrates (steps 1, and :func:`calibrate_suite`) under the hierarchical prior of
+:mod:`.hierarchical` (θ ~ Normal(0, σ_θ), b ~ Normal(μ_b,k, σ_b,k) per benchmark, the hyperparameters estimated with
+the difficulties), and puts the held-out models' abilities on that module's wider grid; the predictions' ability
+priors are the calibration models' (method of moments) under either prior. ``lkj_correlated`` fits the paper's
+b ~ Normal(0, 1) (its collapsed route), so the command refuses it with the hierarchical prior.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from benchmeasure.analyses.anchors import select_anchors
-from benchmeasure.suite.calibration import fit_items
+from benchmeasure.suite.calibration import GRID, fit_items
 from benchmeasure.suite.predict import (
     ability_covariance,
     anchor_accuracy_interval,
@@ -53,7 +59,7 @@ def split_models(n_models: int, holdout: float, rng: np.random.Generator) -> tup
 
 def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: int, *, holdout: float = 0.25,
               level: float = 0.90, prior_sd: float = 3.0, lkj: dict | None = None, lkj_fits: list | None = None,
-              skipped: list | None = None) -> list:
+              skipped: list | None = None, prior: str = "paper") -> list:
     """All predictions of the protocol, as a list of row tuples in :data:`COLUMNS` order.
 
     ``lkj`` (``{"steps": set of step numbers, "draws": per chain, "keep": draws used}``) adds the
@@ -68,6 +74,7 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
     rng = np.random.default_rng(seed)
     bench_items = {name: suite.benchmark_items(name) for name in order}
     counts, trials = suite.counts, suite.trials
+    grid, calibrate = _calibration(prior, prior_sd, suite.item_benchmark)
     rows = []
     for split in range(splits):
         train, test = split_models(len(suite.models), holdout, rng)
@@ -82,10 +89,9 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
             new = bench_items[name]
             seen = np.concatenate([seen, new])
             free = np.isin(seen, new)
-            b_fixed[seen], _, it_f = fit_items(ctr[:, seen], ttr[:, seen], b_fixed[seen], free, prior_sd=prior_sd)
+            b_fixed[seen], it_f = calibrate(ctr[:, seen], ttr[:, seen], b_fixed[seen], free, seen)
             start_conc = np.where(np.isfinite(b_conc[seen]), b_conc[seen], b_fixed[seen])
-            b_conc[seen], _, it_c = fit_items(ctr[:, seen], ttr[:, seen], start_conc, np.ones(seen.size, bool),
-                                              prior_sd=prior_sd)
+            b_conc[seen], it_c = calibrate(ctr[:, seen], ttr[:, seen], start_conc, np.ones(seen.size, bool), seen)
             answered = new[ttr[:, new].sum(axis=0) > 0]
             for n in anchor_sizes:
                 k = min(n, answered.size)
@@ -97,16 +103,16 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
             names = order[:step]
             mu, sigma = ability_covariance([ctr[:, bench_items[d]] for d in names],
                                            [ttr[:, bench_items[d]] for d in names],
-                                           [b_fixed[bench_items[d]] for d in names])
-            population = {"fixed": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_fixed[seen]]),
-                          "concurrent": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_conc[seen]])}
+                                           [b_fixed[bench_items[d]] for d in names], grid)
+            population = {"fixed": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_fixed[seen]], grid),
+                          "concurrent": ability_covariance([ctr[:, seen]], [ttr[:, seen]], [b_conc[seen]], grid)}
             test_models = [suite.models[j] for j in test]
             for n in anchor_sizes:
                 usable = [d for d in names if anchors[n][d].size == n and bench_items[d].size > n]
                 if skipped is not None and name not in usable:
                     skipped.append((split, step, name, n, int(answered.size)))
                 rows.extend(_predict_step(split, step, names, n, anchors[n], bench_items, cte, tte, b_fixed,
-                                          b_conc, mu, sigma, population, level, test_models, usable))
+                                          b_conc, mu, sigma, population, level, test_models, usable, grid))
             if lkj is not None and step in lkj["steps"]:
                 rows.extend(_lkj_step(split, step, names, anchors, anchor_sizes, bench_items, ctr, ttr, cte, tte,
                                       len(suite.items), level, test_models, lkj, seed, lkj_fits))
@@ -115,11 +121,30 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
     return rows
 
 
+def _calibration(prior: str, prior_sd: float, item_benchmark: np.ndarray):
+    """(the ability grid, ``calibrate(counts, trials, b_start, free, columns) -> (b, EM iterations)``) of a prior:
+    the paper-prior EM (:func:`~.calibration.fit_items`, b ~ Normal(0, ``prior_sd``²)) or the hierarchical one
+    (:func:`~.hierarchical.fit_items_hierarchical`, one (μ_b, σ_b) per benchmark of the columns)."""
+    if prior == "paper":
+        def calibrate(counts, trials, b_start, free, columns):
+            b, _, iterations = fit_items(counts, trials, b_start, free, prior_sd=prior_sd)
+            return b, iterations
+        return GRID, calibrate
+    from benchmeasure.suite.hierarchical import GRID as grid
+    from benchmeasure.suite.hierarchical import fit_items_hierarchical
+
+    def calibrate(counts, trials, b_start, free, columns):
+        b, _, iterations, _ = fit_items_hierarchical(counts, trials, b_start, free, item_benchmark[columns])
+        return b, iterations
+    return grid, calibrate
+
+
 def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_fixed, b_conc, mu, sigma, population,
-                  level, test_models, usable) -> list:
+                  level, test_models, usable, grid=GRID) -> list:
     all_anchors = np.concatenate([anchor_sets[d] for d in names])
     nodes = {method: one_ability_nodes(cte[:, all_anchors], tte[:, all_anchors], b[all_anchors],
-                                       float(population[method][0][0]), float(np.sqrt(population[method][1][0, 0])))
+                                       float(population[method][0][0]), float(np.sqrt(population[method][1][0, 0])),
+                                       grid)
              for method, b in (("fixed", b_fixed), ("concurrent", b_conc))}
     joint = correlated_posterior([cte[:, anchor_sets[d]] for d in names], [tte[:, anchor_sets[d]] for d in names],
                                  [b_fixed[anchor_sets[d]] for d in names], mu, sigma)
@@ -219,13 +244,21 @@ def _mean_se(name: str, values: list) -> dict:
     return {name: float(values.mean()), f"{name}_se": se}
 
 
-def calibrate_suite(suite: Suite, order: list, prior_sd: float = 3.0) -> np.ndarray:
-    """Every item of the benchmarks in ``order`` calibrated on every model at once (one scale); NaN elsewhere."""
+def calibrate_suite(suite: Suite, order: list, prior_sd: float = 3.0, prior: str = "paper"):
+    """Every item of the benchmarks in ``order`` calibrated on every model at once (one scale); NaN elsewhere.
+    Returns (b, the hierarchical prior's hyperparameters as a record, or None under the paper's)."""
     items = np.concatenate([suite.benchmark_items(name) for name in order])
     b = np.full(len(suite.items), np.nan)
-    b[items], _, _ = fit_items(suite.counts[:, items], suite.trials[:, items], np.zeros(items.size),
-                               np.ones(items.size, dtype=bool), prior_sd=prior_sd)
-    return b
+    if prior == "paper":
+        b[items], _, _ = fit_items(suite.counts[:, items], suite.trials[:, items], np.zeros(items.size),
+                                   np.ones(items.size, dtype=bool), prior_sd=prior_sd)
+        return b, None
+    from benchmeasure.suite.hierarchical import fit_items_hierarchical
+
+    b[items], _, iterations, hyper = fit_items_hierarchical(suite.counts[:, items], suite.trials[:, items],
+                                                            np.zeros(items.size), np.ones(items.size, dtype=bool),
+                                                            suite.item_benchmark[items])
+    return b, {**hyper.record(suite.benchmarks), "em_iterations": iterations}
 
 
 @contextlib.contextmanager

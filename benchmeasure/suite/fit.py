@@ -8,6 +8,11 @@
   and each model's per-benchmark abilities are its posterior given that Normal(μ, Σ) prior (Laplace). The
   correlation matrix says how far two benchmarks measure the same thing. This is an empirical-Bayes point
   estimate of Σ, not a posterior under an LKJ prior (not built).
+
+``prior="hierarchical"`` (``fit-suite --prior hierarchical``): the same fits with θ ~ Normal(0, σ_θ) and, per
+benchmark k, b ~ Normal(μ_b,k, σ_b,k), the hyperparameters estimated with the difficulties
+(:mod:`.hierarchical`), θ on that module's wider grid; ``SuiteFit.hyper`` holds them. The default keeps the
+paper-prior EM exactly (θ ~ Normal(0, 1), b ~ Normal(0, ``prior_sd``²)).
 """
 
 from __future__ import annotations
@@ -31,25 +36,36 @@ class SuiteFit:
     per_benchmark: np.ndarray | None = None      # (M, B) correlated abilities (posterior mode)
     per_benchmark_sd: np.ndarray | None = None   # (M, B)
     correlation: np.ndarray | None = None        # (B, B)
+    hyper: object = None                         # the hierarchical prior's hyperparameters (.hierarchical.Hyper)
 
 
-def fit_suite(suite: Suite, abilities: str = "one", prior_sd: float = 3.0) -> SuiteFit:
+def fit_suite(suite: Suite, abilities: str = "one", prior_sd: float = 3.0, prior: str = "paper") -> SuiteFit:
     n_items = len(suite.items)
-    b, w, iterations = fit_items(suite.counts, suite.trials, np.zeros(n_items), np.ones(n_items, dtype=bool),
-                                 prior_sd=prior_sd)
+    grid, hyper = GRID, None
+    if prior == "hierarchical":
+        from benchmeasure.suite.hierarchical import GRID as grid
+        from benchmeasure.suite.hierarchical import fit_items_hierarchical
+
+        b, w, iterations, hyper = fit_items_hierarchical(suite.counts, suite.trials, np.zeros(n_items),
+                                                         np.ones(n_items, dtype=bool), suite.item_benchmark)
+        prior_var = hyper.sigma_b[suite.item_benchmark] ** 2
+    else:
+        b, w, iterations = fit_items(suite.counts, suite.trials, np.zeros(n_items), np.ones(n_items, dtype=bool),
+                                     prior_sd=prior_sd)
+        prior_var = prior_sd**2
     n = w.T @ suite.trials.astype(float)
-    s = sigmoid(GRID[:, None] - b[None, :])
-    b_sd = 1.0 / np.sqrt((n * s * (1 - s)).sum(axis=0) + 1.0 / prior_sd**2)
-    theta = w @ GRID
-    theta_sd = np.sqrt(np.maximum(w @ GRID**2 - theta**2, 0.0))
+    s = sigmoid(grid[:, None] - b[None, :])
+    b_sd = 1.0 / np.sqrt((n * s * (1 - s)).sum(axis=0) + 1.0 / prior_var)
+    theta = w @ grid
+    theta_sd = np.sqrt(np.maximum(w @ grid**2 - theta**2, 0.0))
     if abilities == "one":
-        return SuiteFit(b, b_sd, theta, theta_sd, iterations)
+        return SuiteFit(b, b_sd, theta, theta_sd, iterations, hyper=hyper)
     columns = [np.flatnonzero(suite.item_benchmark == k) for k in range(len(suite.benchmarks))]
     counts = [suite.counts[:, c] for c in columns]
     trials = [suite.trials[:, c] for c in columns]
     bs = [b[c] for c in columns]
-    mu, sigma = ability_covariance(counts, trials, bs)
+    mu, sigma = ability_covariance(counts, trials, bs, grid)
     mode, cov = correlated_posterior(counts, trials, bs, mu, sigma)
     sd = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
     scale = np.sqrt(np.diag(sigma))
-    return SuiteFit(b, b_sd, theta, theta_sd, iterations, mode, sd, sigma / np.outer(scale, scale))
+    return SuiteFit(b, b_sd, theta, theta_sd, iterations, mode, sd, sigma / np.outer(scale, scale), hyper)

@@ -38,6 +38,13 @@ posterior. μ_k was the slowest coordinate: it moves with its benchmark's abilit
 Measured side by side on MMLU-Pro with 200 items per category (``bench/bench_suite_means.py``, 2 chains ×
 (500 + 500)): min bulk ESS 236 against 75, and the same 63 leapfrog steps per draw.
 
+``prior="hierarchical"`` (``fit-suite --prior hierarchical``, the joint route only): b_i ~ Normal(0, σ_b,k(i)) with
+σ_b,k ~ HalfNormal(3) per benchmark and s_k ~ HalfNormal(3), the registry's hierarchical prior
+(:mod:`benchmeasure.irt.priors`) per benchmark in this model's location convention: each benchmark's location is
+its mean ability μ_k ~ Normal(0, 3²) with b centred at 0, where the registry centres θ at 0 and gives b the mean
+μ_b ~ Normal(0, 3²). The two are one law of (θ − μ_k, b − μ_k) with μ_b,k = −μ_k, and the likelihood sees θ − b
+only. The collapsed route integrates b out under Normal(0, 1) and cannot take it.
+
 With one benchmark and ``scales="unit"`` this is exactly the paper's 1PL (θ_j ~ Normal(0, 1), b_i ~ Normal(0, 1)).
 The posterior of R says how far two benchmarks measure the same ability: :func:`fit_correlated` returns the
 posterior mean, sd, equal-tailed 94 % interval, R-hat and bulk ESS of every pairwise correlation, and the same
@@ -109,7 +116,8 @@ class CorrelatedFit:
     scales: dict | None  # mean, sd, low, high of s_k (half-normal scales), else None
     diagnostics: dict    # max_r_hat, min_ess_bulk, divergences, … (irt.diagnostics.summarize_diagnostics)
     settings: dict
-    posterior: object    # the ArviZ DataTree (theta, b, corr[, scale])
+    posterior: object    # the ArviZ DataTree (theta, b, corr[, scale][, sigma_b])
+    sigma_b: dict | None = None   # mean, sd, low, high of σ_b,k under the hierarchical prior, else None
 
 
 def default_means(parametrization: str) -> str:
@@ -140,8 +148,9 @@ def draw_means(theta, corr, scale, mean_sd: float, seed: int) -> np.ndarray:
 
 def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float = 2.0, scales: str = "half-normal",
                 scale_sd: float = 1.0, b_prior_sd: float = 1.0, parametrization: str = "centred",
-                mean_sd: float = MEAN_SD, means: str = "sampled", basis=None):
-    """The PyMC model above; ``counts`` and ``trials`` are models × items (``trials`` 0 = absent cell)."""
+                mean_sd: float = MEAN_SD, means: str = "sampled", basis=None, prior: str = "paper"):
+    """The PyMC model above; ``counts`` and ``trials`` are models × items (``trials`` 0 = absent cell); ``prior``
+    ``"hierarchical"``: b_i ~ Normal(0, σ_b,k(i)), σ_b,k ~ HalfNormal(3) in place of Normal(0, ``b_prior_sd``)."""
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -153,7 +162,13 @@ def build_model(counts, trials, item_benchmark, n_benchmarks: int, *, eta: float
     n = trials[rows, cols].astype(float)
     which = np.asarray(item_benchmark, dtype=np.int64)[cols]
     with pm.Model() as model:
-        b = pm.Normal("b", 0.0, b_prior_sd, shape=n_items)
+        if prior == "hierarchical":
+            from benchmeasure.irt.priors import HYPER_SCALE
+
+            sigma_b = pm.HalfNormal("sigma_b", HYPER_SCALE, shape=n_benchmarks)
+            b = pm.Normal("b", 0.0, sigma_b[np.asarray(item_benchmark, dtype=np.int64)], shape=n_items)
+        else:
+            b = pm.Normal("b", 0.0, b_prior_sd, shape=n_items)
         theta = ability_prior(n_models, n_benchmarks, eta=eta, scales=scales, scale_sd=scale_sd,
                               parametrization=parametrization, mean_sd=mean_sd, means=means,
                               basis=coordinates_basis(counts, trials, item_benchmark, n_benchmarks, parametrization,
@@ -168,7 +183,8 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                    scale_sd: float = 1.0, b_prior_sd: float = 1.0, chains: int = 4, tune: int = 1000,
                    draws: int = 1000, target_accept: float = 0.9, seed: int = 0, cores: int | None = None,
                    parametrization: str | None = None, adaptation: str = "low_rank", route: str = "collapsed",
-                   means: str | None = None, density: str = "compiled", progress=None) -> CorrelatedFit:
+                   means: str | None = None, density: str = "compiled", progress=None,
+                   prior: str = "paper") -> CorrelatedFit:
     """Sample the model with nutpie; summaries of θ, b and the correlation matrix.
 
     ``route="collapsed"`` (default; needs the paper's b prior, ``b_prior_sd=1``): NUTS on (θ, μ, s, R) with every
@@ -183,7 +199,9 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     the default with two or more benchmarks), no PyTensor compilation; ``"pymc"`` compiles the PyMC model's graph
     (the reference; every other combination uses it). ``progress`` is a
     :class:`~benchmeasure.irt.progress.Progress` (or None): compiling, warm-up and draws (and, collapsed, the b
-    draws) are shown on it. ``cores`` defaults to min(chains, CPUs available).
+    draws) are shown on it. ``cores`` defaults to min(chains, CPUs available). ``prior="hierarchical"`` (joint
+    route; the module docstring): σ_b,k per benchmark, sampled and summarized (``CorrelatedFit.sigma_b``); pass
+    ``scale_sd`` 3 for the registry's HalfNormal(3) on the spreads.
     """
     from benchmeasure.irt.diagnostics import summarize_diagnostics, summarize_draws
     from benchmeasure.irt.fit import available_cpus
@@ -198,6 +216,9 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     chosen = ROUTES[route]
     if density not in DENSITIES:
         fail(f"density must be one of {', '.join(DENSITIES)}, got {density!r}")
+    if chosen.unit_b_prior and prior != "paper":
+        fail(f"the {route} route integrates b under the paper's Normal(0, 1) prior; the {prior} prior needs "
+             "route='joint'")
     if chosen.unit_b_prior and b_prior_sd != 1.0:
         fail(f"the {route} route integrates b under the paper's Normal(0, 1) prior; b_prior_sd {b_prior_sd:g} "
              "needs route='joint'")
@@ -209,7 +230,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     means = default_means(parametrization) if means is None else means
     basis = coordinates_basis(counts, trials, item_benchmark, n_benchmarks, parametrization)
     names = (["theta", "b", "corr"] + (["mu"] if n_benchmarks > 1 else [])
-             + (["scale"] if scales == "half-normal" else []))
+             + (["scale"] if scales == "half-normal" else []) + (["sigma_b"] if prior == "hierarchical" else []))
     integrated = means == "integrated" and n_benchmarks > 1
     sampled = [name for name in names
                if (chosen.draw_b is None or name != "b") and not (integrated and name == "mu")]
@@ -228,7 +249,8 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     else:
         compiled, data = _pymc_compiled(counts, trials, item_benchmark, n_benchmarks, route=chosen, eta=eta,
                                         scales=scales, scale_sd=scale_sd, b_prior_sd=b_prior_sd,
-                                        parametrization=parametrization, means=means, basis=basis, sampled=sampled)
+                                        parametrization=parametrization, means=means, basis=basis, sampled=sampled,
+                                        **({} if prior == "paper" else {"prior": prior}))
     nutpie = import_nutpie()
     compile_time = time.perf_counter() - start
     callback = progress.nutpie_callback(tune + draws) if progress is not None else None
@@ -264,7 +286,7 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
     stats = {"theta": theta_stats, "b": b_stats}
     if corr_stats is not None:
         stats["corr_pairs"] = corr_stats
-    checked = [name for name in ("theta", "b", "mu", "scale") if name in names]  # convergence over all of them
+    checked = [name for name in ("theta", "b", "mu", "scale", "sigma_b") if name in names]  # convergence: all
     stats.update({name: summarize_draws(draws_of[name]) for name in checked if name not in stats})
     diagnostics = summarize_diagnostics(idata, checked, sampling_time_s=sampling_time,
                                         stats={name: stats[name] for name in checked})
@@ -292,13 +314,16 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
         for key in ("r_hat", "ess_bulk"):
             correlation[key][pairs] = corr_stats[key]
             correlation[key][pairs[1], pairs[0]] = corr_stats[key]
-    scale_summary = None
-    if scales == "half-normal":
-        flat = draws_of["scale"].reshape(-1, n_benchmarks)
-        scale_summary = {"mean": flat.mean(axis=0), "sd": flat.std(axis=0, ddof=1),
-                         "low": np.quantile(flat, tail, axis=0), "high": np.quantile(flat, 1 - tail, axis=0)}
+    def spread(name):
+        flat = draws_of[name].reshape(-1, n_benchmarks)
+        return {"mean": flat.mean(axis=0), "sd": flat.std(axis=0, ddof=1),
+                "low": np.quantile(flat, tail, axis=0), "high": np.quantile(flat, 1 - tail, axis=0)}
+
+    scale_summary = spread("scale") if scales == "half-normal" else None
     settings = {"model": "multidimensional 1PL, abilities correlated across benchmarks",
-                "prior": f"b ~ Normal(0, {b_prior_sd:g}^2); theta_j ~ Normal(mu, diag(s) R diag(s)); "
+                "prior": ("b_i ~ Normal(0, sigma_b[k(i)]^2), sigma_b_k ~ HalfNormal(3) (hierarchical); "
+                          if prior == "hierarchical" else f"b ~ Normal(0, {b_prior_sd:g}^2); ")
+                         + "theta_j ~ Normal(mu, diag(s) R diag(s)); "
                          + (f"mu_k ~ Normal(0, {MEAN_SD:g}^2); " if n_benchmarks > 1 else "mu = 0; ")
                          + f"R ~ LKJ({eta:g}); "
                          + ("s = 1 (unit scales)" if scales == "unit" else f"s_k ~ HalfNormal({scale_sd:g})"),
@@ -309,7 +334,8 @@ def fit_correlated(counts, trials, item_benchmark, benchmarks: list, *, eta: flo
                 "draws": draws,
                 "target_accept": float(target_accept), "seed": int(seed), "interval": INTERVAL}
     reshape = {key: value.reshape(n_models, n_benchmarks) for key, value in theta_stats.items()}
-    return CorrelatedFit(reshape, b_stats, correlation, scale_summary, diagnostics, settings, idata)
+    return CorrelatedFit(reshape, b_stats, correlation, scale_summary, diagnostics, settings, idata,
+                         spread("sigma_b") if prior == "hierarchical" else None)
 
 
 def _pymc_compiled(counts, trials, item_benchmark, n_benchmarks: int, *, route: SuiteRoute, sampled: list,

@@ -27,11 +27,12 @@ HERMITE_WEIGHTS = HERMITE_WEIGHTS / HERMITE_WEIGHTS.sum()
 
 
 def one_ability_nodes(counts: np.ndarray, trials: np.ndarray, b: np.ndarray, mean: float = 0.0,
-                      sd: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                      sd: float = 1.0, grid: np.ndarray = GRID) -> tuple[np.ndarray, np.ndarray]:
     """Grid posterior of θ for each model given the anchor answers (columns = anchors), under a
-    Normal(``mean``, ``sd``²) prior: nodes (M, G), weights."""
-    w = normalize(-0.5 * ((GRID - mean) / sd)[None, :] ** 2 + grid_loglik(counts, trials, b))
-    return np.broadcast_to(GRID, w.shape), w
+    Normal(``mean``, ``sd``²) prior: nodes (M, G), weights (``grid``: the paper-prior EM's, or the hierarchical
+    one's, :data:`.hierarchical.GRID`)."""
+    w = normalize(-0.5 * ((grid - mean) / sd)[None, :] ** 2 + grid_loglik(counts, trials, b, grid))
+    return np.broadcast_to(grid, w.shape), w
 
 
 def mixture_prediction(nodes: np.ndarray, weights: np.ndarray, b_rest: np.ndarray, k_rest: np.ndarray,
@@ -74,7 +75,7 @@ def mixture_quantiles(loc: np.ndarray, scale: np.ndarray, weights: np.ndarray, l
     return predicted, quantile(tail), quantile(1 - tail)
 
 
-def ability_covariance(counts: list, trials: list, bs: list) -> tuple[np.ndarray, np.ndarray]:
+def ability_covariance(counts: list, trials: list, bs: list, grid: np.ndarray = GRID) -> tuple[np.ndarray, np.ndarray]:
     """μ and Σ of the per-benchmark abilities of the calibration models (method of moments).
 
     ``counts[d]``, ``trials[d]``, ``bs[d]``: benchmark d's columns. Each model's θ_d is estimated by its
@@ -82,7 +83,7 @@ def ability_covariance(counts: list, trials: list, bs: list) -> tuple[np.ndarray
     both benchmarks, less the mean posterior variance on the diagonal (estimation noise), made positive
     definite by raising eigenvalues to at least 0.01.
     """
-    est = [ability_summary(c, t, b) for c, t, b in zip(counts, trials, bs)]
+    est = [ability_summary(c, t, b, grid=grid) for c, t, b in zip(counts, trials, bs)]
     n_bench = len(est)
     mu = np.array([m[a].mean() for m, _, a in est])
     sigma = np.empty((n_bench, n_bench))
