@@ -78,17 +78,18 @@ def _stacked(draws, var: str, dim: str, names: list) -> np.ndarray:
 
 
 def check_record(check, inputs, *, fit_dir, difficulty: str | os.PathLike, matrix_sha256: str,
-                 posterior_used: bool, seconds: float) -> dict:
-    """``check_fit.json``: the summary, the whole-fit checks, every item and model row, the settings, the inputs
-    (the matrix and the ``difficulty.csv`` checked, each with its SHA-256) and provenance."""
+                 posterior_used: bool, seconds: float, rows: bool = True) -> dict:
+    """``check_fit.json``: the summary, the whole-fit checks, every item and model row (``rows``; else the tables
+    are only in ``items.csv`` and ``models.csv``), the settings, the inputs (the matrix and the ``difficulty.csv``
+    checked, each with its SHA-256) and provenance."""
     m = inputs.matrix
+    tables = {"items": check.items, "models": check.models} if rows else {"rows": "in items.csv and models.csv"}
     return {
         "summary": check.summary(),
         "whole_fit": check.whole,
         "flagged_items": [row["item"] for row in check.flagged_items()],
         "flagged_models": [row["model"] for row in check.flagged_models()],
-        "items": check.items,
-        "models": check.models,
+        **tables,
         "settings": {**check.settings, "posterior_used": posterior_used},
         "input": {"fit_dir": os.path.abspath(fit_dir), "matrix": os.path.abspath(inputs.matrix_path),
                   "sha256": matrix_sha256, "difficulty_sha256": sha256_file(difficulty), "models": len(m.models),
@@ -137,6 +138,7 @@ class FolderCheck:
 
     summary: str
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     write: object = None
     skipped: str | None = None
 
@@ -150,19 +152,19 @@ def fit_folder_check(result, matrix, matrix_path: str, guessing, *, matrix_sha25
     from benchmeasure.analyses.model_fit import run_check
     from benchmeasure.base.files import nonfinite_entry
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     inputs = in_process_inputs(result, matrix, matrix_path, guessing)
     check = run_check(inputs, draws=draws, seed=seed)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     bad = nonfinite_entry({"items": check.items, "models": check.models, "whole_fit": check.whole})
     if bad is not None:
         why = f"the check gave a non-finite {bad}; run benchmeasure check-fit on the fit folder for details"
-        return FolderCheck(f"model fit: not checked ({why})", seconds, skipped=why)
+        return FolderCheck(f"model fit: not checked ({why})", seconds, cpu, skipped=why)
 
     def write(folder: Path, staging: Path) -> None:
         record = check_record(check, inputs, fit_dir=staging.parent, difficulty=staging / "difficulty.csv",
                               matrix_sha256=matrix_sha256, posterior_used=result.posterior is not None,
-                              seconds=seconds)
+                              seconds=seconds, rows=False)   # the rows once, in the CSVs: a fit writes fast
         write_check(folder, check, record)
 
-    return FolderCheck(check.summary(), seconds, write)
+    return FolderCheck(check.summary(), seconds, cpu, write)

@@ -326,7 +326,8 @@ def main(argv=None) -> int:
         if check is not None:
             from benchmeasure.core.fit_check_text import CHECK_FOLDER
 
-            diagnostics["check_fit"] = {"summary": check.summary, "seconds": round(check.seconds, 3)}
+            diagnostics["check_fit"] = {"summary": check.summary, "seconds": round(check.seconds, 3),
+                                        "cpu_seconds": round(check.cpu_seconds, 3)}
             if check.skipped is None:
                 diagnostics["outputs"].append(CHECK_FOLDER)
                 subfolders[CHECK_FOLDER] = check.write
