@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import resource
+import runpy
 import statistics
 import subprocess
 import sys
@@ -25,8 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-from machine import cpu_name  # noqa: E402
+cpu_name = runpy.run_path(str(Path(__file__).with_name("machine.py")))["cpu_name"]
 
 
 def run(argv: list) -> tuple[float, float]:
