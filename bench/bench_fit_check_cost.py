@@ -6,7 +6,8 @@ Each run is the command users run, in a fresh process (``python -m benchmeasure 
 a change in the machine's load falls on both. One untimed run first warms the kernel cache. Per mode the table gives
 the median and range of the process's wall time and CPU time (user + system, from ``getrusage`` of the child), and
 the check's own time as the fit records it (``diagnostics.json → check_fit``: wall and CPU seconds of the check,
-not counting the writing of ``check_fit/``). The goal (issue 51): a default fit grows by at most 10 %.
+not counting the writing of ``check_fit/``); then the mean difference of each run with the check and the run
+without it that follows it, with its standard error. The goal (issue 51): a default fit grows by at most 10 %.
 
     PYTHONPATH=. .venv-irt/bin/python bench/bench_fit_check_cost.py [--repeats 5]
 """
@@ -79,6 +80,11 @@ def main() -> int:
     grow_wall = statistics.median(w for w, _ in times["with the check"]) / plain_wall - 1
     grow_cpu = statistics.median(c for _, c in times["with the check"]) / plain_cpu - 1
     print(f"\ngrowth of the median: wall {100 * grow_wall:+.1f} %, CPU {100 * grow_cpu:+.1f} % (goal ≤ 10 %)")
+    for k, what, base in ((0, "wall", plain_wall), (1, "CPU", plain_cpu)):   # each run against its neighbour
+        diffs = [a[k] - b[k] for a, b in zip(times["with the check"], times["--no-check-fit"])]
+        se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else float("nan")
+        print(f"paired difference, {what}: {statistics.mean(diffs):+.2f} s ± {se:.2f} (standard error of the mean of "
+              f"{len(diffs)} pairs) = {100 * statistics.mean(diffs) / base:+.1f} % ± {100 * se / base:.1f} %")
     print(f"the check itself (diagnostics.json): wall {spread(check_wall)} s, CPU {spread(check_cpu)} s "
           f"= {100 * statistics.median(check_cpu) / plain_cpu:.1f} % of the fit's median CPU")
     print(f"its line: {summary}")

@@ -137,8 +137,8 @@ def parse_args(argv):
                         help="time budget of that simulation in seconds (default 60; fewer simulated data sets per "
                              "world when it would take longer, never fewer than 16)")
     parser.add_argument("--no-check-fit", action="store_true",
-                        help="skip the model-fit check that follows the fit (on a few of its posterior draws, about "
-                             "7 %% of a default fit's time; written to DIR/check_fit/, its summary line printed; "
+                        help="skip the model-fit check that follows the fit (10 of its posterior draws, about 7 %% of "
+                             "a default ChemBench fit's time; written to DIR/check_fit/, its summary line printed; "
                              "docs/model_fit.md)")
     parser.add_argument("--strict", action="store_true",
                         help="exit with status 3 (after writing the outputs) when the fit misses the convergence rule: "
