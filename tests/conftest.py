@@ -279,3 +279,86 @@ def pytest_runtest_logreport(report):
         with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 3),
                                   "outcome": report.outcome}) + "\n")
+
+
+# -- shared fits for the model-fit check and drift (one each per session; tests copy them before changing anything) ---
+
+MISFIT_MODELS, MISFIT_ITEMS, MISFIT_K = 14, 90, 3
+MISFIT_INVERTED = ["q0", "q1", "q2", "q3"]   # wrong keys: inverted for every model
+MISFIT_SHUFFLED = "m5"                       # a mis-scored model: its row shuffled across items
+
+
+def write_rows(path, header, rows):
+    """A CSV of ``header`` and ``rows``; returns ``path``."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle, lineterminator="\n")
+        out.writerow(header)
+        out.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="session")
+def misfit_fit(tmp_path_factory):
+    """One small NUTS fit (14 models × 90 items, K = 3, 3 % holes, --save-posterior) of a matrix with planted
+    defects, made by ``benchmeasure fit`` with its default model-fit check (``fit/check_fit/``).
+
+    Returns the root: ``matrix.csv``, ``fit/`` and ``fit.stderr`` (what the fit printed). Shared by the check-fit,
+    diagnose, summarize and explorer tests; about 10 s."""
+    import numpy as np
+
+    root = tmp_path_factory.mktemp("misfit")
+    rng = np.random.default_rng(7)
+    theta = np.linspace(-2.0, 2.0, MISFIT_MODELS)
+    b = rng.normal(0.0, 1.2, MISFIT_ITEMS)
+    y = rng.binomial(MISFIT_K, 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :]))))
+    for i in range(len(MISFIT_INVERTED)):
+        y[:, i] = MISFIT_K - y[:, i]
+    j = int(MISFIT_SHUFFLED[1:])
+    y[j] = y[j, rng.permutation(MISFIT_ITEMS)]
+    holes = rng.random(y.shape) < 0.03
+    write_rows(root / "matrix.csv", ["model", *(f"q{i}" for i in range(MISFIT_ITEMS))],
+               [[f"m{j}", *("" if holes[j, i] else str(y[j, i]) for i in range(MISFIT_ITEMS))]
+                for j in range(MISFIT_MODELS)])
+    done = run_script("fit_irt.py", root / "matrix.csv", "--n-trials", MISFIT_K, "--allow-missing", "--output-dir",
+                      root / "fit", "--chains", 2, "--tune", 150, "--draws", 150, "--seed", 3, "--save-posterior",
+                      "--no-calibrate", timeout=300)
+    assert done.returncode == 0, done.stderr
+    (root / "fit.stderr").write_text(done.stderr, encoding="utf-8")
+    return root
+
+
+DRIFT_MODELS, DRIFT_ITEMS, DRIFT_MONTHS, DRIFT_K, DRIFT_BAD = 10, 240, 12, 4, 3  # m03: +2 logits before month 7
+
+
+@pytest.fixture(scope="session")
+def drift_world(tmp_path_factory):
+    """A dated matrix (10 models × 240 items over 12 months, K = 4; model m03 better on items before month 7) and
+    ``benchmeasure drift`` by date on it, with model release and cut-off dates. About 5 s; shared by the drift and
+    explorer tests. Returns ``{"folder", "matrix", "meta", "out", "json", "models"}``."""
+    import numpy as np
+
+    folder = tmp_path_factory.mktemp("drift")
+    rng = np.random.default_rng(11)
+    month = np.repeat(np.arange(DRIFT_MONTHS), DRIFT_ITEMS // DRIFT_MONTHS)
+    theta = np.linspace(-1.5, 1.5, DRIFT_MODELS)
+    b = rng.normal(0, 1.2, DRIFT_ITEMS) + 0.08 * month          # difficulty drifts up over the year
+    eta = theta[:, None] - b
+    eta[DRIFT_BAD] += 2.0 * (month < 7)
+    counts = rng.binomial(DRIFT_K, 1 / (1 + np.exp(-eta)))
+    models = [f"m{j:02d}" for j in range(DRIFT_MODELS)]
+    items = [f"q{i:03d}" for i in range(DRIFT_ITEMS)]
+    matrix = write_rows(folder / "matrix.csv", ["model", *items], [[m, *row] for m, row in zip(models, counts)])
+    dates = [f"2024-{k + 1:02d}-{1 + i % 28:02d}" for i, k in enumerate(month)]
+    source = ["old" if i % 2 else "new" for i in range(DRIFT_ITEMS)]
+    meta = write_rows(folder / "items.csv", ["item", "date", "source", "release"],
+                      [[i, d, s, "r1" if k < 6 else "r2"] for i, d, s, k in zip(items, dates, source, month)])
+    model_meta = write_rows(folder / "models.csv", ["model", "release", "cutoff"],
+                            [[m, "2024-09-01", "2024-06-20" if j == DRIFT_BAD else ""] for j, m in enumerate(models)])
+    out = folder / "out"
+    done = run_script("drift.py", matrix, "--n-trials", DRIFT_K, "--item-meta", meta, "--by", "date", "--model-meta",
+                      model_meta, "--output-dir", out, "--json", "--max-replicates", 2000)
+    assert done.returncode == 0, done.stderr
+    return {"folder": folder, "matrix": matrix, "meta": meta, "out": out, "json": json.loads(done.stdout),
+            "models": models}

@@ -15,41 +15,16 @@ from hypothesis import strategies as st
 from benchmeasure.analyses.fit_inputs import read_parameter_table
 from benchmeasure.analyses.item_fit import benjamini_hochberg
 from benchmeasure.base.errors import InputError
+from conftest import MISFIT_INVERTED as INVERTED
+from conftest import MISFIT_ITEMS as ITEMS
+from conftest import MISFIT_SHUFFLED as SHUFFLED
 from conftest import ROOT, assert_rejected, run_script
-
-MODELS, ITEMS, K = 14, 90, 3
-INVERTED = ["q0", "q1", "q2", "q3"]
-SHUFFLED = "m5"
-
-
-def _matrix(path):
-    rng = np.random.default_rng(7)
-    theta = np.linspace(-2.0, 2.0, MODELS)
-    b = rng.normal(0.0, 1.2, ITEMS)
-    y = rng.binomial(K, 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :]))))
-    for i in range(len(INVERTED)):
-        y[:, i] = K - y[:, i]
-    j = int(SHUFFLED[1:])
-    y[j] = y[j, rng.permutation(ITEMS)]
-    holes = rng.random(y.shape) < 0.03
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["model", *(f"q{i}" for i in range(ITEMS))])
-        for j in range(MODELS):
-            writer.writerow([f"m{j}", *("" if holes[j, i] else str(y[j, i]) for i in range(ITEMS))])
 
 
 @pytest.fixture(scope="module")
-def fit(tmp_path_factory):
-    """One small NUTS fit with holes and a saved posterior, shared by every test."""
-    root = tmp_path_factory.mktemp("check_fit")
-    matrix = root / "matrix.csv"
-    _matrix(matrix)
-    done = run_script("fit_irt.py", matrix, "--n-trials", K, "--allow-missing", "--output-dir", root / "fit",
-                      "--chains", 2, "--tune", 150, "--draws", 150, "--seed", 3, "--save-posterior",
-                      "--no-calibrate", timeout=300)
-    assert done.returncode == 0, done.stderr
-    return root
+def fit(misfit_fit):
+    """The shared small NUTS fit with planted defects (conftest.misfit_fit)."""
+    return misfit_fit
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +97,8 @@ def test_bad_input_is_one_line_and_writes_nothing(fit, tmp_path):
     assert_rejected(run_script("check_fit.py", fit / "fit", "--output-dir", out, "--n-trials", 5), "--n-trials")
     assert_rejected(run_script("check_fit.py", fit / "fit", "--output-dir", out, "--fdr", 1.5))
     assert not out.exists()
-    assert sorted(p.name for p in (fit / "fit").iterdir()) == ["ability.csv", "diagnostics.json", "difficulty.csv",
-                                                               "posterior.zarr"]
+    assert sorted(p.name for p in (fit / "fit").iterdir()) == ["ability.csv", "check_fit", "diagnostics.json",
+                                                               "difficulty.csv", "posterior.zarr"]
 
 
 def test_ctrl_c_exits_130_and_writes_nothing(fit, tmp_path):

@@ -88,8 +88,10 @@ def test_several_files_print_table_one_layout(tmp_path):
     text = run_script("diagnose_benchmark.py", *files).stdout.splitlines()
     assert text[0].split()[:7] == ["Benchmark", "DDM", "Max", "Gap", "Top-5", "Sum", "#"]
     assert "calibrated intervals" in text[0] and "widest gap resolved" in text[0]
-    # hand-made files: no fit beside them, so no calibrated interval and no b_sd to resolve gaps by; the row says so
-    assert text[1].split()[0] == "AIME-like" and text[1].split()[-3:] == ["3", "?", "uncalibrated"]
+    # hand-made files: no fit beside them, so no calibrated interval, no b_sd to resolve gaps by and no model-fit check;
+    # the row says so
+    assert "flagged: items; models" in text[0]
+    assert text[1].split()[0] == "AIME-like" and text[1].split()[-5:] == ["3", "?", "not", "checked", "uncalibrated"]
     records = json.loads(run_script("diagnose_benchmark.py", *files, "--json").stdout)
     assert [r["benchmark"] for r in records] == ["AIME-like", "Even"]
     assert records[1]["ddm"] == pytest.approx(1 / 6 * 2 / 3)

@@ -3,53 +3,24 @@
 from __future__ import annotations
 
 import csv
-import json
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmeasure.base.errors import InputError
 from benchmeasure.core.item_meta import covariate, read_item_meta, read_model_meta
+from conftest import DRIFT_BAD as BAD
+from conftest import DRIFT_K as K
+from conftest import DRIFT_MODELS as MODELS
 from conftest import assert_rejected, run_script
-
-MODELS, ITEMS, MONTHS, K, BAD = 10, 240, 12, 4, 3   # model m03 gets +2 logits on items before month 7
-
-
-def _write(path, header, rows):
-    with open(path, "w", newline="") as handle:
-        out = csv.writer(handle)
-        out.writerow(header)
-        out.writerows(rows)
-    return path
+from conftest import write_rows as _write
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("drift")
-    rng = np.random.default_rng(11)
-    month = np.repeat(np.arange(MONTHS), ITEMS // MONTHS)
-    theta = np.linspace(-1.5, 1.5, MODELS)
-    b = rng.normal(0, 1.2, ITEMS) + 0.08 * month          # difficulty drifts up over the year
-    eta = theta[:, None] - b
-    eta[BAD] += 2.0 * (month < 7)
-    counts = rng.binomial(K, 1 / (1 + np.exp(-eta)))
-    models = [f"m{j:02d}" for j in range(MODELS)]
-    items = [f"q{i:03d}" for i in range(ITEMS)]
-    matrix = _write(folder / "matrix.csv", ["model", *items], [[m, *row] for m, row in zip(models, counts)])
-    dates = [f"2024-{k + 1:02d}-{1 + i % 28:02d}" for i, k in enumerate(month)]
-    source = ["old" if i % 2 else "new" for i in range(ITEMS)]
-    meta = _write(folder / "items.csv", ["item", "date", "source", "release"],
-                  [[i, d, s, "r1" if k < 6 else "r2"] for i, d, s, k in zip(items, dates, source, month)])
-    model_meta = _write(folder / "models.csv", ["model", "release", "cutoff"],
-                        [[m, "2024-09-01", "2024-06-20" if j == BAD else ""] for j, m in enumerate(models)])
-    out = folder / "out"
-    done = run_script("drift.py", matrix, "--n-trials", K, "--item-meta", meta, "--by", "date", "--model-meta",
-                      model_meta, "--output-dir", out, "--json", "--max-replicates", 2000)
-    assert done.returncode == 0, done.stderr
-    return {"folder": folder, "matrix": matrix, "meta": meta, "out": out, "json": json.loads(done.stdout),
-            "models": models}
+def world(drift_world):
+    """The shared drift world and its drift output (conftest.drift_world)."""
+    return drift_world
 
 
 def _rows(path):

@@ -226,3 +226,31 @@ def test_real_chembench_in_chromium(tmp_path, browser):
         item = int(shown[0].removeprefix("item "))
         assert z[item] == target and shown[1] == f"b_mean {b[item]:.4f} · z {target:.4f}"
     assert problems == []
+
+
+def test_model_fit_and_drift_sections_in_chromium(tmp_path, browser, misfit_fit, drift_world):
+    """The fit's model-fit check and a drift folder as the page shows them (conftest's shared fit and drift run)."""
+    fit = misfit_fit / "fit"
+    record = json.loads((fit / "check_fit" / "check_fit.json").read_text(encoding="utf-8"))
+    name = json.loads((fit / "diagnostics.json").read_text(encoding="utf-8"))["benchmark"]
+    out = tmp_path / "fit.html"
+    done = run_script("explore_benchmarks.py", fit / "difficulty.csv", "--drift", f"{name}={drift_world['out']}",
+                      "--output", out)
+    assert done.returncode == 0, done.stderr
+    page, problems = open_page(browser, out)
+    section = page.locator("[data-role=model-fit]")
+    assert section.locator("[data-role=model-fit-summary]").text_content() == record["summary"]
+    rows = section.locator("[data-role=fit-items] tbody tr")
+    assert rows.count() == len(record["flagged_items"])
+    assert sorted(rows.locator("td[data-key=item]").all_text_contents()) == sorted(record["flagged_items"])
+    assert any("ability falls" in t for t in rows.locator("td[data-key=reason]").all_text_contents())
+    assert section.locator("[data-role=fit-models] td[data-key=model]").all_text_contents() == record["flagged_models"]
+    drift = page.locator("[data-role=drift]")
+    assert "1 of 10 models flagged" in drift.locator("[data-role=drift-summary]").text_content()
+    flagged = drift.locator("[data-role=drift-models] tbody tr.flag")
+    assert flagged.count() == 1 and flagged.locator("td[data-key=model]").text_content() == "m03"
+    figure = drift.locator("[data-role=drift-figure]")
+    assert figure.get_attribute("data-model") == "m03"
+    assert figure.evaluate("img => img.complete && img.naturalWidth > 100")   # the embedded PNG decodes
+    page.screenshot(path=str(tmp_path / "fit.png"), full_page=True)
+    assert problems == []

@@ -51,12 +51,15 @@ def matrix_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def nuts_runs(matrix_file, tmp_path_factory):
-    """Two NUTS runs with the same seed (the second without --save-posterior), a little draws."""
+    """Two NUTS runs with the same seed (the second without --save-posterior and with --no-check-fit, into a folder
+    holding an earlier fit's check), a little draws."""
     out1 = tmp_path_factory.mktemp("nuts1")
     out2 = tmp_path_factory.mktemp("nuts2")
+    (out2 / "check_fit").mkdir()
+    (out2 / "check_fit" / "check_fit.json").write_text("{}")   # an earlier fit's check: the refit removes it
     common = [matrix_file, "--n-trials", N_TRIALS, "--chains", 2, "--tune", 150, "--draws", 60, "--seed", 5]
     first = run(*common, "--output-dir", out1, "--save-posterior")
-    second = run(*common, "--output-dir", out2, "--quiet")
+    second = run(*common, "--output-dir", out2, "--quiet", "--no-check-fit")
     return first, out1, second, out2
 
 
@@ -98,8 +101,11 @@ def test_outputs_columns_and_keys(nuts_runs, matrix_file):
     assert d["constant_models"]["all_correct"] == [] and d["constant_models"]["all_wrong"] == []
     assert d["versions"]["pymc"] and d["versions"]["nutpie"] and d["versions"]["python"]
     # no temporary files left behind
-    assert sorted(p.name for p in out.iterdir()) == ["ability.csv", "diagnostics.json", "difficulty.csv",
+    assert sorted(p.name for p in out.iterdir()) == ["ability.csv", "check_fit", "diagnostics.json", "difficulty.csv",
                                                      "posterior.zarr"]
+    assert sorted(p.name for p in (out / "check_fit").iterdir()) == ["check_fit.json", "items.csv", "models.csv"]
+    assert d["outputs"] == ["difficulty.csv", "ability.csv", "diagnostics.json", "posterior.zarr", "check_fit"]
+    assert [line for line in first.stderr.splitlines() if line.startswith("model fit: ")] == [d["check_fit"]["summary"]]
 
 
 @pytest.mark.slow
@@ -134,6 +140,9 @@ def test_same_seed_identical_outputs_and_quiet(nuts_runs):
         assert d1[key] == d2[key]
     # --quiet: only warnings remain on stderr
     assert all(line.startswith("warning:") for line in second.stderr.splitlines())
+    # --no-check-fit: no check, and the earlier fit's check is gone
+    assert not (out2 / "check_fit").exists() and "check_fit" not in d2 and "check_fit" not in d2["outputs"]
+    assert (out1 / "check_fit" / "check_fit.json").is_file() and "check_fit" in d1
     assert "fitting the 1PL" in first.stderr
 
 

@@ -143,7 +143,7 @@ def test_a_refit_removes_the_posterior_of_an_earlier_fit(files):
     result = run_script("fit_irt.py", "matrix.csv", "--n-trials", "2", "--output-dir", "out", "--method", "map",
                         "--quiet", cwd=files)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in (files / "out").iterdir()) == ["ability.csv", "diagnostics.json",
+    assert sorted(p.name for p in (files / "out").iterdir()) == ["ability.csv", "check_fit", "diagnostics.json",
                                                                   "difficulty.csv"]
 
 

@@ -43,10 +43,10 @@ def test_markdown_layout_and_marks(root):
     assert table.splitlines()[0] == (
         "| Benchmark | Domain | DDM (plug-in) | true ≈ estimate [calibrated 94 %] | Max Gap (plug-in) | "
         "true ≈ estimate [calibrated 94 %] | widest gap resolved | Top-5 Sum (plug-in) | "
-        "true ≈ estimate [calibrated 94 %] | # |")
-    # a hand-made difficulty file: no fit beside it, so no interval and no b_sd to judge the gap by
-    assert ("| AIME24 | Math | **0.125** | uncalibrated | **0.500** | uncalibrated | ? | **1.000** | uncalibrated | 4 |"
-            in table)
+        "true ≈ estimate [calibrated 94 %] | # | items flagged | models flagged |")
+    # a hand-made difficulty file: no fit beside it, so no interval, no b_sd to judge the gap by and no model-fit check
+    assert ("| AIME24 | Math | **0.125** | uncalibrated | **0.500** | uncalibrated | ? | **1.000** | uncalibrated | 4 "
+            "| not checked | not checked |" in table)
     assert "DDM ≥ 0.10 in 1/2" in table
 
 

@@ -127,6 +127,8 @@ def read_fit_inputs(folder: str, diagnostics: dict, posterior: str | None, *, ma
     if observation not in (None, "binomial") and not (isinstance(observation, dict)
                                                        and observation.get("name") in (None, "binomial")):
         fail(f"{folder}: fitted with another observation model ({observation}); check-fit checks the binomial 1PL")
+    if settings.get("model", "1pl") != "1pl":
+        fail(f"{folder}: fitted with --model {settings['model']}; check-fit checks the binomial 1PL")
     recorded_k = diagnostics["input"].get("n_trials")
     if n_trials is not None and isinstance(recorded_k, int) and n_trials != recorded_k:
         fail(f"--n-trials {n_trials}: the fit in {folder} was made with --n-trials {recorded_k}")

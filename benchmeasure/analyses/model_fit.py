@@ -51,15 +51,23 @@ class FitCheck:
         return [row for row in self.models if row["flagged"]]
 
     def summary(self) -> str:
+        """One line: items and models flagged, the whole-fit p-values (a p-value at its floor 1 / (draws + 1), no
+        replicated data set reaching the observed one, is written "p ≤ floor"), never-solved items, the draws."""
         fdr = self.settings["fdr"]
         against = sum(1 for row in self.items if row["against_ability"])
         never = self.whole["never_solved"]
+        draws = self.settings["draws"]
+
+        def p(key):
+            value, floor = self.whole[key]["p_value"], 1.0 / (1 + draws)
+            return f"p ≤ {floor:.2g}" if value <= floor * (1 + 1e-9) else f"p = {value:.2f}"
+
         return (f"model fit: {len(self.flagged_items()):,} of {len(self.items):,} items flagged "
                 f"(FDR {fdr * 100:g} %; {against:,} run against ability), {len(self.flagged_models())} of "
-                f"{len(self.models)} models; score distribution p = {self.whole['score_distribution']['p_value']:.2f}, "
-                f"accuracy by ability p = {self.whole['accuracy_by_ability']['p_value']:.2f}, "
-                f"ability × difficulty p = {self.whole['ability_by_difficulty']['p_value']:.2f}; "
-                f"{never['observed']:,} items never solved (replicated {never['replicated_mean']:.0f})")
+                f"{len(self.models)} models; score distribution {p('score_distribution')}, "
+                f"accuracy by ability {p('accuracy_by_ability')}, ability × difficulty {p('ability_by_difficulty')}; "
+                f"{never['observed']:,} items never solved (replicated {never['replicated_mean']:.0f}); "
+                f"{draws:,} draw{'s' if draws != 1 else ''}")
 
 
 def run_check(inputs, *, draws: int = 200, groups: int | None = None, bands: int = 10, fdr: float = 0.05,

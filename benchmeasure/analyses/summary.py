@@ -31,7 +31,11 @@ PLUGIN_NOTE = ("Values are plug-in (the paper's definition: the metrics of the p
                "fit made one (a simulation at the fit's own models, items, trials and holes; 'uncalibrated' where "
                "it did not); the interval is for the true value, so it need not contain the plug-in. Then whether "
                "the widest gap is resolved (its edges at least 2 posterior sds apart; '?' without b_sd) "
-               "(docs/gap_noise.md).")
+               "(docs/gap_noise.md). Items and models flagged: the fit's model-fit check, where the fit folder has one "
+               "(check_fit/; benchmeasure fit writes it unless --no-check-fit; docs/model_fit.md), else 'not checked'.")
+#: the CSV's model-fit columns (blank where the benchmark's fit was not checked)
+FIT_COLUMNS = {"items_flagged": "items_flagged", "items_checked": "items", "models_flagged": "models_flagged",
+               "models_checked": "models"}
 DEFAULT_DOMAINS = package_file("data", "paper_reported", "table3.csv")
 
 
@@ -48,6 +52,7 @@ class SummaryRow:
     calibrated: dict | None = None   # metric → {"low", "high", ...} from the fit's diagnostics.json; None: uncalibrated
     calibration_refused: str | None = None
     max_gap_resolved: bool | None = None  # None: no b_sd to judge by
+    model_fit: dict | None = None   # core.fit_check_text.check_beside's state; None: not looked for (not checked)
 
     def marked(self, metric: str) -> bool:
         return getattr(self, metric) >= THRESHOLDS[metric]
@@ -59,7 +64,19 @@ class SummaryRow:
                 "calibrated": None if self.calibrated is None else {
                     m: {k: e[k] for k in ("estimate", "low", "high", "known_world_width", "spans_most") if k in e}
                     for m, e in self.calibrated.items()},
-                "calibration_refused": self.calibration_refused, "max_gap_resolved": self.max_gap_resolved}
+                "calibration_refused": self.calibration_refused, "max_gap_resolved": self.max_gap_resolved,
+                "model_fit": self.fit_record()}
+
+    def fit_state(self) -> dict:
+        return self.model_fit or {"checked": False, "why": "no fit folder"}
+
+    def fit_record(self) -> dict:
+        """The model-fit check in a row's JSON: the counts and the summary line, or why there is none."""
+        state = self.fit_state()
+        if not state["checked"]:
+            return {"checked": False, "why": state["why"]}
+        return {k: state[k] for k in ("checked", "items_flagged", "items", "models_flagged", "models", "draws",
+                                      "fdr", "summary", "record")}
 
     def interval(self, metric: str) -> str:
         if self.calibrated is None or metric not in self.calibrated:
@@ -88,6 +105,7 @@ def read_domains(path: str | os.PathLike) -> dict:
 def summarize(benchmarks: list[Benchmark], domains: dict) -> list[SummaryRow]:
     """Compute the Table 1 row of each benchmark (min–max normalized difficulties)."""
     from benchmeasure.core.calibrated_text import calibrated_beside
+    from benchmeasure.core.fit_check_text import check_beside
 
     rows = []
     for b in benchmarks:
@@ -101,7 +119,7 @@ def summarize(benchmarks: list[Benchmark], domains: dict) -> list[SummaryRow]:
                                        if m in block["metrics"]):
             calibrated = block["metrics"]  # stored for exactly these values (not for a file edited since)
         rows.append(SummaryRow(b.name, domains.get(b.name, ""), d.ddm, d.max_gap, d.top_k_gap_sum, d.items,
-                               calibrated, refused, _widest_gap_resolved(path, b.difficulties)))
+                               calibrated, refused, _widest_gap_resolved(path, b.difficulties), check_beside(path)))
     return rows
 
 
@@ -126,15 +144,18 @@ def marked_counts(rows: list[SummaryRow]) -> dict:
 def markdown_table(rows: list[SummaryRow]) -> str:
     """Table 1 as Markdown, marked entries in bold, followed by the counts."""
     true = "true ≈ estimate [calibrated 94 %]"
+    from benchmeasure.core.fit_check_text import flag_cells
+
     lines = [f"| Benchmark | Domain | DDM (plug-in) | {true} | Max Gap (plug-in) | {true} | "
-             f"widest gap resolved | Top-5 Sum (plug-in) | {true} | # |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"widest gap resolved | Top-5 Sum (plug-in) | {true} | # | items flagged | models flagged |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cells = [(f"**{getattr(r, m):.3f}**" if r.marked(m) else f"{getattr(r, m):.3f}") + f" | {r.interval(m)}"
                  for m in THRESHOLDS]
         resolved = {True: "yes", False: "no", None: "?"}[r.max_gap_resolved]
         cells[1] += f" | {resolved}"
-        lines.append(f"| {r.benchmark} | {r.domain} | {' | '.join(cells)} | {r.items} |")
+        flagged = " | ".join(flag_cells(r.fit_state()))
+        lines.append(f"| {r.benchmark} | {r.domain} | {' | '.join(cells)} | {r.items} | {flagged} |")
     lines.append("")
     lines.append("Marked (bold): " + ", ".join(
         f"{LABELS[m]} ≥ {THRESHOLDS[m]:.2f} in {c}/{n}" for m, (c, n) in marked_counts(rows).items()))
@@ -149,7 +170,7 @@ def write_csv(rows: list[SummaryRow], handle) -> None:
     writer.writerow(["benchmark", "domain", "ddm", "max_gap", "top5_gap_sum", "items",
                      *(f"{m}_marked" for m in THRESHOLDS),
                      *(f"{m}_{end}" for m in THRESHOLDS for end in ("low", "high")), "max_gap_resolved",
-                     *(f"{m}_estimate" for m in THRESHOLDS)])
+                     *(f"{m}_estimate" for m in THRESHOLDS), *FIT_COLUMNS])
     for r in rows:
         bounds = [("" if r.calibrated is None or m not in r.calibrated else repr(r.calibrated[m][end]))
                   for m in THRESHOLDS for end in ("low", "high")]
@@ -157,4 +178,6 @@ def write_csv(rows: list[SummaryRow], handle) -> None:
                          *(int(r.marked(m)) for m in THRESHOLDS), *bounds,
                          {True: "1", False: "0", None: ""}[r.max_gap_resolved],
                          *("" if r.calibrated is None or r.calibrated.get(m, {}).get("estimate") is None
-                           else repr(r.calibrated[m]["estimate"]) for m in THRESHOLDS)])
+                           else repr(r.calibrated[m]["estimate"]) for m in THRESHOLDS),
+                         *(str(r.fit_state()[key]) if r.fit_state()["checked"] else ""
+                           for key in FIT_COLUMNS.values())])

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import sys
 import time
 from pathlib import Path
 
 from benchmeasure.base.errors import command_parser
-from benchmeasure.base.files import all_or_nothing, atomic_write, plan_outputs, provenance, result_json, write_json
+from benchmeasure.base.files import all_or_nothing, plan_outputs, result_json
 from benchmeasure.base.options import N_TRIALS, integer, number
 
 EXAMPLES = """\
@@ -22,9 +21,11 @@ FIT_DIR is what benchmeasure fit wrote (difficulty.csv, ability.csv, diagnostics
 --save-posterior, used when present, else normal draws from the means and sds). The matrix is the one
 diagnostics.json records, or --matrix (its SHA-256 must match). Writes DIR/items.csv, DIR/models.csv,
 DIR/check_fit.json and DIR/item_fit.png; prints one summary line (or --json). Statistics: docs/model_fit.md.
+benchmeasure fit already checks every fit on a few draws into FIT_DIR/check_fit/; --output-dir FIT_DIR/check_fit
+replaces that check with this one (diagnose, summarize and explore read it there).
 """
 
-OUTPUTS = ("items.csv", "models.csv", "check_fit.json", "item_fit.png")
+OUTPUTS = ("items.csv", "models.csv", "check_fit.json", "item_fit.png")  # fit_check_outputs' CHECK_OUTPUTS + FIGURE
 
 
 def parse_args(argv):
@@ -53,22 +54,6 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def _write_csv(path: Path, columns: list, rows: list) -> None:
-    with atomic_write(path) as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([_cell(row[c]) for c in columns])
-
-
-def _cell(value) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     folder = args.fit_dir
@@ -80,7 +65,7 @@ def main(argv=None) -> int:
     if os.path.realpath(out) == os.path.realpath(folder):
         fail(f"--output-dir {args.output_dir}: is the fit folder; choose another folder for the check")
     from benchmeasure.analyses.fit_inputs import read_fit_inputs
-    from benchmeasure.analyses.model_fit import ITEM_COLUMNS, MODEL_COLUMNS, run_check
+    from benchmeasure.analyses.model_fit import run_check
     from benchmeasure.irt.fit_folder import read_fit_folder
 
     fit = read_fit_folder(folder, f"FIT_DIR {folder}")
@@ -99,30 +84,14 @@ def main(argv=None) -> int:
     check = run_check(inputs, draws=args.draws, groups=args.groups, fdr=args.fdr, seed=args.seed,
                       on_batch=None if args.json else on_batch)
     seconds = time.perf_counter() - start
+    from benchmeasure.analyses.fit_check_outputs import check_record, write_check
     from benchmeasure.base.files import sha256_file
 
-    m = inputs.matrix
-    record = {
-        "summary": check.summary(),
-        "whole_fit": check.whole,
-        "flagged_items": [row["item"] for row in check.flagged_items()],
-        "flagged_models": [row["model"] for row in check.flagged_models()],
-        "items": check.items,
-        "models": check.models,
-        "settings": {**check.settings, "posterior_used": fit.posterior is not None},
-        "input": {"fit_dir": os.path.abspath(folder), "matrix": os.path.abspath(inputs.matrix_path),
-                  "sha256": sha256_file(inputs.matrix_path), "models": len(m.models), "items": len(m.items),
-                  "n_trials": m.n_trials, "absent_cells": int(m.counts.size - m.present_cells)},
-        "check_time_s": round(seconds, 3),
-        **provenance(["numpy", "scipy", "matplotlib"]),
-    }
-    from benchmeasure.analyses.fit_plots import plot_item_fit
-
+    record = check_record(check, inputs, fit_dir=folder, difficulty=os.path.join(folder, "difficulty.csv"),
+                          matrix_sha256=sha256_file(inputs.matrix_path), posterior_used=fit.posterior is not None,
+                          seconds=seconds)
     with all_or_nothing():
-        _write_csv(out / "items.csv", ITEM_COLUMNS, check.items)
-        _write_csv(out / "models.csv", MODEL_COLUMNS, check.models)
-        plot_item_fit(check, inputs, out / "item_fit.png")
-        write_json(out / "check_fit.json", record)
+        write_check(out, check, record, inputs)
     if args.json:
         print(result_json(record))
     else:

@@ -11,6 +11,7 @@ from benchmeasure.base.options import TOP_K
 from benchmeasure.core.calibrated_text import calibrated_beside, interval_text
 from benchmeasure.core.calibrated_text import lines as calibrated_lines
 from benchmeasure.core.difficulty_file import benchmark_name, fit_n_trials, read_difficulty_column
+from benchmeasure.core.fit_check_text import check_beside, flag_cells, summary_line
 from benchmeasure.core.matrix_holes import absent_cells_beside
 from benchmeasure.core.metrics import diagnose
 from benchmeasure.core.resolution import benchmark_resolution, gap_table
@@ -38,6 +39,9 @@ the narrowest band this fit can reveal, and for each gap whether its edges are a
 posterior sds apart (resolved) and how much of it noise can fill (docs/gap_noise.md); with the
 fit's diagnostics.json beside the file, also how many more trials per model on an unresolved
 gap's two edge items would resolve it, if it is as wide as it looks (what to ask the panel next).
+With the fit's model-fit check beside the file (FIT_DIR/check_fit/, which benchmeasure fit writes
+unless --no-check-fit), its summary line: items and models flagged (docs/model_fit.md); else
+"not checked".
 """
 
 
@@ -106,6 +110,7 @@ def main(argv=None) -> int:
             record["gaps"] = gap_table(column.values, sds, column.item_ids, args.top_k, n_trials=fit_n_trials(path))
         if args.column == "b_mean" and not args.normalized:  # the fit's calibrated intervals, when it made them
             record["calibrated_intervals"] = _calibrated_for(path, diagnosis.as_dict(), args.top_k)
+            record["model_fit"] = check_beside(path)
         absent = absent_cells_beside(path)
         if absent is not None:  # the fit had holes: say how many, and which gap edges had fewer answers
             per_item = absent.get("per_item", {})
@@ -144,16 +149,25 @@ def main(argv=None) -> int:
                 print(f"  gap {g['rank']}: {g['lower_item']} to {g['upper_item']}, width {g['width']:.4f}, "
                       f"edges {sep} sds apart, {state}; noise can fill {g['fillable']:.4f}{note}"
                       + _ask(g))
+        if "model_fit" in r:
+            line = summary_line(r["model_fit"])
+            print("Model fit:" + line[len("model fit:"):])
     else:
         width = max(len("Benchmark"), *(len(r["benchmark"]) for r in results))
+        fit_cells = {id(r): "; ".join(flag_cells(r["model_fit"])) if "model_fit" in r else "" for r in results}
+        fit_cells = {key: "not checked" if text == "not checked; not checked" else text
+                     for key, text in fit_cells.items()}
+        fit_width = max(len("flagged: items; models"), *(len(text) for text in fit_cells.values()))
         print(f"{'Benchmark':<{width}}  {'DDM':>8}  {'Max Gap':>8}  {f'Top-{k} Sum':>10}  {'#':>6}  "
-              f"{'widest gap resolved':>19}  true DDM; true Max Gap: ≈ estimate [calibrated intervals]")
+              f"{'widest gap resolved':>19}  {'flagged: items; models':<{fit_width}}  "
+              "true DDM; true Max Gap: ≈ estimate [calibrated intervals]")
         for r in results:
             block = r.get("calibrated_intervals")
             cal = ("uncalibrated" if block is None else "not calibrated" if "refused" in block else
                    f"{interval_text(block['metrics']['ddm'])}; {interval_text(block['metrics']['max_gap'])}")
             resolved = {True: "yes", False: "NO"}.get(r["gaps"][0]["resolved"]) if r.get("gaps") else "?"
             print(f"{r['benchmark']:<{width}}  {r['ddm']:8.3f}  {r['max_gap']:8.3f}  "
-                  f"{r[f'top{k}_gap_sum']:10.3f}  {r['items']:6d}  {resolved:>19}  {cal}")
+                  f"{r[f'top{k}_gap_sum']:10.3f}  {r['items']:6d}  {resolved:>19}  "
+                  f"{fit_cells[id(r)]:<{fit_width}}  {cal}")
     return 0
 

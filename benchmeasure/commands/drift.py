@@ -156,6 +156,7 @@ def main(argv=None) -> int:
         "settings": {"n_trials": args.n_trials, "allow_missing": args.allow_missing, "seed": args.seed,
                      "alpha": args.alpha, "min_items": args.min_items, "max_replicates": args.max_replicates,
                      "model": "P = σ(a_release·(θ + δ·[x < τ] − b)), MAP fit, leave-one-model-out b"},
+        "figures": _figure_files(report.figures),
         "inputs": input_records(inputs), **provenance(PACKAGES), "wall_time_s": time.perf_counter() - start,
     })
     if not ordered:
@@ -182,6 +183,15 @@ def main(argv=None) -> int:
         return 0
     _summary(args, cov, report, record)
     return 0
+
+
+def _figure_files(figures: dict) -> dict:
+    """``{model: figures/<name>.png}``, each flagged model's figure inside the output folder (the explorer reads it)."""
+    if not figures:
+        return {}
+    from benchmeasure.analyses.drift_plots import figure_name
+
+    return {model: f"figures/{figure_name(model)}.png" for model in figures}
 
 
 def _summary(args, cov, report, record) -> None:

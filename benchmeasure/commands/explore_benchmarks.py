@@ -23,6 +23,7 @@ from benchmeasure.explorer.collect import (
     page_data,
     recut_questions,
 )
+from benchmeasure.explorer.fit_views import attach_drift, attach_model_fit
 from benchmeasure.explorer.page import render_within
 
 log = logging.getLogger("benchmeasure.explorer")
@@ -51,6 +52,14 @@ inputs:
         folder) of a benchmark's fit: 94% intervals of the metrics in the table and a band of ECDF
         draws. Without NAME= it belongs to the benchmark whose difficulty file is in the same folder.
         Needs NumPy (and xarray for zarr/NetCDF): run with .venv-irt/bin/python.
+  --drift [NAME=]DIR  a benchmeasure drift output folder (drift.json, figures/): a "Drift" section with
+        each model's step τ, δ [95% interval], p, q and flag, and the flagged models' figures (a
+        categorical covariate: how each model differs by it). Without NAME= it joins the benchmark
+        whose fit (diagnostics.json beside its difficulty file) saw the matrix drift analysed.
+
+a "Model fit" section shows a benchmark's model-fit check when its fit folder has one (check_fit/,
+which benchmeasure fit writes unless --no-check-fit): the summary line, the flagged items with
+reason and p-values, the flagged models (docs/model_fit.md).
 
 the page: numbers are those of benchmeasure diagnose (paper Table 1, three decimals); highlighted
 cells reach DDM >= 0.10, Max Gap >= 0.10, Top-5 Gap Sum >= 0.30. The page needs no server and no
@@ -74,6 +83,8 @@ def parse_args(argv):
                         help="finished BenchFill run folders or mass-fill outputs")
     parser.add_argument("--posterior", nargs="+", action="extend", default=[], metavar="[NAME=]PATH",
                         help="saved posteriors of the benchmarks' fits")
+    parser.add_argument("--drift", nargs="+", action="extend", default=[], metavar="[NAME=]DIR",
+                        help="benchmeasure drift output folders: a Drift section for their benchmark")
     parser.add_argument("--use-cases", nargs="+", action="extend", default=[], metavar="REPORT_JSON",
                         help="add a 'use cases' section from benchmeasure browse report files")
     parser.add_argument("--output", required=True, metavar="HTML", help="the page to write (e.g. explorer.html)")
@@ -127,7 +138,7 @@ def main(argv=None) -> int:
         if not 0 < args.hdi_prob < 1:
             fail(f"--hdi-prob must lie in (0, 1), got {args.hdi_prob}")
     output = check_output_path(args.output, [*args.paths, *args.filled, args.domains, *(args.posterior or []),
-                                             *args.use_cases])
+                                             *args.use_cases, *args.drift])
     _check_output(output, [*args.paths, *args.filled])
     use_cases = []
     if args.use_cases:  # read (and checked) before any work, and before they are hashed
@@ -143,6 +154,9 @@ def main(argv=None) -> int:
     check_names(entries)
     if args.posterior:
         inputs.update(attach_posteriors(entries, args.posterior, args.hdi_prob))
+    inputs.update(attach_model_fit(entries))
+    if args.drift:
+        inputs.update(attach_drift(entries, args.drift))
     _check_output(output, [*inputs, *(str(Path(e.source).parent / "test.jsonl") for e in entries)])
     versions = package_versions(["numpy", "xarray"] if args.posterior else [])
     provenance = {

@@ -12,6 +12,7 @@ reported in one line with exit status 2 and nothing is written.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -135,6 +136,10 @@ def parse_args(argv):
     parser.add_argument("--calibrate-budget", type=SECONDS, default=60.0, metavar="S",
                         help="time budget of that simulation in seconds (default 60; fewer simulated data sets per "
                              "world when it would take longer, never fewer than 16)")
+    parser.add_argument("--no-check-fit", action="store_true",
+                        help="skip the model-fit check that follows the fit (10 of its posterior draws, about 7 %% of "
+                             "a default ChemBench fit's time; written to DIR/check_fit/, its summary line printed; "
+                             "docs/model_fit.md)")
     parser.add_argument("--strict", action="store_true",
                         help="exit with status 3 (after writing the outputs) when the fit misses the convergence rule: "
                              "max R-hat > 1.01, min bulk ESS < 400 or any divergence (the warnings say which)")
@@ -154,10 +159,13 @@ def validate(args):
     """Every check that can fail on the user's input, in one place; returns the matrix (the plan, with the checked
     guessing floors, is ``args.plan``)."""
     # every output (and the folder) checked before any input is read: none may be an input
+    from benchmeasure.analyses.fit_check_outputs import CHECK_OUTPUTS
+    from benchmeasure.core.fit_check_text import CHECK_FOLDER
     from benchmeasure.irt.fit_folder import OUTPUTS
 
+    checked = [] if args.no_check_fit else [(os.path.join(args.output_dir, CHECK_FOLDER), CHECK_OUTPUTS)]
     plan_outputs(inputs=[args.matrix, args.guessing_csv, args.fixed_difficulties],
-                 folders=[(args.output_dir, OUTPUTS)])
+                 folders=[(args.output_dir, OUTPUTS), *checked])
     if args.allow_missing:
         from benchmeasure.core.matrix import read_matrix_allowing_holes
 
@@ -241,6 +249,19 @@ def prior_sensitivity(args, matrix, result, calibrated, show_progress, say) -> d
                    readings(refit.b_mean, matrix.items), calibrated)
 
 
+def model_fit_check(args, matrix, result):
+    """The model-fit check of the fit just made (``analyses.fit_check_outputs.fit_folder_check``: a few of its own
+    posterior draws), or a skipped one saying why (another model or observation model than the binomial 1PL)."""
+    from benchmeasure.analyses.fit_check_outputs import FolderCheck, fit_folder_check, refusal
+    from benchmeasure.base.files import sha256_file
+
+    why = refusal(args.model, args.observation)
+    if why is not None:
+        return FolderCheck(f"model fit: not checked ({why})", skipped=why)
+    return fit_folder_check(result, matrix, os.path.abspath(args.matrix), args.plan.guessing,
+                            matrix_sha256=sha256_file(args.matrix), seed=result.settings.get("seed_used") or 0)
+
+
 # ------------------------------------------------------------------------------------------
 
 
@@ -289,6 +310,7 @@ def main(argv=None) -> int:
                                    seed=result.settings.get("seed_used") or 0)
     sensitivity = prior_sensitivity(args, matrix, result, calibrated, show_progress, say) \
         if args.sensitivity_plan is not None else None
+    check = None if args.no_check_fit else model_fit_check(args, matrix, result)
     # writing the fit folder shows its own progress (tail ESS per chunk of items, then each file): at
     # 12 x 41,871 it takes tens of seconds after the sampler's display says done
     writing = Progress("fit folder") if show_progress and args.method == "nuts" else None
@@ -300,7 +322,17 @@ def main(argv=None) -> int:
                                  progress=writing)
         if sensitivity is not None:   # asked for only: a default fit's record is unchanged
             diagnostics["prior_sensitivity"] = sensitivity
-        write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior, progress=writing)
+        subfolders = {}
+        if check is not None:
+            from benchmeasure.core.fit_check_text import CHECK_FOLDER
+
+            diagnostics["check_fit"] = {"summary": check.summary, "seconds": round(check.seconds, 3),
+                                        "cpu_seconds": round(check.cpu_seconds, 3)}
+            if check.skipped is None:
+                diagnostics["outputs"].append(CHECK_FOLDER)
+                subfolders[CHECK_FOLDER] = check.write
+        write_fit_folder(Path(args.output_dir), result, diagnostics, args.save_posterior, progress=writing,
+                         subfolders=subfolders)
     fallback = result.diagnostics.get("route_fallback")
     if fallback:
         print(f"note: --route auto chose gibbs, whose chains did not mix here (max R-hat "
@@ -357,8 +389,11 @@ def main(argv=None) -> int:
         from benchmeasure.analyses.prior_sensitivity import line
 
         print(line(sensitivity), file=sys.stderr)
+    if check is not None:
+        say(check.summary)
     say(f"wrote {args.output_dir}/difficulty.csv, ability.csv, diagnostics.json"
-        + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else ""))
+        + (f", {POSTERIOR_NAME}" if args.save_posterior and result.posterior is not None else "")
+        + (", check_fit/" if check is not None and check.skipped is None else ""))
     from benchmeasure.irt.diagnostics import converged
 
     if args.strict and args.method == "nuts" and not converged(d):

@@ -56,6 +56,7 @@ class Entry:
     sha256 : str
         Of the difficulty file (how a filled run finds its benchmark).
     posterior, filled : see :func:`posterior_view`, :func:`filled_view`
+    model_fit, drift : see :mod:`benchmeasure.explorer.fit_views`
     """
 
     name: str
@@ -68,6 +69,8 @@ class Entry:
     posterior: dict | None = None
     filled: list = field(default_factory=list)
     absent: dict | None = None
+    model_fit: dict | None = None
+    drift: list = field(default_factory=list)
 
     def diagnosis(self) -> Diagnosis:
         return diagnose(self.b, top_k=TOP_K, where=self.source)
@@ -415,7 +418,7 @@ def benchmark_view(entry: Entry, domains: dict) -> dict:
         "b": [_fixed(v, decimals) for v in entry.b],
         "z": [_fixed((v - low) / span, Z_DECIMALS) for v in entry.b],
         "ids": ids, "questions": questions, "posterior": entry.posterior, "filled": entry.filled,
-        "absent": entry.absent,
+        "absent": entry.absent, "model_fit": entry.model_fit, "drift": entry.drift,
     }
 
 

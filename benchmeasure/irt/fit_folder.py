@@ -9,6 +9,8 @@
   sha256, constant items and models, timing, warnings, package versions and the command line. Non-finite numbers are
   written as null.
 * ``posterior.zarr`` — the ArviZ DataTree of θ and b draws (:func:`save_posterior_zarr`).
+* ``check_fit/`` — the model-fit check of the fit (``items.csv``, ``models.csv``, ``check_fit.json``), written by the
+  fit command unless ``--no-check-fit`` (:mod:`benchmeasure.analyses.fit_check_outputs`).
 
 :func:`write_fit_folder` writes everything into a staging folder first and then moves each file into place,
 so a folder holds one fit's outputs or the previous fit's, and a refit without ``--save-posterior`` removes
@@ -34,12 +36,15 @@ from benchmeasure.base.files import (
     remove_empty_folders,
     write_json,
 )
+from benchmeasure.core.fit_check_text import CHECK_FOLDER
 
 POSTERIOR_NAME = "posterior.zarr"  # the posterior draws beside a fit's CSVs (benchmeasure fit --save-posterior)
 DIFFICULTY_COLUMNS = ["item", "b_mean", "b_sd", "r_hat", "ess_bulk"]
 ABILITY_COLUMNS = ["model", "theta_mean", "theta_sd", "r_hat", "ess_bulk"]
 #: Every file a fit may write into its folder; a refit replaces them all or removes the stale ones.
 OUTPUTS = ("difficulty.csv", "ability.csv", "diagnostics.json")
+#: Subfolders a fit may write (analyses of the fit: ``check_fit/``, the model-fit check); likewise replaced or removed.
+SUBFOLDERS = (CHECK_FOLDER,)
 
 
 def _cell(value, digits: int = 6) -> str:
@@ -109,11 +114,15 @@ def _rows(names, table: dict, fixed: set | None = None):
         yield row + ([str(name in fixed).lower()] if fixed else [])
 
 
-def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, progress=None) -> None:
+def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, progress=None,
+                     subfolders: dict | None = None) -> None:
     """Write every output to a staging folder inside ``out_dir`` first, then move each into place.
 
     ``progress`` (a :class:`~.progress.Progress`, optional) names each file as it is written (in a log it
-    repeats its line every few seconds, so a long write of ``posterior.zarr`` shows it is alive)."""
+    repeats its line every few seconds, so a long write of ``posterior.zarr`` shows it is alive).
+    ``subfolders`` maps a name of :data:`SUBFOLDERS` to ``write(folder, staging)``, which writes that subfolder's
+    files (an analysis of this fit, such as its model-fit check) once the fit's own files are in ``staging``; a
+    subfolder of :data:`SUBFOLDERS` this fit does not write is removed, an earlier fit's."""
     def phase(name, done=0, total=0):
         if progress is not None:
             progress.update(name, done, total)
@@ -130,6 +139,9 @@ def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, 
         _write_csv(staging / "ability.csv", ABILITY_COLUMNS,
                    _rows(result.models, result.ability_columns()))
         write_json(staging / "diagnostics.json", record)
+        for name, write in (subfolders or {}).items():
+            phase(f"writing {name}/")
+            write(staging / name, staging)
         target = out_dir / POSTERIOR_NAME
         if save_posterior and result.posterior is not None:
             phase(f"writing {POSTERIOR_NAME}")
@@ -142,6 +154,8 @@ def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, 
             shutil.rmtree(target)
         elif target.exists() or target.is_symlink():
             target.unlink()
+        for name in SUBFOLDERS:   # the fit's analyses next, diagnostics.json still last
+            _replace(staging / name if name in (subfolders or {}) else None, out_dir / name, staging / f"old-{name}")
         for name in OUTPUTS:
             os.replace(staging / name, out_dir / name)
     except BaseException:
@@ -150,6 +164,18 @@ def write_fit_folder(out_dir: Path, result, record: dict, save_posterior: bool, 
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replace(new: Path | None, target: Path, old: Path) -> None:
+    """Move the folder ``new`` to ``target`` (what was there moves to ``old``, in the staging folder); with ``new``
+    None remove ``target``."""
+    if target.exists() or target.is_symlink():
+        if target.is_dir() and not target.is_symlink():
+            os.replace(target, old)
+        else:
+            target.unlink()
+    if new is not None:
+        os.replace(new, target)
 
 
 #: Items per zarr chunk of a draws variable: (chains, draws, 1024) float32 is 16 MB at 4 × 1,000 draws.
