@@ -110,7 +110,7 @@ def main(argv=None) -> int:
 
     excluded = set(left_out)
     candidates = np.asarray([i for i, item in enumerate(items) if item not in excluded], dtype=np.int64)
-    if args.k > candidates.size:
+    if excluded and args.k > candidates.size:   # without a check, select_anchors names the plain range of --k
         fail(f"--k {args.k} is more than the {candidates.size} items left after leaving out the {len(excluded)} that "
              f"--check-fit {args.check_fit} flags; lower --k, or keep them with --keep-misfits")
     if guessing.ndim:
