@@ -91,6 +91,32 @@ def _reflect(x, v, out):
 
 
 @numba.njit(cache=True, inline="always")
+def _unrotate(z, m, n, c, s, v_models, v_items, theta, b):
+    """(θ, b) = Q·z[:m + n], Q = blockdiag(H_M, H_N)·R (:class:`benchmeasure.irt.model.Rotation`): R mixes
+    coordinates 0 and m with (c, s), each H a Householder reflection (``v_models``, ``v_items``)."""
+    x_models = z[:m].copy()
+    x_items = z[m:m + n].copy()
+    x_models[0] = c * z[0] + s * z[m]
+    x_items[0] = s * z[0] - c * z[m]
+    _reflect(x_models, v_models, theta)
+    _reflect(x_items, v_items, b)
+
+
+@numba.njit(cache=True, inline="always")
+def _rotate_gradient(grad_theta, grad_b, c, s, v_models, v_items, out):
+    """out[:m + n] = Qᵀ·(∂/∂θ, ∂/∂b), the chain rule through :func:`_unrotate` (Qᵀ = R·blockdiag(H_M, H_N))."""
+    m = grad_theta.shape[0]
+    gm = np.empty(m)
+    gb = np.empty(grad_b.shape[0])
+    _reflect(grad_theta, v_models, gm)
+    _reflect(grad_b, v_items, gb)
+    out[:m] = gm
+    out[m:m + gb.shape[0]] = gb
+    out[0] = c * gm[0] + s * gb[0]
+    out[m] = s * gm[0] - c * gb[0]
+
+
+@numba.njit(cache=True, inline="always")
 def _finish(value, grad, z, out, logp):
     """Add the Normal(0, I) prior of z, write the results, and return nutpie's status code."""
     for j in range(z.shape[0]):

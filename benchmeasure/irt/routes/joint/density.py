@@ -10,7 +10,18 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.compiled import _OK, Density, _buffer, _finish, _mat, _reflect, _vec, pack, register_pair
+from benchmeasure.irt.compiled import (
+    _OK,
+    Density,
+    _buffer,
+    _finish,
+    _mat,
+    _rotate_gradient,
+    _unrotate,
+    _vec,
+    pack,
+    register_pair,
+)
 from benchmeasure.irt.routes.joint.kernel import loglik_and_grad
 
 
@@ -28,12 +39,7 @@ def _joint_unpack(z, buf, theta, b):
     n_free = free.shape[0]
     b_free = np.empty(n_free)
     if rotated:
-        x_models = z[:m].copy()
-        x_items = z[m:].copy()
-        x_models[0] = c * z[0] + s * z[m]
-        x_items[0] = s * z[0] - c * z[m]
-        _reflect(x_models, _vec(buf, 1), theta)
-        _reflect(x_items, _vec(buf, 2), b_free)
+        _unrotate(z, m, n_free, c, s, _vec(buf, 1), _vec(buf, 2), theta, b_free)
     else:
         theta[:] = z[:m]
         b_free[:] = z[m:]
@@ -59,15 +65,8 @@ def _joint_call(z, buf, out, logp):
     for f in range(free.shape[0]):
         grad_free[f] = grad_b[int(free[f])]
     grad = np.empty(z.shape[0])
-    if rotated:   # Qᵀ = R·blockdiag(H_M, H_F)
-        gm = np.empty(m)
-        gi = np.empty(free.shape[0])
-        _reflect(grad_theta, _vec(buf, 1), gm)
-        _reflect(grad_free, _vec(buf, 2), gi)
-        grad[:m] = gm
-        grad[m:] = gi
-        grad[0] = c * gm[0] + s * gi[0]
-        grad[m] = s * gm[0] - c * gi[0]
+    if rotated:
+        _rotate_gradient(grad_theta, grad_free, c, s, _vec(buf, 1), _vec(buf, 2), grad)
     else:
         grad[:m] = grad_theta
         grad[m:] = grad_free

@@ -18,7 +18,18 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.compiled import _OK, Density, _buffer, _finish, _mat, _reflect, _vec, pack, register_pair
+from benchmeasure.irt.compiled import (
+    _OK,
+    Density,
+    _buffer,
+    _finish,
+    _mat,
+    _rotate_gradient,
+    _unrotate,
+    _vec,
+    pack,
+    register_pair,
+)
 from benchmeasure.irt.routes.twopl.model import SLOPE_SD
 
 
@@ -28,13 +39,7 @@ def _twopl_unpack(z, buf, theta, b):
     head = _vec(buf, 0)
     m, n = int(head[0]), int(head[1])
     if head[4] > 0.5:
-        c, s = head[5], head[6]
-        x_models = z[:m].copy()
-        x_items = z[m:m + n].copy()
-        x_models[0] = c * z[0] + s * z[m]
-        x_items[0] = s * z[0] - c * z[m]
-        _reflect(x_models, _vec(buf, 4), theta)
-        _reflect(x_items, _vec(buf, 5), b)
+        _unrotate(z, m, n, head[5], head[6], _vec(buf, 4), _vec(buf, 5), theta, b)
     else:
         theta[:] = z[:m]
         b[:] = z[m:m + n]
@@ -85,15 +90,8 @@ def _twopl_call(z, buf, out, logp):
         grad_b[i] = -a * d_eta_sum
         if slopes:
             grad[m + n + i] = sd * a * d_eta_a
-    if head[4] > 0.5:   # the chain rule through Q: Qᵀ = R·blockdiag(H_M, H_N)
-        c, s = head[5], head[6]
-        gm, gb = np.empty(m), np.empty(n)
-        _reflect(grad_theta, _vec(buf, 4), gm)
-        _reflect(grad_b, _vec(buf, 5), gb)
-        grad[:m] = gm
-        grad[m:m + n] = gb
-        grad[0] = c * gm[0] + s * gb[0]
-        grad[m] = s * gm[0] - c * gb[0]
+    if head[4] > 0.5:   # the chain rule through Q
+        _rotate_gradient(grad_theta, grad_b, head[5], head[6], _vec(buf, 4), _vec(buf, 5), grad)
     else:
         grad[:m] = grad_theta
         grad[m:m + n] = grad_b
