@@ -20,11 +20,13 @@ import numpy as np
 
 from benchmeasure.analyses.drift_fit import (
     B_SD,
+    LeaveOutError,
     exact_leave_out,
     fit_map,
     item_newton,
     judged_theta,
     leave_out_difficulties,
+    leave_out_error,
     sigmoid,
 )
 from benchmeasure.analyses.drift_step import (
@@ -135,14 +137,14 @@ def run_drift(matrix, cov: Covariate, slope_values: list | None, release: list |
     logger.info(f"fitting the 1PL at its mode: {M} models × {N} items"
                 + (f", one slope per {len(group_names)} item groups" if len(group_names) > 1 else ""))
     fit = fit_map(y, n, group)
-    b_loo, b_sd = leave_out_difficulties(y, n, fit)
+    b_loo = leave_out_difficulties(y, n, fit)
     a = fit.a
     logger.info(f"  fit and leave-one-model-out difficulties in {time.perf_counter() - start:.1f} s")
     slopes = {name: float(fit.slope[k]) for k, name in enumerate(group_names)} if len(group_names) > 1 else {}
     if cov.kind == "category":
         report = DriftReport("category", _categorical(matrix, cov, y, n, a, b_loo, settings), slopes=slopes)
     else:
-        report = _ordered(matrix, cov, y, n, fit, b_loo, b_sd, model_dates, settings)
+        report = _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings)
         report.slopes = slopes
     if release is None:
         report.items_skipped = "the item table has no 'release' column: no panels of different releases to compare"
@@ -155,7 +157,7 @@ def run_drift(matrix, cov: Covariate, slope_values: list | None, release: list |
     return report
 
 
-def _ordered(matrix, cov, y, n, fit, b_loo, b_sd, model_dates, settings) -> DriftReport:
+def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftReport:
     M = y.shape[0]
     bins, labels = bins_of(cov)
     n_bins = len(labels)
@@ -165,8 +167,10 @@ def _ordered(matrix, cov, y, n, fit, b_loo, b_sd, model_dates, settings) -> Drif
     for m, model in enumerate(matrix.models):
         present = n[m] > 0
         rng = np.random.default_rng([settings.seed, m])
+        error = leave_out_error(y, n, fit, b_loo[m], m)
+        error = LeaveOutError(error.sd[present], error.shared_b[present], error.shared_a[present])
         res = step_test(y[m, present], n[m, present], b_loo[m, present], a[present], bins[present], n_bins, rng,
-                        settings.min_side, max_replicates=settings.max_replicates, b_sd=b_sd[m, present])
+                        settings.min_side, max_replicates=settings.max_replicates, error=error)
         results.append(res)
         items, trials, observed, expected, offset, se = bin_offsets(y[m, present], n[m, present], b_loo[m, present],
                                                                    a[present], res.theta, bins[present], n_bins)

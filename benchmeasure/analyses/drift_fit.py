@@ -105,21 +105,75 @@ def item_newton(y, n, theta_others, a_item, b0, steps: int):
     return b
 
 
-def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
-    """(M, N) twice: row m holds the items' b with model m's responses removed (other θ and slopes fixed), and
-    each such b's posterior standard deviation given those θ (what the bootstrap propagates)."""
+def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> np.ndarray:
+    """(M, N): row m holds the items' b with model m's responses removed (other θ and slopes fixed)."""
     y = np.asarray(counts, dtype=float)
     n = np.asarray(trials, dtype=float)
     M = y.shape[0]
-    a = fit.a
     out = np.empty_like(y)
-    sd = np.empty_like(y)
     for m in range(M):
         keep = np.arange(M) != m
-        out[m] = item_newton(y[keep], n[keep], fit.theta[keep], a, fit.b, steps)
-        p = sigmoid(a * (fit.theta[keep][:, None] - out[m]))
-        sd[m] = 1 / np.sqrt(a * a * (n[keep] * p * (1 - p)).sum(0) + 1 / B_SD**2)
-    return out, sd
+        out[m] = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, steps)
+    return out
+
+
+@dataclass
+class LeaveOutError:
+    """How one model's leave-out difficulties (and the slopes) may be off, as the bootstrap draws it:
+    ``δb = sd·z₁ + shared_b @ z₂`` and ``δa = shared_a @ z₂`` with z₁ ~ N(0, I_N), z₂ ~ N(0, I_P) — the items'
+    own estimation noise, and the part every item shares through the other models' θ and the slopes."""
+    sd: np.ndarray          # (N,)
+    shared_b: np.ndarray    # (N, P)
+    shared_a: np.ndarray    # (N, P), each item's slope
+
+    def draw(self, rng, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(δa, δb), each (size, N)."""
+        z = rng.standard_normal((size, self.shared_b.shape[1]))
+        return z @ self.shared_a.T, self.sd * rng.standard_normal((size, len(self.sd))) + z @ self.shared_b.T
+
+
+def leave_out_error(counts, trials, fit: DriftFit, b_m: np.ndarray, m: int) -> LeaveOutError:
+    """The Laplace approximation of the posterior without model m, at (``b_m``, the other θ, the slopes).
+
+    Parameters: the N difficulties b and the nuisance ν = (θ_j for j ≠ m; the free slopes). With w = n·p(1 − p)
+    per cell and η = a(θ − b), the Fisher information has the blocks D = diag(Σ_j a²w + 1/3²) (b, b),
+    C (b, ν): −a²w for θ_j and −Σ_j a·w·(θ_j − b) for the item's slope, and E (ν, ν): Σ_i a²w + 1 for θ_j,
+    Σ a·w·(θ_j − b) between θ_j and a slope, Σ w·(θ − b)² + 1/(a²·0.5²) for a slope. Then ν ~ N(ν̂, S⁻¹) with
+    S = E − CᵀD⁻¹C (the Schur complement), and b | ν ~ N(b̂ − D⁻¹C(ν − ν̂), D⁻¹); with S = LLᵀ and
+    ν − ν̂ = L⁻ᵀz₂, δb = D^(−1/2)·z₁ − D⁻¹C·L⁻ᵀz₂ and δa = the slope rows of L⁻ᵀz₂."""
+    from scipy.linalg import cho_factor, solve_triangular
+
+    y = np.asarray(counts, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    keep = np.arange(y.shape[0]) != m
+    theta, nn, a, group = fit.theta[keep], n[keep], fit.a, fit.group
+    G = len(fit.slope)
+    reference = int(np.bincount(group, minlength=G).argmax())
+    free = [g for g in range(G) if g != reference]
+    J, N = len(theta), len(b_m)
+    p = sigmoid(a * (theta[:, None] - b_m))
+    w = nn * p * (1 - p)                                          # (J, N)
+    D = a * a * w.sum(0) + 1 / B_SD**2
+    C = np.zeros((N, J + len(free)))
+    C[:, :J] = -(a * a * w).T
+    E = np.zeros((J + len(free), J + len(free)))
+    E[np.arange(J), np.arange(J)] = (a * a * w).sum(1) + 1.0
+    gap = theta[:, None] - b_m
+    for k, g in enumerate(free):
+        inside = group == g
+        slope = fit.slope[g]
+        cross = w[:, inside] * slope * gap[:, inside]
+        E[J + k, J + k] = (w[:, inside] * gap[:, inside] ** 2).sum() + 1 / (slope**2 * LOG_A_SD**2)
+        E[J + k, :J] = E[:J, J + k] = cross.sum(1)
+        C[inside, J + k] = -cross.sum(0)
+    S = E - C.T @ (C / D[:, None])
+    lower, _ = cho_factor(S + 1e-10 * np.eye(len(S)), lower=True)
+    root = solve_triangular(np.tril(lower), np.eye(len(S)), lower=True).T      # L⁻ᵀ
+    shared_b = -(C / D[:, None]) @ root
+    shared_a = np.zeros((N, len(S)))
+    for k, g in enumerate(free):
+        shared_a[group == g] = root[J + k]
+    return LeaveOutError(1 / np.sqrt(D), shared_b, shared_a)
 
 
 def judged_theta(y_row, n_row, b_row, a, steps: int = 30, ridge: float = 1e-3) -> float:
