@@ -51,6 +51,7 @@ class DriftSettings:
     max_replicates: int = 4000
     seed: int = 0
     check_models: int = 3
+    predict: tuple | None = None   # (target item mask, label) of --predict-after (drift_predict.prediction_target)
 
 
 @dataclass
@@ -64,6 +65,8 @@ class DriftReport:
     leave_out_error: dict = field(default_factory=dict)
     figures: dict = field(default_factory=dict)   # model → (bin labels, offsets, se, step levels) for flagged ones
     slopes: dict = field(default_factory=dict)
+    predictions: list = field(default_factory=list)
+    predict_target: str | None = None
 
 
 def bins_of(cov: Covariate):
@@ -205,6 +208,12 @@ def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftRepor
             report.figures[model] = {"labels": labels, "offset": offset, "se": se, "tau_bin": res.tau_bin,
                                      "delta": res.delta, "theta": res.theta, "theta_pre": res.theta_pre,
                                      "theta_post": res.theta_post, "by": cov.name}
+    if settings.predict is not None:
+        from benchmeasure.analyses.drift_predict import predict_rows
+
+        target, report.predict_target = settings.predict
+        report.predictions = predict_rows(matrix.models, y, n, b_loo, a, bins, results,
+                                          [r["flagged"] for r in rows], target)
     thetas = np.array([r.theta for r in results])
     order = np.flatnonzero(np.isfinite(thetas))
     order = order[np.argsort(thetas[order])]
