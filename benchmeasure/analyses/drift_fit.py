@@ -120,16 +120,23 @@ def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> np
 @dataclass
 class LeaveOutError:
     """How one model's leave-out difficulties (and the slopes) may be off, as the bootstrap draws it:
-    ``δb = sd·z₁ + shared_b @ z₂`` and ``δa = shared_a @ z₂`` with z₁ ~ N(0, I_N), z₂ ~ N(0, I_P) — the items'
-    own estimation noise, and the part every item shares through the other models' θ and the slopes."""
+    ``δb = sd·z₁ + shared_b @ z₂`` and ``δa = (slope_rows @ z₂)[group]`` with z₁ ~ N(0, I_N), z₂ ~ N(0, I_P) —
+    the items' own estimation noise, and the part every item shares through the other models' θ and the slopes
+    (the slope group's error for every item of the group)."""
     sd: np.ndarray          # (N,)
     shared_b: np.ndarray    # (N, P)
-    shared_a: np.ndarray    # (N, P), each item's slope
+    slope_rows: np.ndarray  # (G, P); the reference group's row is 0
+    group: np.ndarray       # (N,) each item's slope group
+
+    def items(self, keep: np.ndarray) -> LeaveOutError:
+        """The same error over the items ``keep`` (a mask or indices)."""
+        return LeaveOutError(self.sd[keep], self.shared_b[keep], self.slope_rows, self.group[keep])
 
     def draw(self, rng, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(δa, δb), each (size, N)."""
         z = rng.standard_normal((size, self.shared_b.shape[1]))
-        return z @ self.shared_a.T, self.sd * rng.standard_normal((size, len(self.sd))) + z @ self.shared_b.T
+        return (z @ self.slope_rows.T)[:, self.group], (self.sd * rng.standard_normal((size, len(self.sd)))
+                                                        + z @ self.shared_b.T)
 
 
 def leave_out_error(counts, trials, fit: DriftFit, b_m: np.ndarray, m: int) -> LeaveOutError:
@@ -170,10 +177,25 @@ def leave_out_error(counts, trials, fit: DriftFit, b_m: np.ndarray, m: int) -> L
     lower, _ = cho_factor(S + 1e-10 * np.eye(len(S)), lower=True)
     root = solve_triangular(np.tril(lower), np.eye(len(S)), lower=True).T      # L⁻ᵀ
     shared_b = -(C / D[:, None]) @ root
-    shared_a = np.zeros((N, len(S)))
+    slope_rows = np.zeros((G, len(S)))
     for k, g in enumerate(free):
-        shared_a[group == g] = root[J + k]
-    return LeaveOutError(1 / np.sqrt(D), shared_b, shared_a)
+        slope_rows[g] = root[J + k]
+    return _low_rank(LeaveOutError(1 / np.sqrt(D), shared_b, slope_rows, group))
+
+
+def _low_rank(error: LeaveOutError, dropped: float = 1e-6) -> LeaveOutError:
+    """The same law with z₂ rotated onto the principal directions of the shared part and the weakest dropped,
+    while what they drop is under ``dropped`` of its variance: the error shared through the nuisances is mostly a
+    few directions (a common shift of every b, then a tilt), so a draw costs a product with a few columns, not
+    with one per model. The slope rows are weighted by their group's size, as their error reaches every item."""
+    sizes = np.bincount(error.group, minlength=len(error.slope_rows)).astype(float)
+    stacked = np.vstack([error.shared_b, np.sqrt(sizes)[:, None] * error.slope_rows])
+    _, sing, vt = np.linalg.svd(stacked, full_matrices=False)
+    power = sing**2
+    tail = np.cumsum(power[::-1])[::-1]                   # variance from each direction on
+    keep = max(1, int(np.sum(tail > dropped * power.sum())))
+    basis = vt[:keep].T                                   # (P, keep), orthonormal columns
+    return LeaveOutError(error.sd, error.shared_b @ basis, error.slope_rows @ basis, error.group)
 
 
 def judged_theta(y_row, n_row, b_row, a, steps: int = 30, ridge: float = 1e-3) -> float:
