@@ -113,7 +113,7 @@ def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side):
         present = n[m] > 0
         diff = (b_loo[m] - exact)[present]
         keep = np.arange(len(y)) != m
-        one = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, 1)
+        one = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, 1, fit.prior_mean)
         cand = candidates_of(bins[present], n_bins, min_side)
         stats = []
         for b in (b_loo[m], exact):
@@ -159,6 +159,12 @@ def _run_drift(matrix, cov, slope_values, release, model_dates, settings) -> Dri
     logger.info(f"fitting the 1PL at its mode: {M} models × {N} items"
                 + (f", one slope per {len(group_names)} item groups" if len(group_names) > 1 else ""))
     fit = fit_map(y, n, group)
+    # each b's prior centred on the mean difficulty of its bin (month) or level, not on 0: a prior mean of 0
+    # pulls each b towards 0 by about b/(3²·I), and when difficulty trends with the date that pull runs with the
+    # date (old easy items made harder, new hard ones easier), so every model looks better before any τ
+    cells = bins_of(cov)[0] if cov.kind != "category" else np.unique(cov.values, return_inverse=True)[1]
+    level = np.bincount(cells, fit.b) / np.maximum(np.bincount(cells), 1)
+    fit = fit_map(y, n, group, start=fit, prior_mean=level[cells])
     b_loo = leave_out_difficulties(y, n, fit)
     a = fit.a
     logger.info(f"  fit and leave-one-model-out difficulties in {time.perf_counter() - start:.1f} s")
@@ -307,7 +313,7 @@ def item_drift(matrix, y, n, fit, release: list, model_dates: dict | None, alpha
     a = fit.a
     for mask in (early, late):
         yy, nn = y[mask], n[mask]
-        b = item_newton(yy, nn, fit.theta[mask], a, fit.b, 30)
+        b = item_newton(yy, nn, fit.theta[mask], a, fit.b, 30, fit.prior_mean)
         p = sigmoid(a * (fit.theta[mask][:, None] - b))
         hess = a * a * (nn * p * (1 - p)).sum(0) + 1 / B_SD**2
         models = ((nn > 0).sum(0))

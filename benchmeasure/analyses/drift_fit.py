@@ -2,7 +2,9 @@
 the item difficulties without that model's responses.
 
 Model: ``P(correct) = σ(a_g(i)·(θ_m − b_i))`` with binomial cells (K per cell, 0 = a hole), θ ~ N(0, 1),
-b ~ N(0, 3²), log a_g ~ N(0, 0.5²) with the largest group's a = 1 (the 1PL's scale). With one
+b_i ~ N(μ_i, 3²) (μ = 0 unless given: drift gives each item the mean difficulty of its month, see
+:func:`benchmeasure.analyses.drift.run_drift`), log a_g ~ N(0, 0.5²) with the largest group's a = 1 (the 1PL's
+scale). With one
 group (``a`` = 1) it is the project's 1PL at its mode. Fitted by
 alternating Newton steps (θ, then b, then a), each a set of 1-D problems, vectorized with NumPy.
 
@@ -35,6 +37,7 @@ class DriftFit:
     slope: np.ndarray    # (G,) one per slope group
     group: np.ndarray    # (N,) int, each item's slope group
     iterations: int
+    prior_mean: np.ndarray | float = 0.0   # (N,) or 0: the mean of each b's prior
 
     @property
     def a(self) -> np.ndarray:
@@ -42,7 +45,7 @@ class DriftFit:
 
 
 def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = None, tol: float = 1e-5,
-            max_iter: int = 500, start: DriftFit | None = None) -> DriftFit:
+            max_iter: int = 500, start: DriftFit | None = None, prior_mean: np.ndarray | float = 0.0) -> DriftFit:
     """Mode of the 1PL (with per-group slopes when ``group`` has several values) for counts/trials (M, N)."""
     y = np.asarray(counts, dtype=float)
     n = np.asarray(trials, dtype=float)
@@ -71,7 +74,7 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
         p = sigmoid(a * (theta[:, None] - b))
         r = y - n * p
         w = n * p * (1 - p)
-        step_b = (-(a * r.sum(0)) - b / B_SD**2) / (a * a * w.sum(0) + 1 / B_SD**2)
+        step_b = (-(a * r.sum(0)) - (b - prior_mean) / B_SD**2) / (a * a * w.sum(0) + 1 / B_SD**2)
         b = b + np.clip(step_b, -1, 1)
         biggest = max(np.abs(step_t).max(initial=0), np.abs(step_b).max(initial=0))
         if G > 1:
@@ -88,15 +91,15 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
             biggest = max(biggest, np.abs(step_a).max())
         if biggest < tol:
             break
-    return DriftFit(theta, b, slope, group, it)
+    return DriftFit(theta, b, slope, group, it, prior_mean)
 
 
-def item_newton(y, n, theta_others, a_item, b0, steps: int):
+def item_newton(y, n, theta_others, a_item, b0, steps: int, prior_mean: np.ndarray | float = 0.0):
     """Up to ``steps`` Newton steps of each item's b (columns) with the models' θ fixed; y, n: (M', N)."""
     b = b0.copy()
     for _ in range(steps):
         p = sigmoid(a_item * (theta_others[:, None] - b))
-        grad = -a_item * (y - n * p).sum(0) - b / B_SD**2     # d log posterior / d b
+        grad = -a_item * (y - n * p).sum(0) - (b - prior_mean) / B_SD**2     # d log posterior / d b
         hess = a_item * a_item * (n * p * (1 - p)).sum(0) + 1 / B_SD**2
         step = np.clip(grad / hess, -2, 2)
         b = b + step
@@ -113,7 +116,7 @@ def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> np
     out = np.empty_like(y)
     for m in range(M):
         keep = np.arange(M) != m
-        out[m] = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, steps)
+        out[m] = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, steps, fit.prior_mean)
     return out
 
 
@@ -219,4 +222,5 @@ def exact_leave_out(counts, trials, fit: DriftFit, model: int) -> np.ndarray:
     """The items' b from a full refit (θ, b and slopes) without ``model``: the reference of the approximation."""
     keep = np.arange(counts.shape[0]) != model
     start = DriftFit(fit.theta[keep], fit.b, fit.slope, fit.group, 0)
-    return fit_map(np.asarray(counts)[keep], np.asarray(trials)[keep], fit.group, start=start).b
+    return fit_map(np.asarray(counts)[keep], np.asarray(trials)[keep], fit.group, start=start,
+                   prior_mean=fit.prior_mean).b
