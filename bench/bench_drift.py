@@ -10,7 +10,9 @@ only at release 2, a fifth answer only releases 1–2), abilities N(0, 1.2²), d
 * ``panels``       no contamination, panels that change between releases (half the models answer one release);
 * ``contaminated`` 10 models with a 1-logit boost on the items dated up to their cut-off (cut-offs at months
                    7–16, so ≥ 300 pre-cut-off items unless holes take some); plus the trend and slope differences.
-                   Power is printed over all of them and over those with ≥ 300 answered pre-cut-off items.
+                   Power is printed over all of them, over those with ≥ 300 answered pre-cut-off items, and over
+                   those of these that also answered ≥ 20 items after the cut-off (a step needs both sides);
+                   and how well ``--predict-after`` predicts their accuracy on the newest release.
 
 Printed per world: false-alarm rate per clean model at the 5 % level (BH q ≤ 0.05, and raw p ≤ 0.05), power
 (contaminated models flagged) and the share of detections with τ within one month of the cut-off. Then the
@@ -18,6 +20,7 @@ timing of the real command on one world's files (71 × 1,055, K per cell, holes)
 
     .venv-irt/bin/python bench/bench_drift.py              # 3 replicate worlds each
     .venv-irt/bin/python bench/bench_drift.py --quick      # 1 replicate each
+    .venv-irt/bin/python bench/bench_drift.py --worlds trend --replicates 10 --no-timing
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def world(kind: str, seed: int) -> dict:
             eta[m] = a * (theta[m] + 1.0 * (month <= cutoff[m]) - b)
     counts = rng.binomial(trials, 1 / (1 + np.exp(-eta)))
     return {"counts": counts, "trials": trials, "month": month, "release": release, "bad": bad, "cutoff": cutoff,
-            "K": 10}
+            "K": 10, "theta": theta, "b": b, "a": a}
 
 
 def matrix_of(w) -> ResponseMatrix:
@@ -92,22 +95,36 @@ def dates(w) -> list:
 def run_world(kind: str, seed: int) -> dict:
     w = world(kind, seed)
     cov = Covariate("date", "date", dates(w), [float(START + k) for k in w["month"]])
+    newest = w["release"] == "r3"
     report = run_drift(matrix_of(w), cov, list(w["release"]), list(w["release"]), None,
-                       DriftSettings(seed=seed, check_models=0))
+                       DriftSettings(seed=seed, check_models=0, predict=(newest, "release r3")))
     flagged = np.array([r["flagged"] for r in report.models])
     p = np.array([r["p_value"] for r in report.models])
     tau = [r["tau"] for r in report.models]
     pre = np.array([((w["trials"][m] > 0) & (w["month"] <= w["cutoff"][m])).sum() for m in range(M)])
+    post = np.array([((w["trials"][m] > 0) & (w["month"] > w["cutoff"][m])).sum() for m in range(M)])
     big = w["bad"] & (pre >= 300)
+    both = big & (post >= 20)
     within = []
     for m in np.flatnonzero(flagged & w["bad"]):
         y, mo = int(tau[m][:4]), int(tau[m][5:7])
         step_month = y * 12 + mo - 1 - START          # first month after the step
         within.append(abs(step_month - (w["cutoff"][m] + 1)) <= 1)
+    # --predict-after on the flagged contaminated models: the accuracy each predicts on the newest release
+    # against the truth, the expected accuracy of its true ability (no boost) on those items
+    err_all = err_after = covered = 0.0
+    for m in np.flatnonzero(flagged & w["bad"]):
+        row = report.predictions[m]
+        truth = float(np.mean(1 / (1 + np.exp(-w["a"][newest] * (w["theta"][m] - w["b"][newest])))))
+        err_all += abs(row["accuracy_predicted_all"] - truth)
+        err_after += abs(row["accuracy_predicted"] - truth)
+        covered += row["accuracy_predicted_lo"] <= truth <= row["accuracy_predicted_hi"]
     return {"clean": int((~w["bad"]).sum()), "false": int((flagged & ~w["bad"]).sum()),
+            "pred_err_all": err_all, "pred_err_after": err_after, "pred_covered": int(covered),
             "false_raw": int(((p <= 0.05) & ~w["bad"]).sum()), "bad": int(w["bad"].sum()),
             "hit": int((flagged & w["bad"]).sum()), "within": int(sum(within)), "detections": len(within),
-            "bad300": int(big.sum()), "hit300": int((flagged & big).sum())}
+            "bad300": int(big.sum()), "hit300": int((flagged & big).sum()), "bad_both": int(both.sum()),
+            "hit_both": int((flagged & both).sum())}
 
 
 def write_files(w, folder: Path) -> tuple:
@@ -132,30 +149,46 @@ def write_files(w, folder: Path) -> tuple:
     return matrix, meta
 
 
+def _share(k: int, n: int) -> str:
+    return f"{k}/{n} = {k / n:.0%}" if n else "0/0"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--replicates", type=int, default=3)
+    parser.add_argument("--worlds", default="null,trend,slopes,panels,contaminated",
+                        help="comma-separated worlds to run (default: all five)")
+    parser.add_argument("--no-timing", action="store_true", help="skip the timing of the real command")
     args = parser.parse_args()
     reps = 1 if args.quick else args.replicates
     print(f"machine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} CPUs, "
           f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d', time.gmtime())}")
-    print("| world | clean models | false alarms (BH q≤.05) | rate | raw p≤.05 rate | power | τ within 1 month | s |")
+    print("| world | clean models | false alarms (BH q≤.05) | rate | raw p≤.05 (± binomial s.e.) | power | τ within 1 month | s |")
     print("|---|---|---|---|---|---|---|---|")
-    for kind in ("null", "trend", "slopes", "panels", "contaminated"):
+    for kind in args.worlds.split(","):
         t0 = time.perf_counter()
         total = {}
         for r in range(reps):
             for key, value in run_world(kind, 1000 * r + SEEDS[kind]).items():
                 total[key] = total.get(key, 0) + value
-        power = (f"{total['hit']}/{total['bad']} = {total['hit'] / total['bad']:.0%}; ≥ 300 answered pre-cut-off "
-                 f"items: {total['hit300']}/{total['bad300']} = {total['hit300'] / max(total['bad300'], 1):.0%}"
-                 if total["bad"] else "—")
+        power = (f"{_share(total['hit'], total['bad'])}; ≥ 300 answered pre-cut-off items: "
+                 f"{_share(total['hit300'], total['bad300'])}; of these, ≥ 20 answered after: "
+                 f"{_share(total['hit_both'], total['bad_both'])}" if total["bad"] else "—")
+        raw = total["false_raw"] / total["clean"]
         tau = (f"{total['within']}/{total['detections']} = {total['within'] / total['detections']:.0%}"
                if total["detections"] else "—")
         print(f"| {kind} | {total['clean']} | {total['false']} | {total['false'] / total['clean']:.1%} | "
-              f"{total['false_raw'] / total['clean']:.1%} | {power} | {tau} | {time.perf_counter() - t0:.0f} |",
+              f"{total['false_raw']} = {raw:.1%} ± {np.sqrt(raw * (1 - raw) / total['clean']):.1%} | {power} | {tau} | "
+              f"{time.perf_counter() - t0:.0f} |",
               flush=True)
+    if total.get("hit"):
+        print(f"--predict-after on the {total['hit']} flagged contaminated models (release r3, the newest): mean "
+              f"|predicted − true| accuracy {total['pred_err_after'] / total['hit']:.1%} from the ability after τ, "
+              f"{total['pred_err_all'] / total['hit']:.1%} from all items; the 95% interval covers the truth for "
+              f"{total['pred_covered']}/{total['hit']}")
+    if args.no_timing:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         matrix, meta = write_files(world("contaminated", 7), Path(tmp))
         t0 = time.perf_counter()

@@ -358,7 +358,7 @@ def drift_world(tmp_path_factory):
                             [[m, "2024-09-01", "2024-06-20" if j == DRIFT_BAD else ""] for j, m in enumerate(models)])
     out = folder / "out"
     done = run_script("drift.py", matrix, "--n-trials", DRIFT_K, "--item-meta", meta, "--by", "date", "--model-meta",
-                      model_meta, "--output-dir", out, "--json", "--max-replicates", 2000)
+                      model_meta, "--output-dir", out, "--json", "--max-replicates", 2000, "--predict-after")
     assert done.returncode == 0, done.stderr
     return {"folder": folder, "matrix": matrix, "meta": meta, "out": out, "json": json.loads(done.stdout),
             "models": models}

@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 from benchmeasure.base.errors import InputError
 from benchmeasure.core.item_meta import covariate, read_item_meta, read_model_meta
 from conftest import DRIFT_BAD as BAD
+from conftest import DRIFT_ITEMS as ITEMS
 from conftest import DRIFT_K as K
 from conftest import DRIFT_MODELS as MODELS
+from conftest import DRIFT_MONTHS as MONTHS
 from conftest import assert_rejected, run_script
 from conftest import write_rows as _write
 
@@ -57,10 +59,31 @@ def test_categorical_covariate_differs_by(world, tmp_path):
     assert len(rows) == MODELS and {"shift", "shift_lo", "shift_hi", "differs"} <= set(rows[0])
 
 
-@pytest.mark.parametrize("case", ["unknown_item", "not_a_date", "output_is_input", "unknown_column"])
+def test_predict_after_drops_a_flagged_models_items_before_its_step(world):
+    rows = {r["model"]: r for r in _rows(world["out"] / "predict.csv")}
+    assert set(rows) == set(world["models"])
+    bad = rows[f"m{BAD:02d}"]
+    tau_month = int(_rows(world["out"] / "models.csv")[BAD]["tau"][5:7]) - 1
+    assert bad["flagged"] == "true" and int(bad["items_used"]) == (ITEMS // MONTHS) * (MONTHS - tau_month)
+    # the boost before τ inflated the all-items ability; the after-τ one predicts less on the newest items
+    assert float(bad["theta"]) < float(bad["theta_all"]) - 0.5
+    low, mid, high = (float(bad[k]) for k in ("accuracy_predicted_lo", "accuracy_predicted", "accuracy_predicted_hi"))
+    assert low < mid < high < float(bad["accuracy_predicted_all"])
+    assert int(bad["target_items"]) == ITEMS // 2 == int(bad["target_answered"])     # the newest release, 'r2'
+    for name, row in rows.items():
+        if name != f"m{BAD:02d}":
+            assert row["items_used"] == row["items_all"] and row["theta"] == row["theta_all"]
+            assert row["accuracy_predicted"] == row["accuracy_predicted_all"]
+            assert abs(float(row["accuracy_predicted"]) - float(row["accuracy_observed"])) < 0.1
+    record = world["json"]["predict"]
+    assert "newest release, 'r2'" in record["target"] and len(record["models"]) == MODELS
+
+
+@pytest.mark.parametrize("case", ["unknown_item", "not_a_date", "output_is_input", "unknown_column",
+                                  "predict_category", "predict_not_a_date", "predict_after_newest"])
 def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
     meta, out = world["meta"], tmp_path / "out"
-    fragment = ""
+    fragment, extra = "", []
     if case == "unknown_item":
         rows = [*_rows(world["meta"]), {"item": "zz-extra", "date": "2024-01-02", "source": "old", "release": "r1"}]
         meta = _write(tmp_path / "m.csv", ["item", "date", "source", "release"], [list(r.values()) for r in rows])
@@ -72,11 +95,17 @@ def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
         fragment = "not a date"
     elif case == "output_is_input":
         out = world["matrix"]
+    elif case == "predict_category":
+        extra, fragment = ["--predict-after"], "needs an ordered --by column"
+    elif case == "predict_not_a_date":
+        extra, fragment = ["--predict-after", "2024/06/01"], "not a date"
+    elif case == "predict_after_newest":
+        extra, fragment = ["--predict-after", "2025-01-01"], "no item of the matrix has date at or after it"
     else:
         fragment = "no column 'nope'"
-    by = "nope" if case == "unknown_column" else "date"
+    by = {"unknown_column": "nope", "predict_category": "source"}.get(case, "date")
     done = run_script("drift.py", world["matrix"], "--n-trials", K, "--item-meta", meta, "--by", by,
-                      "--output-dir", out)
+                      "--output-dir", out, *extra)
     assert_rejected(done, fragment)
     if case != "output_is_input":
         assert not out.exists()

@@ -12,6 +12,7 @@ One MAP fit of the 1PL (one slope per item release when the item table has one,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from benchmeasure.analyses.drift_fit import (
     item_newton,
     judged_theta,
     leave_out_difficulties,
+    leave_out_error,
     sigmoid,
 )
 from benchmeasure.analyses.drift_step import (
@@ -49,6 +51,7 @@ class DriftSettings:
     max_replicates: int = 4000
     seed: int = 0
     check_models: int = 3
+    predict: tuple | None = None   # (target item mask, label) of --predict-after (drift_predict.prediction_target)
 
 
 @dataclass
@@ -62,6 +65,8 @@ class DriftReport:
     leave_out_error: dict = field(default_factory=dict)
     figures: dict = field(default_factory=dict)   # model → (bin labels, offsets, se, step levels) for flagged ones
     slopes: dict = field(default_factory=dict)
+    predictions: list = field(default_factory=list)
+    predict_target: str | None = None
 
 
 def bins_of(cov: Covariate):
@@ -108,7 +113,7 @@ def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side):
         present = n[m] > 0
         diff = (b_loo[m] - exact)[present]
         keep = np.arange(len(y)) != m
-        one = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, 1)
+        one = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, 1, fit.prior_mean)
         cand = candidates_of(bins[present], n_bins, min_side)
         stats = []
         for b in (b_loo[m], exact):
@@ -126,8 +131,27 @@ def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side):
     return rows
 
 
+@contextlib.contextmanager
+def _one_blas_thread():
+    """One BLAS thread: every product here is small (a model's items by a few dozen columns), and on a shared
+    2-core machine a second BLAS thread only waits (one model's leave-out error: 0.13 s on two threads, 0.02 s
+    on one, under load)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 def run_drift(matrix, cov: Covariate, slope_values: list | None, release: list | None, model_dates: dict | None,
               settings: DriftSettings) -> DriftReport:
+    with _one_blas_thread():
+        return _run_drift(matrix, cov, slope_values, release, model_dates, settings)
+
+
+def _run_drift(matrix, cov, slope_values, release, model_dates, settings) -> DriftReport:
     start = time.perf_counter()
     y, n = _cells(matrix)
     M, N = y.shape
@@ -135,14 +159,20 @@ def run_drift(matrix, cov: Covariate, slope_values: list | None, release: list |
     logger.info(f"fitting the 1PL at its mode: {M} models × {N} items"
                 + (f", one slope per {len(group_names)} item groups" if len(group_names) > 1 else ""))
     fit = fit_map(y, n, group)
-    b_loo, b_sd = leave_out_difficulties(y, n, fit)
+    # each b's prior centred on the mean difficulty of its bin (month) or level, not on 0: a prior mean of 0
+    # pulls each b towards 0 by about b/(3²·I), and when difficulty trends with the date that pull runs with the
+    # date (old easy items made harder, new hard ones easier), so every model looks better before any τ
+    cells = bins_of(cov)[0] if cov.kind != "category" else np.unique(cov.values, return_inverse=True)[1]
+    level = np.bincount(cells, fit.b) / np.maximum(np.bincount(cells), 1)
+    fit = fit_map(y, n, group, start=fit, prior_mean=level[cells])
+    b_loo = leave_out_difficulties(y, n, fit)
     a = fit.a
     logger.info(f"  fit and leave-one-model-out difficulties in {time.perf_counter() - start:.1f} s")
     slopes = {name: float(fit.slope[k]) for k, name in enumerate(group_names)} if len(group_names) > 1 else {}
     if cov.kind == "category":
         report = DriftReport("category", _categorical(matrix, cov, y, n, a, b_loo, settings), slopes=slopes)
     else:
-        report = _ordered(matrix, cov, y, n, fit, b_loo, b_sd, model_dates, settings)
+        report = _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings)
         report.slopes = slopes
     if release is None:
         report.items_skipped = "the item table has no 'release' column: no panels of different releases to compare"
@@ -155,7 +185,7 @@ def run_drift(matrix, cov: Covariate, slope_values: list | None, release: list |
     return report
 
 
-def _ordered(matrix, cov, y, n, fit, b_loo, b_sd, model_dates, settings) -> DriftReport:
+def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftReport:
     M = y.shape[0]
     bins, labels = bins_of(cov)
     n_bins = len(labels)
@@ -165,8 +195,9 @@ def _ordered(matrix, cov, y, n, fit, b_loo, b_sd, model_dates, settings) -> Drif
     for m, model in enumerate(matrix.models):
         present = n[m] > 0
         rng = np.random.default_rng([settings.seed, m])
+        error = leave_out_error(y, n, fit, b_loo[m], m).items(present)
         res = step_test(y[m, present], n[m, present], b_loo[m, present], a[present], bins[present], n_bins, rng,
-                        settings.min_side, max_replicates=settings.max_replicates, b_sd=b_sd[m, present])
+                        settings.min_side, max_replicates=settings.max_replicates, error=error)
         results.append(res)
         items, trials, observed, expected, offset, se = bin_offsets(y[m, present], n[m, present], b_loo[m, present],
                                                                    a[present], res.theta, bins[present], n_bins)
@@ -201,6 +232,12 @@ def _ordered(matrix, cov, y, n, fit, b_loo, b_sd, model_dates, settings) -> Drif
             report.figures[model] = {"labels": labels, "offset": offset, "se": se, "tau_bin": res.tau_bin,
                                      "delta": res.delta, "theta": res.theta, "theta_pre": res.theta_pre,
                                      "theta_post": res.theta_post, "by": cov.name}
+    if settings.predict is not None:
+        from benchmeasure.analyses.drift_predict import predict_rows
+
+        target, report.predict_target = settings.predict
+        report.predictions = predict_rows(matrix.models, y, n, b_loo, a, bins, results,
+                                          [r["flagged"] for r in rows], target)
     thetas = np.array([r.theta for r in results])
     order = np.flatnonzero(np.isfinite(thetas))
     order = order[np.argsort(thetas[order])]
@@ -276,7 +313,7 @@ def item_drift(matrix, y, n, fit, release: list, model_dates: dict | None, alpha
     a = fit.a
     for mask in (early, late):
         yy, nn = y[mask], n[mask]
-        b = item_newton(yy, nn, fit.theta[mask], a, fit.b, 30)
+        b = item_newton(yy, nn, fit.theta[mask], a, fit.b, 30, fit.prior_mean)
         p = sigmoid(a * (fit.theta[mask][:, None] - b))
         hess = a * a * (nn * p * (1 - p)).sum(0) + 1 / B_SD**2
         models = ((nn > 0).sum(0))

@@ -2,7 +2,9 @@
 the item difficulties without that model's responses.
 
 Model: ``P(correct) = σ(a_g(i)·(θ_m − b_i))`` with binomial cells (K per cell, 0 = a hole), θ ~ N(0, 1),
-b ~ N(0, 3²), log a_g ~ N(0, 0.5²) with the largest group's a = 1 (the 1PL's scale). With one
+b_i ~ N(μ_i, 3²) (μ = 0 unless given: drift gives each item the mean difficulty of its month, see
+:func:`benchmeasure.analyses.drift.run_drift`), log a_g ~ N(0, 0.5²) with the largest group's a = 1 (the 1PL's
+scale). With one
 group (``a`` = 1) it is the project's 1PL at its mode. Fitted by
 alternating Newton steps (θ, then b, then a), each a set of 1-D problems, vectorized with NumPy.
 
@@ -35,6 +37,7 @@ class DriftFit:
     slope: np.ndarray    # (G,) one per slope group
     group: np.ndarray    # (N,) int, each item's slope group
     iterations: int
+    prior_mean: np.ndarray | float = 0.0   # (N,) or 0: the mean of each b's prior
 
     @property
     def a(self) -> np.ndarray:
@@ -42,7 +45,7 @@ class DriftFit:
 
 
 def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = None, tol: float = 1e-5,
-            max_iter: int = 500, start: DriftFit | None = None) -> DriftFit:
+            max_iter: int = 500, start: DriftFit | None = None, prior_mean: np.ndarray | float = 0.0) -> DriftFit:
     """Mode of the 1PL (with per-group slopes when ``group`` has several values) for counts/trials (M, N)."""
     y = np.asarray(counts, dtype=float)
     n = np.asarray(trials, dtype=float)
@@ -71,7 +74,7 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
         p = sigmoid(a * (theta[:, None] - b))
         r = y - n * p
         w = n * p * (1 - p)
-        step_b = (-(a * r.sum(0)) - b / B_SD**2) / (a * a * w.sum(0) + 1 / B_SD**2)
+        step_b = (-(a * r.sum(0)) - (b - prior_mean) / B_SD**2) / (a * a * w.sum(0) + 1 / B_SD**2)
         b = b + np.clip(step_b, -1, 1)
         biggest = max(np.abs(step_t).max(initial=0), np.abs(step_b).max(initial=0))
         if G > 1:
@@ -88,15 +91,15 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
             biggest = max(biggest, np.abs(step_a).max())
         if biggest < tol:
             break
-    return DriftFit(theta, b, slope, group, it)
+    return DriftFit(theta, b, slope, group, it, prior_mean)
 
 
-def item_newton(y, n, theta_others, a_item, b0, steps: int):
+def item_newton(y, n, theta_others, a_item, b0, steps: int, prior_mean: np.ndarray | float = 0.0):
     """Up to ``steps`` Newton steps of each item's b (columns) with the models' θ fixed; y, n: (M', N)."""
     b = b0.copy()
     for _ in range(steps):
         p = sigmoid(a_item * (theta_others[:, None] - b))
-        grad = -a_item * (y - n * p).sum(0) - b / B_SD**2     # d log posterior / d b
+        grad = -a_item * (y - n * p).sum(0) - (b - prior_mean) / B_SD**2     # d log posterior / d b
         hess = a_item * a_item * (n * p * (1 - p)).sum(0) + 1 / B_SD**2
         step = np.clip(grad / hess, -2, 2)
         b = b + step
@@ -105,21 +108,97 @@ def item_newton(y, n, theta_others, a_item, b0, steps: int):
     return b
 
 
-def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
-    """(M, N) twice: row m holds the items' b with model m's responses removed (other θ and slopes fixed), and
-    each such b's posterior standard deviation given those θ (what the bootstrap propagates)."""
+def leave_out_difficulties(counts, trials, fit: DriftFit, steps: int = 30) -> np.ndarray:
+    """(M, N): row m holds the items' b with model m's responses removed (other θ and slopes fixed)."""
     y = np.asarray(counts, dtype=float)
     n = np.asarray(trials, dtype=float)
     M = y.shape[0]
-    a = fit.a
     out = np.empty_like(y)
-    sd = np.empty_like(y)
     for m in range(M):
         keep = np.arange(M) != m
-        out[m] = item_newton(y[keep], n[keep], fit.theta[keep], a, fit.b, steps)
-        p = sigmoid(a * (fit.theta[keep][:, None] - out[m]))
-        sd[m] = 1 / np.sqrt(a * a * (n[keep] * p * (1 - p)).sum(0) + 1 / B_SD**2)
-    return out, sd
+        out[m] = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, steps, fit.prior_mean)
+    return out
+
+
+@dataclass
+class LeaveOutError:
+    """How one model's leave-out difficulties (and the slopes) may be off, as the bootstrap draws it:
+    ``δb = sd·z₁ + shared_b @ z₂`` and ``δa = (slope_rows @ z₂)[group]`` with z₁ ~ N(0, I_N), z₂ ~ N(0, I_P) —
+    the items' own estimation noise, and the part every item shares through the other models' θ and the slopes
+    (the slope group's error for every item of the group)."""
+    sd: np.ndarray          # (N,)
+    shared_b: np.ndarray    # (N, P)
+    slope_rows: np.ndarray  # (G, P); the reference group's row is 0
+    group: np.ndarray       # (N,) each item's slope group
+
+    def items(self, keep: np.ndarray) -> LeaveOutError:
+        """The same error over the items ``keep`` (a mask or indices)."""
+        return LeaveOutError(self.sd[keep], self.shared_b[keep], self.slope_rows, self.group[keep])
+
+    def draw(self, rng, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(δa, δb), each (size, N)."""
+        z = rng.standard_normal((size, self.shared_b.shape[1]))
+        return (z @ self.slope_rows.T)[:, self.group], (self.sd * rng.standard_normal((size, len(self.sd)))
+                                                        + z @ self.shared_b.T)
+
+
+def leave_out_error(counts, trials, fit: DriftFit, b_m: np.ndarray, m: int) -> LeaveOutError:
+    """The Laplace approximation of the posterior without model m, at (``b_m``, the other θ, the slopes).
+
+    Parameters: the N difficulties b and the nuisance ν = (θ_j for j ≠ m; the free slopes). With w = n·p(1 − p)
+    per cell and η = a(θ − b), the Fisher information has the blocks D = diag(Σ_j a²w + 1/3²) (b, b),
+    C (b, ν): −a²w for θ_j and −Σ_j a·w·(θ_j − b) for the item's slope, and E (ν, ν): Σ_i a²w + 1 for θ_j,
+    Σ a·w·(θ_j − b) between θ_j and a slope, Σ w·(θ − b)² + 1/(a²·0.5²) for a slope. Then ν ~ N(ν̂, S⁻¹) with
+    S = E − CᵀD⁻¹C (the Schur complement), and b | ν ~ N(b̂ − D⁻¹C(ν − ν̂), D⁻¹); with S = LLᵀ and
+    ν − ν̂ = L⁻ᵀz₂, δb = D^(−1/2)·z₁ − D⁻¹C·L⁻ᵀz₂ and δa = the slope rows of L⁻ᵀz₂."""
+    from scipy.linalg import cho_factor, solve_triangular
+
+    y = np.asarray(counts, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    keep = np.arange(y.shape[0]) != m
+    theta, nn, a, group = fit.theta[keep], n[keep], fit.a, fit.group
+    G = len(fit.slope)
+    reference = int(np.bincount(group, minlength=G).argmax())
+    free = [g for g in range(G) if g != reference]
+    J, N = len(theta), len(b_m)
+    p = sigmoid(a * (theta[:, None] - b_m))
+    w = nn * p * (1 - p)                                          # (J, N)
+    D = a * a * w.sum(0) + 1 / B_SD**2
+    C = np.zeros((N, J + len(free)))
+    C[:, :J] = -(a * a * w).T
+    E = np.zeros((J + len(free), J + len(free)))
+    E[np.arange(J), np.arange(J)] = (a * a * w).sum(1) + 1.0
+    gap = theta[:, None] - b_m
+    for k, g in enumerate(free):
+        inside = group == g
+        slope = fit.slope[g]
+        cross = w[:, inside] * slope * gap[:, inside]
+        E[J + k, J + k] = (w[:, inside] * gap[:, inside] ** 2).sum() + 1 / (slope**2 * LOG_A_SD**2)
+        E[J + k, :J] = E[:J, J + k] = cross.sum(1)
+        C[inside, J + k] = -cross.sum(0)
+    S = E - C.T @ (C / D[:, None])
+    lower, _ = cho_factor(S + 1e-10 * np.eye(len(S)), lower=True)
+    root = solve_triangular(np.tril(lower), np.eye(len(S)), lower=True).T      # L⁻ᵀ
+    shared_b = -(C / D[:, None]) @ root
+    slope_rows = np.zeros((G, len(S)))
+    for k, g in enumerate(free):
+        slope_rows[g] = root[J + k]
+    return _low_rank(LeaveOutError(1 / np.sqrt(D), shared_b, slope_rows, group))
+
+
+def _low_rank(error: LeaveOutError, dropped: float = 1e-6) -> LeaveOutError:
+    """The same law with z₂ rotated onto the principal directions of the shared part and the weakest dropped,
+    while what they drop is under ``dropped`` of its variance: the error shared through the nuisances is mostly a
+    few directions (a common shift of every b, then a tilt), so a draw costs a product with a few columns, not
+    with one per model. The slope rows are weighted by their group's size, as their error reaches every item."""
+    sizes = np.bincount(error.group, minlength=len(error.slope_rows)).astype(float)
+    stacked = np.vstack([error.shared_b, np.sqrt(sizes)[:, None] * error.slope_rows])
+    _, sing, vt = np.linalg.svd(stacked, full_matrices=False)
+    power = sing**2
+    tail = np.cumsum(power[::-1])[::-1]                   # variance from each direction on
+    keep = max(1, int(np.sum(tail > dropped * power.sum())))
+    basis = vt[:keep].T                                   # (P, keep), orthonormal columns
+    return LeaveOutError(error.sd, error.shared_b @ basis, error.slope_rows @ basis, error.group)
 
 
 def judged_theta(y_row, n_row, b_row, a, steps: int = 30, ridge: float = 1e-3) -> float:
@@ -143,4 +222,5 @@ def exact_leave_out(counts, trials, fit: DriftFit, model: int) -> np.ndarray:
     """The items' b from a full refit (θ, b and slopes) without ``model``: the reference of the approximation."""
     keep = np.arange(counts.shape[0]) != model
     start = DriftFit(fit.theta[keep], fit.b, fit.slope, fit.group, 0)
-    return fit_map(np.asarray(counts)[keep], np.asarray(trials)[keep], fit.group, start=start).b
+    return fit_map(np.asarray(counts)[keep], np.asarray(trials)[keep], fit.group, start=start,
+                   prior_mean=fit.prior_mean).b

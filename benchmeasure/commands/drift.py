@@ -16,6 +16,8 @@ examples:
   benchmeasure drift matrix.csv --n-trials 10 --item-meta items.csv --by date --output-dir drift_out
   benchmeasure drift matrix.csv --n-trials 10 --allow-missing --item-meta items.csv --by date \\
       --model-meta models.csv --output-dir drift_out --json     # holes, K per cell; τ near release/cut-off?
+  benchmeasure drift matrix.csv --n-trials 10 --item-meta items.csv --by date --output-dir drift_out \\
+      --predict-after                     # + predict.csv: flagged models judged on their items after τ only
   benchmeasure drift responses.csv --n-trials 1 --allow-missing --item-meta items_meta.csv --by src \\
       --output-dir by_source                                    # a category: how each model differs by it
 
@@ -31,7 +33,9 @@ under no step (calibrated for the search over τ), Benjamini–Hochberg across m
 --by a category: each model's shift on each level (logits, 95% Wald interval): how it differs by the column.
 
 outputs (DIR): models.csv, bins.csv (ordered covariates), items.csv (per-item drift between early and late
-panels, when the items carry a 'release'), drift.json (the record), figures/<model>.png per flagged model.
+panels, when the items carry a 'release'), drift.json (the record), figures/<model>.png per flagged model;
+with --predict-after, predict.csv: per model the ability from the items at or after its τ when it is flagged
+(from every item otherwise) and the accuracy it predicts on the newest items, with a 95% interval.
 """
 
 PACKAGES = ["numpy", "scipy", "matplotlib"]
@@ -40,6 +44,9 @@ MODEL_COLUMNS = ["model", "tau", "delta", "delta_lo", "delta_hi", "p_value", "q_
 CATEGORY_COLUMNS = ["model", "level", "against", "shift", "shift_lo", "shift_hi", "p_value", "q_value", "differs",
                     "items_level", "items_against"]
 BIN_COLUMNS = ["model", "bin", "items", "trials", "correct", "expected", "offset", "offset_lo", "offset_hi"]
+PREDICT_COLUMNS = ["model", "flagged", "items_all", "items_used", "theta_all", "theta_all_lo", "theta_all_hi",
+                   "theta", "theta_lo", "theta_hi", "target_items", "target_answered", "accuracy_observed",
+                   "accuracy_predicted_all", "accuracy_predicted", "accuracy_predicted_lo", "accuracy_predicted_hi"]
 ITEM_COLUMNS = ["item", "release", "b_early", "b_late", "shift", "shift_lo", "shift_hi", "models_early",
                 "models_late", "p_value", "q_value", "flagged"]
 
@@ -68,6 +75,11 @@ def parse_args(argv):
                              "observed statistic (default: 4000)")
     parser.add_argument("--check-leave-out", type=integer(0, 1000), default=3, metavar="N",
                         help="measure the leave-out approximation against N exact refits (default: 3)")
+    parser.add_argument("--predict-after", nargs="?", const="", default=None, metavar="FROM",
+                        help="also write predict.csv: each model's ability without the items before its τ when "
+                             "it is flagged, and its predicted accuracy on the newest items: the newest release "
+                             "(item column 'release'), else the newest bin, or the items whose --by value is at "
+                             "or after FROM (a date: its month; a number)")
     parser.add_argument("--output-dir", required=True, metavar="DIR", help="folder for the outputs")
     parser.add_argument("--json", action="store_true", help="print the JSON record instead of a summary")
     add_quiet(parser)
@@ -109,7 +121,8 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     from pathlib import Path
 
-    names = ["models.csv", "bins.csv", "items.csv", "drift.json"]
+    names = ["models.csv", "bins.csv", "items.csv", "drift.json"] + (["predict.csv"] if args.predict_after is not None
+                                                                      else [])
     inputs = [args.matrix, args.item_meta, args.model_meta]
     plan_outputs(inputs=inputs, folders=[(args.output_dir, names)])
     from benchmeasure.base.progress import show_progress
@@ -131,12 +144,17 @@ def main(argv=None) -> int:
         fail(f"{args.item_meta}: column {args.by!r} has one value; nothing to compare")
     if cov.kind == "category" and len(set(cov.values)) < 2:
         fail(f"{args.item_meta}: column {args.by!r} has one value; nothing to compare")
+    predict = None
+    if args.predict_after is not None:
+        from benchmeasure.analyses.drift_predict import prediction_target
+
+        predict = prediction_target(cov, meta.get("release"), args.predict_after or None, args.item_meta)
     if not args.quiet and not args.json:
         show_progress("benchmeasure.analyses.drift", sys.stderr)
     from benchmeasure.analyses.drift import DriftSettings, run_drift
 
     settings = DriftSettings(alpha=args.alpha, min_side=args.min_items, max_replicates=args.max_replicates,
-                             seed=args.seed, check_models=args.check_leave_out)
+                             seed=args.seed, check_models=args.check_leave_out, predict=predict)
     report = run_drift(matrix, cov, None if slopes_by == "none" else meta[slopes_by], meta.get("release"),
                        model_dates, settings)
     out = Path(args.output_dir)
@@ -153,8 +171,10 @@ def main(argv=None) -> int:
         "items_skipped": report.items_skipped, "items_note": report.items_note,
         "slopes": report.slopes or None, "slopes_by": slopes_by,
         "leave_out_error": report.leave_out_error or None,
+        "predict": {"target": report.predict_target, "models": report.predictions} if predict else None,
         "settings": {"n_trials": args.n_trials, "allow_missing": args.allow_missing, "seed": args.seed,
                      "alpha": args.alpha, "min_items": args.min_items, "max_replicates": args.max_replicates,
+                     "predict_after": args.predict_after,
                      "model": "P = σ(a_release·(θ + δ·[x < τ] − b)), MAP fit, leave-one-model-out b"},
         "figures": _figure_files(report.figures),
         "inputs": input_records(inputs), **provenance(PACKAGES), "wall_time_s": time.perf_counter() - start,
@@ -172,6 +192,9 @@ def main(argv=None) -> int:
         if report.items:
             with atomic_write(out / "items.csv") as handle:
                 _writer(report.items, ITEM_COLUMNS)(handle)
+        if predict:
+            with atomic_write(out / "predict.csv") as handle:
+                _writer(report.predictions, PREDICT_COLUMNS)(handle)
         if report.figures:
             from benchmeasure.analyses.drift_plots import figure_name, step_figure
 
@@ -211,6 +234,8 @@ def _summary(args, cov, report, record) -> None:
             near = "" if r.get("near_release") is None else f", near release/cut-off: {r['near_release']}"
             print(f"  {r['model']}: τ = {r['tau']}, δ = {r['delta']:+.2f} [{r['delta_lo']:+.2f}, "
                   f"{r['delta_hi']:+.2f}] logits, p = {r['p_value']:.2g}, q = {r['q_value']:.2g}{near}")
+        if report.predict_target:
+            _predictions(report)
         errors = (record.get("leave_out_error") or {}).get("models") or []
         if errors:
             worst = max(e["max_abs_b_error"] for e in errors)
@@ -221,3 +246,18 @@ def _summary(args, cov, report, record) -> None:
     elif report.items_skipped:
         print(f"items: skipped ({report.items_skipped})")
     print(f"wrote {args.output_dir}")
+
+
+def _predictions(report) -> None:
+    rows = [r for r in report.predictions if r["flagged"]]
+    print(f"predicted accuracy on {report.predict_target} (95% interval from the ability's; predict.csv has "
+          "every model):")
+    for r in rows:
+        seen = ("" if r["accuracy_observed"] is None else
+                f"; observed {r['accuracy_observed']:.1%} on {r['target_answered']} answered")
+        print(f"  {r['model']}: ability from its {r['items_used']} items after τ: θ = {r['theta']:+.2f} "
+              f"[{r['theta_lo']:+.2f}, {r['theta_hi']:+.2f}] (all {r['items_all']} items: {r['theta_all']:+.2f}); "
+              f"predicted {r['accuracy_predicted']:.1%} [{r['accuracy_predicted_lo']:.1%}, "
+              f"{r['accuracy_predicted_hi']:.1%}] (from all items: {r['accuracy_predicted_all']:.1%}){seen}")
+    if not rows:
+        print("  no model is flagged: each keeps the ability from all its items")
