@@ -1,8 +1,9 @@
-"""The joint route's log density under the hierarchical prior, compiled once for nutpie (:mod:`benchmeasure.irt.compiled`).
+"""The joint route's log density under the hierarchical prior, compiled once for nutpie (irt/compiled.py).
 
-The model is :func:`benchmeasure.irt.model.build_model` with ``prior="hierarchical"`` (which stays the reference and
-runs ``--sampler pymc``, numpyro and the observation models with parameters of their own), in **the same coordinates
-as that PyMC graph** (:func:`benchmeasure.irt.priors.place_hierarchical`), in the order PyMC lists them:
+The model is :func:`benchmeasure.irt.model.build_model` with ``prior="hierarchical"``, which stays the reference
+and runs ``--sampler pymc``, numpyro and the observation models with parameters of their own. This density uses
+**the same coordinates as that PyMC graph** (:func:`benchmeasure.irt.priors.place_hierarchical`), in the order PyMC
+lists them:
 
     z = (s_θ, s_b, u_0 … u_{M−1}, v_0 … v_{F−1}, w),   σ_θ = e^(s_θ), σ_b = e^(s_b),
     θ = H_M·u,   μ_b = w + mean(θ) − mean(H_F·v),   b_free = μ_b + H_F·v,
@@ -45,8 +46,18 @@ import math
 import numpy as np
 
 from benchmeasure.base.kernel_cache import numba
-from benchmeasure.irt.compiled import (_BAD_GRAD, _BAD_VALUE, _OK, Density, _buffer, _mat, _reflect, _vec, pack,
-                                       register_pair)
+from benchmeasure.irt.compiled import (
+    _BAD_GRAD,
+    _BAD_VALUE,
+    _OK,
+    Density,
+    _buffer,
+    _mat,
+    _reflect,
+    _vec,
+    pack,
+    register_pair,
+)
 from benchmeasure.irt.routes.joint.kernel import loglik_and_grad
 
 #: the hyperpriors' scale (σ_θ, σ_b ~ HalfNormal(3), μ_b ~ N(0, 3)): :data:`benchmeasure.irt.priors.HYPER_SCALE`
