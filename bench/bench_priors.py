@@ -3,7 +3,8 @@
 For each shared real matrix (``/work/shared/data``: ChemBench, ZeroEval GSM8K and MATH level 5; MMLU-Pro with
 ``--mmlu-pro``), a random ``--holdout`` share of the present cells is made absent (a hole, as ``fit --allow-missing``
 reads a blank cell), the 1PL is fitted by NUTS under each prior (paper: ``--route auto``, the project's default path;
-hierarchical: the joint route, the only one that fits it), and each held-out cell's log-loss is
+hierarchical: the joint route, the only one that fits it, on its compiled density; ``--paper-route`` picks the paper
+prior's route), and each held-out cell's log-loss is
 −log E_post[P(y | θ_m, b_i)] (the posterior predictive of its count, per trial). Printed: the mean over the held-out
 cells with its standard error, the paired difference (hierarchical − paper) with its standard error, the fitted
 hyperparameters, the fits' max R-hat and wall time.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import runpy
 import sys
 import time
@@ -98,7 +100,7 @@ def run(name, args):
     matrix = ResponseMatrix(list(models), [it for it, k in zip(items, keep) if k], fit_counts[:, keep],
                             int(trials.max()), trials=fit_trials[:, keep])
     out = {"name": name, "shape": f"{len(models)} x {int(keep.sum())}", "held": len(cells[0])}
-    for prior, route in (("paper", "auto"), ("hierarchical", "joint")):
+    for prior, route in (("paper", args.paper_route), ("hierarchical", "joint")):
         settings = FitSettings(chains=args.chains, tune=args.tune, draws=args.draws, seed=args.seed, route=route,
                                prior=prior, cores=min(args.chains, available_cpus()))
         start = time.perf_counter()
@@ -106,10 +108,13 @@ def run(name, args):
         wall = time.perf_counter() - start
         loss = log_loss(result, counts_k, trials_k, cells)
         hyper = (result.diagnostics.get("prior") or {}).get("hyperparameters", {})
-        out[prior] = {"loss": loss, "route": result.settings["route"], "r_hat": result.diagnostics["max_r_hat"],
-                      "wall": wall, "hyper": {k: v["mean"] for k, v in hyper.items()}}
+        density = (result.diagnostics.get("prior") or {}).get("density")
+        out[prior] = {"loss": loss, "route": result.settings["route"] + (f" ({density})" if density else ""),
+                      "r_hat": result.diagnostics["max_r_hat"], "wall": wall,
+                      "hyper": {k: v["mean"] for k, v in hyper.items()}}
         print(f"  {name}: {prior} prior on the {out[prior]['route']} route, {wall:.0f} s, held-out log-loss "
-              f"{loss.mean():.4f}", file=sys.stderr, flush=True)
+              f"{loss.mean():.4f}, max R-hat {out[prior]['r_hat']:.3f}, load average {os.getloadavg()[0]:.1f}",
+              file=sys.stderr, flush=True)
     return out
 
 
@@ -121,16 +126,19 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", action="append", help="a matrix folder under /work/shared/data (repeatable)")
+    parser.add_argument("--paper-route", default="auto", choices=("auto", "joint", "collapsed", "gibbs"),
+                        help="the paper prior's route (default auto, the project's default path)")
     parser.add_argument("--mmlu-pro", action="store_true", help="also MMLU-Pro (29 x 12,032: minutes more)")
     args = parser.parse_args(argv)
     names = args.only or list(MATRICES) + (["mmlu_pro"] if args.mmlu_pro else [])
-    print(f"machine: {cpu_name()}, {available_cpus()} CPUs; {versions(['numpy', 'pymc', 'nutpie', 'numba'])}")
+    print(f"machine: {cpu_name()}, {available_cpus()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; "
+          f"{versions(['numpy', 'pymc', 'nutpie', 'numba'])}")
     print(f"held-out log-loss per trial, {100 * args.holdout:g} % of present cells held out (seed {args.seed}); "
           f"NUTS {args.chains} chains x ({args.tune} + {args.draws}); mean ± standard error over the held-out cells")
     rows = [run(name, args) for name in names]
     head = (f"{'matrix':<18} {'models x items':>15} {'held out':>8}  {'paper N(0,1)':>16}  {'hierarchical':>16}  "
             f"{'hier - paper':>18}  {'sigma_theta':>11} {'mu_b':>6} {'sigma_b':>7}  "
-            f"{'R-hat p/h':>11}  {'wall s p/h':>10}")
+            f"{'R-hat p/h':>11}  {'wall s p/h':>10}  routes p/h")
     print(head)
     for r in rows:
         p, h = r["paper"], r["hierarchical"]
@@ -140,7 +148,8 @@ def main(argv=None):
               f"{h['loss'].mean():>8.4f} ± {se(h['loss']):.4f}  {d.mean():>+9.4f} ± {se(d):.4f}  "
               f"{h['hyper'].get('sigma_theta', np.nan):>11.2f} {h['hyper'].get('mu_b', np.nan):>6.2f} "
               f"{h['hyper'].get('sigma_b', np.nan):>7.2f}  {p['r_hat']:>5.3f}/{h['r_hat']:.3f}  "
-              f"{p['wall']:>4.0f}/{h['wall']:.0f}")
+              f"{p['wall']:>4.0f}/{h['wall']:.0f}  {p['route']} / {h['route']}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 

@@ -2,7 +2,8 @@
 
 * density and gradient differences at random points equal the PyMC model's (the reference implementation of the
   paper's model), for the collapsed route (complete, holes, guessing) and the joint route (rotated, direct,
-  anchored, guessing);
+  anchored, guessing), and under the hierarchical prior (complete, holes with guessing, anchors, direct; its gradient
+  against finite differences too);
 * a fit in a fresh process with a warm cache gives the same draws as one that compiled the kernels;
 * two fits started at once against an empty cache both succeed and agree;
 * a damaged cache entry is recompiled with a warning, never fatal; a new package version gets its own folder.
@@ -137,6 +138,53 @@ def test_joint_density_is_the_pymc_joint_model(case):
         fn = model.compile_fn([model[name] for name in stored], inputs=[model["z"]], on_unused_input="ignore")
         expected = np.concatenate(fn({"z": z}))
         np.testing.assert_allclose(density.expand(z), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["complete", "holes+guessing", "anchored+holes", "direct"])
+def test_hierarchical_density_is_the_pymc_hierarchical_model(case):
+    """The hierarchical prior's compiled density (irt/routes/joint/hierarchical.py) in the PyMC graph's own
+    coordinates: log density differences and gradients equal the graph's (with the log-Jacobian of σ = e^s, as
+    nutpie samples both) at random points, the gradient equals central finite differences, and the stored draws
+    (θ, b, b_free, σ_θ, μ_b, σ_b) are the graph's deterministics. Holes come with K per cell (1 to 4)."""
+    import pytensor
+
+    from benchmeasure.irt.model import build_model
+    from benchmeasure.irt.routes.joint.hierarchical import hierarchical_density
+
+    holes = "holes" in case
+    y, t = _counts(6, 25, 4, seed=5, holes=holes)
+    g = np.linspace(0.05, 0.3, 25) if "guessing" in case else 0.0
+    fixed = None
+    if case.startswith("anchored"):
+        fixed = np.full(25, np.nan)
+        fixed[[0, 4, 9]] = (-0.5, 0.2, 1.1)
+    parametrization = "direct" if case == "direct" else "rotated"
+    model = build_model(y, t.astype(float) if holes else 4, g, parametrization=parametrization, fixed_b=fixed,
+                        prior="hierarchical", kernel="pytensor" if holes else "fused")
+    density = hierarchical_density(y, 4, g, models=list(range(6)), items=list(range(25)),
+                                   trials=t if holes else None, parametrization=parametrization, fixed_b=fixed)
+    names = [v.name for v in model.value_vars]
+    assert names == ["sigma_theta_log__", "sigma_b_log__", "theta_centred", "b_centred", "b_minus_theta"]
+    n_free = 25 - (0 if fixed is None else 3)
+    assert density.n_dim == 6 + n_free + 3
+
+    def point(z):   # the same coordinates, in the graph's order
+        return {names[0]: z[0], names[1]: z[1], names[2]: z[2:8], names[3]: z[8:8 + n_free], names[4]: z[-1]}
+
+    logp, dlogp = model.compile_logp(jacobian=True), model.compile_dlogp(jacobian=True)
+    _agree(density, lambda z: (float(logp(point(z))), np.asarray(dlogp(point(z)))), density.n_dim, seed=4)
+    z = np.random.default_rng(6).normal(scale=0.8, size=density.n_dim)
+    _, grad = density.logp(z)
+    step = 1e-5
+    numeric = [(density.logp(z + step * e)[0] - density.logp(z - step * e)[0]) / (2 * step)
+               for e in np.eye(density.n_dim)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-5)
+    stored = ["theta", "b"] + (["b_free"] if fixed is not None else []) + ["sigma_theta", "mu_b", "sigma_b"]
+    assert [name for name, _ in density.variables] == stored
+    fn = pytensor.function(model.value_vars, model.replace_rvs_by_values([model[name] for name in stored]),
+                           on_unused_input="ignore", mode="FAST_COMPILE")
+    expected = np.concatenate([np.atleast_1d(a) for a in fn(*point(z).values())])
+    np.testing.assert_allclose(density.expand(z), expected, rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------

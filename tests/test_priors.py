@@ -63,6 +63,7 @@ def test_hierarchical_fit_learns_a_wide_ability_scale_and_records_it(hierarchica
     assert record["settings"]["prior"] == "hierarchical" and record["settings"]["route"] == "joint"   # auto chose it
     hyper = record["prior"]["hyperparameters"]
     assert set(hyper) == {"sigma_theta", "mu_b", "sigma_b"}
+    assert record["prior"]["density"] == "compiled"   # nutpie on the compiled density, not the PyMC graph
     assert hyper["sigma_theta"]["mean"] > 2.0, hyper          # the paper's prior would hold it at 1
     assert hyper["sigma_theta"]["r_hat"] < 1.05
     theta = np.loadtxt(out / "ability.csv", delimiter=",", skiprows=1, usecols=1)

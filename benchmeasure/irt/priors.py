@@ -7,14 +7,22 @@
   panels span up to ten logits, which the N(0, 1) prior pulls in; the scales are learned from the panel). Written
   centred, with μ_b sampled through the contrast mean(b) − mean(θ) (:func:`place_hierarchical`), an exact change
   of coordinates, so the posterior is the hierarchical model's. Only the
-  joint route fits it (its PyMC graph: the paper's compiled density has the N(0, 1) prior built in); a route declares
-  the priors it fits (``Route.priors``) and the refusals and ``--route auto`` follow from that.
+  joint route fits it; a route declares the priors it fits (``Route.priors``) and the refusals and ``--route auto``
+  follow from that. With nutpie it samples a density compiled once (``compiled``:
+  :mod:`benchmeasure.irt.routes.joint.hierarchical`, the graph's coordinates, holes and anchors included), else the
+  PyMC graph.
 
 An entry's ``place(n_models, n_items, rotated, anchors)`` runs inside the PyMC model: it adds the prior's
 hyperparameters (named in ``hyper``) and its own coordinates, and returns the (θ, b) tensors (``n_items`` the free
 items; ``anchors``: the anchored items' fixed b, which are draws of the same prior and so inform its
 hyperparameters). The paper's ``place`` returns None: its graph is the paper's as written in
 :func:`benchmeasure.irt.model.build_model`.
+
+An entry's ``compiled``, when given (``"module:function"``), builds the joint route's compiled density under the prior
+(a :class:`~benchmeasure.irt.compiled.Density`, or None where it does not apply) as
+``compiled(counts, n_trials, guessing, models=, items=, trials=, parametrization=, fixed_b=)``; the joint route samples
+it with nutpie for the binomial, in place of the PyMC graph. The paper's prior has none: its N(0, 1) is built into
+the joint route's own density.
 
 An entry's ``sides`` says what the prior puts on one side when the other is held fixed (``calibrate-items``: the
 items' b given fixed abilities; ``score-models``: the models' θ given fixed difficulties, :mod:`.anchored`): a
@@ -43,6 +51,7 @@ class Prior:
     hyper: tuple = ()
     summary: str = ""
     sides: dict = field(default_factory=dict)
+    compiled: object = None
 
     def normal(self, side: str, hyper: dict | None = None) -> tuple[float, float]:
         """(mean, sd) of the Normal prior on ``side`` ("model": θ, "item": b) with the other side held fixed; a
@@ -51,6 +60,7 @@ class Prior:
 
     def __post_init__(self):
         object.__setattr__(self, "place", lazy(self.place))
+        object.__setattr__(self, "compiled", lazy(self.compiled))
 
 
 PRIORS = Registry("prior", entry=Prior, builtins=("benchmeasure.irt.priors",))   # the built-ins are below
@@ -88,7 +98,8 @@ def _reflect(x, n: int):
 @PRIORS.add("hierarchical", hyper=("sigma_theta", "mu_b", "sigma_b"),
             summary="theta ~ Normal(0, sigma_theta), b ~ Normal(mu_b, sigma_b); sigma_theta, sigma_b ~ "
                     "HalfNormal(3), mu_b ~ Normal(0, 3)",
-            sides={"model": (0.0, "sigma_theta"), "item": ("mu_b", "sigma_b")})
+            sides={"model": (0.0, "sigma_theta"), "item": ("mu_b", "sigma_b")},
+            compiled="benchmeasure.irt.routes.joint.hierarchical:hierarchical_density")
 def place_hierarchical(n_models: int, n_items: int, rotated: bool = True, anchors=None):
     """(θ, b) of the hierarchical prior in the current PyMC model, with its hyperparameters.
 

@@ -34,7 +34,7 @@ def run_nuts(model, var_names, run: NutsRun):
     sampler, chains, tune, draws, target_accept = s.sampler, s.chains, s.tune, s.draws, s.target_accept
     compile_start = time.perf_counter()
     if progress is not None:
-        progress.update("loading the compiled sampler" if _is_density(model) else "compiling", 0, 0)
+        progress.update("loading the compiled sampler" if is_density(model) else "compiling", 0, 0)
     if sampler == "nutpie":
         from benchmeasure.irt.compiled import Density
         from benchmeasure.irt.nutpie_run import import_nutpie, nutpie_model, sample_nutpie
@@ -75,7 +75,9 @@ def run_nuts(model, var_names, run: NutsRun):
     return keep(idata, var_names), compile_time, sampling_time
 
 
-def _is_density(model) -> bool:
+def is_density(model) -> bool:
+    """Whether ``model`` is a compiled :class:`~benchmeasure.irt.compiled.Density` (not a PyMC model), without
+    importing that module (Numba) where the fit does not use it."""
     return type(model).__name__ == "Density" and type(model).__module__ == "benchmeasure.irt.compiled"
 
 

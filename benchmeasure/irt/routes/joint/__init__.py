@@ -2,7 +2,8 @@
 
 The parts, each imported when the route runs (this module stays cheap to import: the registry reads it):
 :mod:`.kernel` (the fused binomial log-likelihood and its gradient), :mod:`.op` (it as a PyTensor Op, for the
-PyMC model :func:`benchmeasure.irt.model.build_model`) and :mod:`.density` (the density compiled once for nutpie).
+PyMC model :func:`benchmeasure.irt.model.build_model`), :mod:`.density` (the density compiled once for nutpie) and
+:mod:`.hierarchical` (the same under ``--prior hierarchical``, holes included).
 """
 
 from __future__ import annotations
@@ -23,20 +24,24 @@ def run(matrix, plan, progress=None):
     from benchmeasure.irt.model import build_model
     from benchmeasure.irt.observation import get as get_observation
     from benchmeasure.irt.priors import get as get_prior
-    from benchmeasure.irt.routes.nuts import NutsRun, keep, nuts_result, run_nuts
+    from benchmeasure.irt.routes.nuts import NutsRun, is_density, keep, nuts_result, run_nuts
 
     run, g, settings, fixed_b = NutsRun.of(plan, progress), plan.guessing, plan.record(matrix.items), plan.fixed_b
     s = run.settings
     observation = get_observation(s.observation)
-    trials = getattr(matrix, "trials", None)  # holes: the trials matrix in place of K (PyTensor kernel)
-    prior = get_prior(s.prior)   # the paper's N(0, 1) is built into the compiled density; another prior: the graph
-    if (s.sampler == "nutpie" and trials is None and observation.fused is not None and not observation.parameters
-            and not prior.hyper):
+    trials = getattr(matrix, "trials", None)  # holes: the trials matrix in place of K
+    prior = get_prior(s.prior)   # the paper's N(0, 1) is built into the compiled density; another prior: its own
+    compiled = s.sampler == "nutpie" and observation.fused is not None and not observation.parameters
+    model = None
+    if compiled and trials is None and not prior.hyper:
         from benchmeasure.irt.routes.joint.density import joint_density  # compiled once, loaded from the kernel cache
 
         model = joint_density(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
                               parametrization=s.parametrization, fixed_b=fixed_b)
-    else:
+    elif compiled and prior.compiled is not None:   # the prior's own compiled density (holes too), or None
+        model = prior.compiled(matrix.counts, matrix.n_trials, g, models=matrix.models, items=matrix.items,
+                               trials=trials, parametrization=s.parametrization, fixed_b=fixed_b)
+    if model is None:   # the PyMC graph: another sampler, observation model or prior, or the paper's with holes
         model = build_model(matrix.counts, matrix.n_trials if trials is None else trials.astype(float), g,
                             models=matrix.models, items=matrix.items, parametrization=s.parametrization,
                             kernel="pytensor" if s.sampler == "numpyro" or trials is not None else "fused",
@@ -69,5 +74,6 @@ def run(matrix, plan, progress=None):
             p.name: summary(p.name) for p in observation.parameters}}
     if prior.hyper:   # the prior and its hyperparameters' posterior summaries (none for the paper's prior)
         diagnostics["prior"] = {"name": prior.name, "summary": prior.summary,
+                                "density": "compiled" if is_density(model) else "pymc graph",
                                 "hyperparameters": {name: summary(name) for name in prior.hyper}}
     return nuts_result(matrix, b_stats, theta_stats, diagnostics, settings, idata)
