@@ -84,12 +84,23 @@ def initialized(tmp_path):
     return Path(done.stdout.strip())
 
 
+@pytest.fixture(scope="module")
+def initialized_once(tmp_path_factory):
+    """One run folder made by ``init``, for the tests that damage only the folder's own files (each on a copy)."""
+    return initialized(tmp_path_factory.mktemp("initialized"))
+
+
+def copy_of(folder, tmp_path):
+    """A copy of the run folder ``folder`` (its inputs stay where ``init`` recorded them)."""
+    return Path(shutil.copytree(folder, tmp_path / "res" / folder.parent.name / folder.name))
+
+
 DAMAGED_CONFIG = ["{not json", "[]", '{"inputs": {}}', '{"config": {"benchmark": 3}, "inputs": {}}',
                   '{"config": {"benchmark": {"name": "x"}}, "inputs": {}}', "\udcff"]
 
 
-def test_damaged_config_json_is_one_error_line(tmp_path):
-    folder = initialized(tmp_path)
+def test_damaged_config_json_is_one_error_line(tmp_path, initialized_once):
+    folder = copy_of(initialized_once, tmp_path)
     good = json.loads((folder / "config.json").read_text())
     variants = [text.encode() for text in DAMAGED_CONFIG[:-2]]
     variants += [json.dumps({**good, "inputs": "nope"}).encode(), b"\xff\xfe{"]
@@ -106,8 +117,8 @@ DAMAGED_EVENTS = [b"not json\n", b"[1, 2]\n", b'{"type": "plan"}\n', b'{"type": 
                   b'{"type": "annotation", "item_id": 5}\n']
 
 
-def test_damaged_journal_is_one_error_line_before_any_call(tmp_path):
-    folder = initialized(tmp_path)
+def test_damaged_journal_is_one_error_line_before_any_call(tmp_path, initialized_once):
+    folder = copy_of(initialized_once, tmp_path)
     for line in DAMAGED_EVENTS:
         (folder / "events.jsonl").write_bytes(line)
         for command in ("run", "status"):

@@ -61,10 +61,10 @@ from benchmeasure.base.resources import example_path, missing_input_hint
 from benchmeasure.benchfill.config import load_config
 from benchmeasure.benchfill.eventlog import lock_holder, run_lock, select
 from benchmeasure.benchfill.gaps import load_seed_set
-from benchmeasure.benchfill.loop import BENCHFILL
 from benchmeasure.benchfill.records import RECORD_COLUMNS, Annotation, Call, GapDone, ItemRecord, MassResult, MassStep
 from benchmeasure.benchfill.run_folder import MASS_MARKER, RunFolder
 from benchmeasure.benchfill.runner import init_run, open_loop
+from benchmeasure.benchfill.strategies.difficulty_aware import NAME as BENCHFILL  # loop.BENCHFILL
 from benchmeasure.core.metrics import Gap, ddm, largest_gaps, max_gap, top_k_gap_sum
 
 FILLED = "filled_benchmark.json"

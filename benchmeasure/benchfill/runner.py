@@ -34,7 +34,6 @@ from benchmeasure.benchfill.config import check_name, load_config, results_root
 from benchmeasure.benchfill.eventlog import EventLog, lock_holder, run_lock
 from benchmeasure.benchfill.gap_choice import skip_unresolved, warn_unresolved
 from benchmeasure.benchfill.gaps import load_seed_set
-from benchmeasure.benchfill.loop import Loop
 from benchmeasure.benchfill.prompts import Prompts, prompt_folder
 from benchmeasure.benchfill.records import (
     RECORD_COLUMNS,
@@ -127,6 +126,10 @@ async def open_loop(run: RunFolder):
     ``run`` and mass fill (:mod:`.mass_fill`) drive the loop they get here, so they share one
     code path from the inputs to the journal.
     """
+    # imported here, where the loop is built: the loop brings Numba (its calibration's kernels), about half of a
+    # start-up that ``init``, ``status`` and a refused folder or journal never use (0.9 → 0.4 s of CPU each)
+    from benchmeasure.benchfill.loop import Loop
+
     config = run.config
     bench_cfg = config.benchmark
     if config.search.misfit_p > 0:
