@@ -38,7 +38,7 @@ def prediction_target(cov, release: list | None, start: str | None, where: str) 
         threshold, shown = _threshold(cov, start)
         mask = order >= threshold
         if not mask.any():
-            fail(f"--predict-after {start}: no item of the matrix has {cov.name} at or after it (the newest is "
+            fail(f"--predict-after {start[:40]}: no item of the matrix has {cov.name} at or after it (the newest is "
                  f"{cov.values[int(order.argmax())]})")
         return mask, f"the {int(mask.sum())} items with {cov.name} from {shown} on"
     if release is not None:
