@@ -164,7 +164,8 @@ def main() -> None:
     reps = 1 if args.quick else args.replicates
     print(f"machine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} CPUs, "
           f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d', time.gmtime())}")
-    print("| world | clean models | false alarms (BH q≤.05) | rate | raw p≤.05 (± binomial s.e.) | power | τ within 1 month | s |")
+    print("| world | clean models | false alarms (BH q≤.05) | rate | raw p≤.05 (± binomial s.e.) | power "
+          "| τ within 1 month | s |")
     print("|---|---|---|---|---|---|---|---|")
     for kind in args.worlds.split(","):
         t0 = time.perf_counter()
