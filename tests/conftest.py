@@ -245,12 +245,13 @@ def wheel_and_venv(root: Path) -> tuple[Path, Path]:
     return wheel, env_dir
 
 
-# the longest test files first (measured in fresh-clone runs, 2026-12-02 and -05): with the test files spread over
+# the longest test files first (measured in fresh-clone runs, 2026-12-02 and -05; test_benchfill_inputs.py below
+# test_compiled_density.py since its CLI starts no longer import the loop, 2026-12-07): with the test files spread over
 # workers (scripts/run_tests.sh, --dist loadfile --no-loadscope-reorder) the long files (the BenchFill loop, minutes
 # of vLLM on the CPU, a wheel installed into a fresh venv) then overlap every other file instead of trailing them,
 # and the short files fill the end
 LONGEST_FIRST = ("test_benchfill_loop.py", "test_real_model.py", "test_fresh_install_journeys.py",
-                 "test_benchfill_inputs.py", "test_compiled_density.py", "test_interrupt_commands.py",
+                 "test_compiled_density.py", "test_benchfill_inputs.py", "test_interrupt_commands.py",
                  "test_harness_inspect.py", "test_run_experiment.py", "test_sim_server.py",
                  "test_benchfill_mass_fill.py", "test_lmms_backend.py", "test_suite_lkj_collapsed.py")
 

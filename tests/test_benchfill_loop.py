@@ -26,13 +26,26 @@ def annotations(folder):
     return [e for e in events if e["type"] == "annotation"]
 
 
+@pytest.fixture(scope="module")
+def default_runs(tmp_path_factory):
+    """Finished runs with the default search on the simulated benchmark, seeds 1, 2 and 3: ``{seed: (run folder,
+    the finished 'run' command)}``. Made once, for the comparison with the baseline and the repeat of seed 2."""
+    root = tmp_path_factory.mktemp("default_runs")
+    runs = {}
+    for seed in (1, 2, 3):
+        folder, env, server = sim_run(root, seed)
+        try:
+            runs[seed] = folder, run_cli(folder, env)
+        finally:
+            server.shutdown()
+    return runs
+
+
 @pytest.mark.slow
-def test_benchfill_beats_baseline_over_seeds(tmp_path):
+def test_benchfill_beats_baseline_over_seeds(default_runs):
     bench, base = [], []
     for seed in (1, 2, 3):
-        folder, env, server = sim_run(tmp_path, seed)
-        done = run_cli(folder, env)
-        server.shutdown()
+        folder, done = default_runs[seed]
         assert done.returncode == 0, done.stderr
         summary = json.loads((folder / "summary.json").read_text())
         for key in ("benchfill", "baseline", "oracle"):
@@ -48,16 +61,19 @@ def test_benchfill_beats_baseline_over_seeds(tmp_path):
 
 
 @pytest.mark.slow
-def test_same_seed_same_items(tmp_path):
-    # Concurrent requests arrive in a different order each time; the chosen items must not depend on it.
-    records = []
-    for name in ("a", "b"):
-        folder, env, server = sim_run(tmp_path / name, 2, search={"rounds": 2})
+def test_same_seed_same_items(tmp_path, default_runs):
+    # Concurrent requests arrive in a different order each time; the chosen items must not depend on it. The
+    # first run is the default runs' seed 2, the second a run of its own with the same settings.
+    first, done = default_runs[2]
+    assert done.returncode == 0, done.stderr
+    folder, env, server = sim_run(tmp_path, 2)
+    try:
         done = run_cli(folder, env)
+    finally:
         server.shutdown()
-        assert done.returncode == 0, done.stderr
-        records.append([(folder / f).read_text() for f in ("new_item_records.csv", "baseline_item_records.csv")])
-    assert records[0] == records[1]
+    assert done.returncode == 0, done.stderr
+    files = ("new_item_records.csv", "baseline_item_records.csv")
+    assert [(folder / f).read_text() for f in files] == [(first / f).read_text() for f in files]
 
 
 @pytest.mark.slow

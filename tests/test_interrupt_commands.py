@@ -305,28 +305,19 @@ def _interrupt_benchfill(folder, env, phase):
 
 
 def test_ctrl_c_stops_benchfill_run_and_the_run_resumes(tmp_path):
+    """Ctrl-C at start-up, while searching and while writing the outputs, each in a run of the same folder, then a
+    run that finishes. The outputs are written after the event loop has ended, all or nothing (they were written
+    inside it, one after another, so a Ctrl-C there waited for every one of them). One folder for all phases: the
+    run interrupted while it writes is the one that completes the search, so the search runs once."""
     from conftest import BENCHFILL_CLI, sim_run
 
     folder, env, server = sim_run(tmp_path, 1, search=SMALL_SEARCH)
     try:
-        for phase in ("start-up", "searching"):
+        for phase in ("start-up", "searching", "writing"):
             _interrupt_benchfill(folder, env, phase)
         done = subprocess.run([*BENCHFILL_CLI, "run", str(folder)], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         assert (folder / "summary.json").is_file()
-    finally:
-        server.shutdown()
-
-
-@pytest.mark.slow
-def test_ctrl_c_while_benchfill_writes_leaves_no_output(tmp_path):
-    """The outputs are written after the event loop has ended, all or nothing (they were written inside it, one
-    after another, so a Ctrl-C there waited for every one of them)."""
-    from conftest import sim_run
-
-    folder, env, server = sim_run(tmp_path, 1, search=SMALL_SEARCH)
-    try:
-        _interrupt_benchfill(folder, env, "writing")
     finally:
         server.shutdown()
 
