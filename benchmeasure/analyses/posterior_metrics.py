@@ -204,6 +204,29 @@ def read_posterior_b(path: str | os.PathLike, variable: str = "b") -> tuple[list
     return items, np.asarray(draws, dtype=float)
 
 
+def has_draws(path: str | os.PathLike, variable: str) -> bool:
+    """Whether the posterior at ``path`` (as :func:`read_posterior_b` takes it) holds draws of ``variable``: a zarr or
+    NetCDF posterior group, or an .npz archive, with that name; a CSV of draws holds one variable, b, only. False
+    where the file cannot be read: :func:`read_posterior_b` then says why."""
+    import zipfile
+
+    path = os.fspath(path).rstrip("/")
+    if os.path.isdir(path) and not path.endswith(".zarr") and os.path.isdir(os.path.join(path, "posterior.zarr")):
+        path = os.path.join(path, "posterior.zarr")
+    try:
+        if path.endswith(".npz") and os.path.isfile(path):
+            with np.load(path, allow_pickle=False) as archive:
+                return variable in archive.files
+        if (path.endswith(".zarr") and os.path.isdir(path)) or path.endswith((".nc", ".netcdf", ".h5")):
+            import xarray as xr
+
+            tree = xr.open_datatree(path, engine="zarr" if path.endswith(".zarr") else None)
+            return "posterior" in tree.children and variable in tree["posterior"].to_dataset()
+    except (OSError, ValueError, KeyError, AttributeError, EOFError, zipfile.BadZipFile):
+        return False
+    return False
+
+
 def _is_float(text: str) -> bool:
     try:
         float(text)

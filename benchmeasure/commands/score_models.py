@@ -5,7 +5,9 @@ exactly by quadrature (:mod:`benchmeasure.irt.anchored`, the paper's 1PL of Appe
 prior). A model may have answered only some of the benchmark's items (anchors, e.g. from
 ``select_anchors.py``); the predicted accuracy on the whole benchmark adds the expected score on the rest. With
 ``--prior hierarchical`` θ ~ Normal(0, σ_θ), σ_θ from the hierarchical fit that gave the difficulties
-(:mod:`benchmeasure.irt.fixed_prior`).
+(:mod:`benchmeasure.irt.fixed_prior`). Against a 2PL fit's items (a difficulty file with a slope column, ``a_mean``)
+the same posterior has P(correct) = g + (1 − g)·σ(a(θ − b)) (:mod:`benchmeasure.irt.anchored_slopes`); which model
+is the table's to say, and ``--model`` may only confirm it (:mod:`benchmeasure.irt.item_models`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from benchmeasure.core.fixed_scale_inputs import (
     read_counts,
 )
 from benchmeasure.core.guessing import add_guessing_options, guessing_from_options
+from benchmeasure.irt.item_models import AUTO
+from benchmeasure.irt.item_models import choices as model_choices
 from benchmeasure.irt.priors import add_option as add_prior_option
 
 EXAMPLES = """\
@@ -38,6 +42,8 @@ examples:
   benchmeasure score holes.csv --difficulty difficulty.csv --n-trials 4 --allow-missing --output s.csv  # blank = absent
   benchmeasure score responses.csv --difficulty difficulty.csv --n-trials 4 --output s.csv \\
       --difficulty-draws my_benchmark/posterior.zarr            # integrate over the difficulty posterior
+  benchmeasure score anchors.csv --difficulty fit2pl/difficulty.csv --n-trials 1 --output s.csv \\
+      --difficulty-draws fit2pl/posterior.zarr  # a 2PL fit's items (a_mean column): p = sigma(a(theta - b))
   benchmeasure score responses.csv --difficulty hier_fit/difficulty.csv --n-trials 4 --prior hierarchical \\
       --output s.csv                       # theta ~ Normal(0, sigma_theta) of hier_fit/diagnostics.json
 
@@ -69,6 +75,10 @@ def parse_args(argv):
     parser.add_argument("--difficulty-draws", default=None, metavar="POSTERIOR",
                         help="posterior draws of b (the posterior.zarr of benchmeasure fit --save-posterior, .nc, .npz "
                              "or a CSV of draws): integrate over them instead of plugging in b_mean")
+    parser.add_argument("--model", default=AUTO, choices=model_choices(),
+                        help="the item-response model of the difficulty file: auto (default) reads it off the table "
+                             "(a slope column a_mean: the 2PL of benchmeasure fit --model 2pl; none: the 1PL); 1pl or "
+                             "2pl must name the table's model (a mixture is refused; docs/anchored.md)")
     parser.add_argument("--max-draws", type=integer(1, 100_000), default=200, metavar="S",
                         help="use S draws of --difficulty-draws, evenly spaced (default 200)")
     add_hdi_prob(parser, "mass of θ's HDI and of the accuracy interval (default 0.94)")
@@ -90,22 +100,63 @@ def unknown_items(path: str, items: list, known: list, where: str) -> None:
         fail(f"{path}: {len(missing)} item(s) have no difficulty in {where}: {shown}{more}")
 
 
-def difficulty_draws(args, items: list) -> np.ndarray | None:
-    """Draws (S, N) in the difficulty file's item order, thinned evenly to --max-draws."""
-    if args.difficulty_draws is None:
-        return None
+def _aligned(args, items: list, variable: str) -> np.ndarray:
+    """Draws (S, N) of ``variable`` in the difficulty file's item order."""
     from benchmeasure.analyses.posterior_metrics import read_posterior_b
 
-    draw_items, draws = read_posterior_b(args.difficulty_draws, "b")
+    draw_items, draws = read_posterior_b(args.difficulty_draws, variable)
     unknown_items(args.difficulty, items, draw_items, args.difficulty_draws)
     if draws.shape[0] < 1:
         fail(f"{args.difficulty_draws}: no draws")
     if not np.all(np.isfinite(draws)):
-        fail(f"{args.difficulty_draws}: some difficulty draws are not finite numbers")
+        fail(f"{args.difficulty_draws}: some {variable} draws are not finite numbers")
     position = {item: k for k, item in enumerate(draw_items)}
-    draws = draws[:, [position[item] for item in items]]
+    return draws[:, [position[item] for item in items]]
+
+
+def difficulty_draws(args, items: list, model) -> tuple:
+    """(b draws, slope draws or None), each (S, N) in the difficulty file's item order, paired, thinned evenly to
+    --max-draws; (None, None) without --difficulty-draws. A posterior of another model than the table's is refused."""
+    if args.difficulty_draws is None:
+        return None, None
+    from benchmeasure.analyses.posterior_metrics import has_draws
+    from benchmeasure.irt.item_models import ITEM_MODELS
+
+    path = args.difficulty_draws
+    if model.draws is not None and not has_draws(path, model.draws):
+        fail(f"{path}: no {model.draws!r} draws, and {args.difficulty} is a {model.name} table: its items' slopes "
+             f"vary with b from draw to draw, so give both: the posterior.zarr of benchmeasure fit --model "
+             f"{model.name} --save-posterior, or an .npz with arrays b and {model.draws} (a CSV of draws holds b only)")
+    for other in (ITEM_MODELS[name] for name in ITEM_MODELS):
+        if other.draws is not None and other.draws != model.draws and has_draws(path, other.draws):
+            fail(f"{path}: holds {other.draws!r} draws, the slopes of a {other.name} fit, but {args.difficulty} is a "
+                 f"{model.name} table; give the draws of the fit that wrote it (a mixture is refused; "
+                 "docs/anchored.md)")
+    draws = _aligned(args, items, "b")
+    slopes = None if model.draws is None else _aligned(args, items, model.draws)
+    if slopes is not None:
+        if slopes.shape != draws.shape:
+            fail(f"{path}: {slopes.shape[0]} {model.draws} draws for {draws.shape[0]} b draws; they must pair up")
+        bad = np.argwhere(~(slopes > 0))
+        if bad.size:
+            fail(f"{path}: draw {bad[0][0]} of {model.draws} for item {items[bad[0][1]]!r} is "
+                 f"{slopes[tuple(bad[0])]:g}; a slope must be positive")
     keep = np.unique(np.linspace(0, draws.shape[0] - 1, min(args.max_draws, draws.shape[0])).round().astype(int))
-    return draws[keep]
+    return draws[keep], None if slopes is None else slopes[keep]
+
+
+def _model_record(item_model, prior, choice: str) -> dict:
+    """The record's ``model`` (in words, as before the 2PL) and, under another model than the 1PL, which one."""
+    if item_model.slope is None:
+        return {"model": f"1PL, {describe_prior(prior)}, difficulties fixed"}
+    return {"model": f"{item_model.name.upper()}, {describe_prior(prior)}, difficulties and slopes "
+                     f"({item_model.slope}) fixed", "item_model": item_model.name, "item_model_option": choice}
+
+
+def describe_prior(prior) -> str:
+    from benchmeasure.irt.fixed_prior import describe
+
+    return describe(prior, "model")
 
 
 def _cell(value: float) -> str:
@@ -118,9 +169,12 @@ def main(argv=None) -> int:
     inputs = [*args.responses, args.difficulty, args.guessing_csv, args.difficulty_draws]
     plan_outputs(files=[args.output, f"{args.output}.json"], inputs=inputs)
     from benchmeasure.irt.fixed_prior import describe, free_side_prior
+    from benchmeasure.irt.item_models import FixedItems, chosen_model, read_slopes
 
     prior = free_side_prior(args.prior, "model", args.difficulty, "--difficulty")
     items, b = benchmark_difficulties(args.difficulty)
+    item_model = chosen_model(args.model, args.difficulty)
+    slopes = read_slopes(item_model, args.difficulty, items)
     position = {item: k for k, item in enumerate(items)}
     tasks, seen = [], {}  # (model, counts, answered item indices, trials) for every model of every input
     absent = {}
@@ -136,19 +190,21 @@ def main(argv=None) -> int:
             tasks.append((model, counts, answered[present], trials))
         absent.update(absent_counts(matrix)["per_model"])
     guessing = np.asarray(guessing_from_options(args, items, "difficulty file"), dtype=float)
-    draws = difficulty_draws(args, items)
+    draws, slope_draws = difficulty_draws(args, items, item_model)
+    fixed = FixedItems(items, b, slopes, draws, slope_draws)
 
-    from benchmeasure.irt.anchored import SCORE_COLUMNS, score_model
+    from benchmeasure.irt.anchored import SCORE_COLUMNS
 
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
     say(f"scoring {len(tasks)} model(s) against {len(items)} items"
+        + ("" if slopes is None else f" of the {item_model.name} (slopes {slopes.min():.3g} to {slopes.max():.3g})")
         + (f", integrating over {len(draws)} difficulty draws" if draws is not None else "")
         + ("" if prior is None else f", {describe(prior, 'model')}"))
     normal = None if prior is None else (prior["mean"], prior["sd"])
     scores = []
     for j, (model, counts, answered, trials) in enumerate(tasks):
-        scores.append(score_model(counts, answered, b, args.n_trials, guessing, draws, args.hdi_prob, model,
-                                  trials=trials, prior=normal))
+        scores.append(item_model.score(counts, answered, fixed, args.n_trials, guessing, args.hdi_prob, model,
+                                       trials=trials, prior=normal))
         say(f"  [{j + 1}/{len(tasks)}] {model}: {answered.size} items, theta {scores[-1].theta_mean:.3f} ± "
             f"{scores[-1].theta_sd:.3f}, predicted accuracy {scores[-1].accuracy_predicted_full:.4f}")
     record = {
@@ -158,7 +214,7 @@ def main(argv=None) -> int:
         "items_in_benchmark": len(items),
         "settings": {"n_trials": args.n_trials, "guessing": args.guessing if args.guessing_csv is None else None,
                      "hdi_prob": args.hdi_prob, "difficulty_draws_used": None if draws is None else len(draws),
-                     "max_draws": args.max_draws, "model": f"1PL, {describe(prior, 'model')}, difficulties fixed",
+                     "max_draws": args.max_draws, **_model_record(item_model, prior, args.model),
                      "prior": args.prior, **({} if prior is None else {"prior_hyperparameters": prior})},
         "inputs": input_records(inputs),
         **provenance(PACKAGES),

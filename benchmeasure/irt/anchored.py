@@ -299,10 +299,10 @@ def predict_accuracy(components: list, observed_correct: float, n_items_total: i
 
     Parameters
     ----------
-    components : list of (GridPosterior, ndarray, ndarray)
-        ``(posterior of θ, difficulties of the unanswered items, their guessing)``; one entry
+    components : list of (GridPosterior, ndarray, ndarray[, ndarray])
+        ``(posterior of θ, difficulties of the unanswered items, their guessing[, their slopes])``; one entry
         for plug-in difficulties, one per difficulty draw (equal weights) when integrating over
-        the difficulty posterior.
+        the difficulty posterior. Without slopes every a is 1 (the 1PL).
     observed_correct : float
         Σ y_i / K over the answered items (expected number of items solved, counted once).
     n_items_total : int
@@ -313,11 +313,14 @@ def predict_accuracy(components: list, observed_correct: float, n_items_total: i
         Mass of the reported interval.
     """
     means, sds, masses = [], [], []
-    for posterior, b_rest, g_rest in components:
+    for posterior, b_rest, g_rest, *slopes in components:
         keep = posterior.support()
         mass = posterior.cell_masses()[keep]
         if b_rest.size:
-            p = g_rest[None, :] + (1 - g_rest[None, :]) / (1.0 + np.exp(b_rest[None, :] - posterior.grid[keep, None]))
+            shift = b_rest[None, :] - posterior.grid[keep, None]
+            if slopes:   # items with slopes a (a 2PL's, :mod:`.anchored_slopes`): σ(a(θ − b))
+                shift = slopes[0][None, :] * shift
+            p = g_rest[None, :] + (1 - g_rest[None, :]) / (1.0 + np.exp(shift))
             mu = p.sum(axis=1)
             var = (p * (1 - p)).sum(axis=1) / n_trials
         else:
