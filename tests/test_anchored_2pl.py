@@ -102,7 +102,7 @@ def test_unit_slopes_give_the_1pl_and_a_1pl_table_keeps_the_1pl_path(world, tmp_
     assert (tmp_path / "plain.csv").read_bytes() == (tmp_path / "plain_1pl.csv").read_bytes()
     record = json.loads((tmp_path / "plain.csv.json").read_text())
     assert "item_model" not in record["settings"] and record["settings"]["model"].startswith("1PL")
-    for one, plain, path in zip(outs["ones"], outs["plain"], files):
+    for one, plain in zip(outs["ones"], outs["plain"]):
         for column in ("theta_mean", "theta_sd", "accuracy_predicted_full", "accuracy_predicted_low",
                        "accuracy_predicted_high"):
             assert float(one[column]) == pytest.approx(float(plain[column]), rel=2e-5, abs=2e-6), column

@@ -149,3 +149,53 @@ def test_benchfill_item_fit_without_scipy_is_one_error_line_before_any_call(tmp_
     assert_rejected(done, "[search] misfit_p", "scipy", "misfit_p = 0")
     assert not (folder / "events.jsonl").exists() or "call" not in (folder / "events.jsonl").read_text()
     assert not (folder / "summary.json").exists()
+
+
+def test_score_models_refuses_mixed_item_models_and_bad_slopes(tmp_path):
+    """score-models against a 2PL table (issue 51 part 3, docs/anchored.md): the table's model and --model, the
+    slopes and the draws of another model are one error line each, and nothing is written."""
+    import numpy as np
+
+    items = [f"q{i}" for i in range(6)]
+    b = np.linspace(-1.5, 1.5, 6)
+
+    def table(name, header, cells):
+        path = tmp_path / name
+        path.write_text(header + "\n" + "".join(f"{i},{v:.3f}{c}\n" for i, v, c in zip(items, b, cells)))
+        return path
+
+    two = table("two.csv", "item,b_mean,a_mean", [",1.2"] * 6)
+    one = table("one.csv", "item,b_mean", [""] * 6)
+    zero = table("zero.csv", "item,b_mean,a_mean", [",1.2"] * 5 + [",0"])
+    blank = table("blank.csv", "item,b_mean,a_mean", [",1.2"] * 5 + [","])
+    answers = tmp_path / "answers.csv"
+    answers.write_text("model," + ",".join(items) + "\nnew,1,1,1,0,1,0\n")
+    draws_csv = tmp_path / "draws.csv"
+    draws_csv.write_text(",".join(items) + "\n" + ",".join(f"{v:.3f}" for v in b) + "\n")
+    rng = np.random.default_rng(0)
+    b_draws = b + rng.normal(0, 0.1, (5, 6))
+    np.savez(tmp_path / "both.npz", b=b_draws, a=np.full((5, 6), 1.1), items=np.array(items))
+    negative = np.full((5, 6), 1.1)
+    negative[2, 3] = -0.4
+    np.savez(tmp_path / "negative.npz", b=b_draws, a=negative, items=np.array(items))
+    np.savez(tmp_path / "short.npz", b=b_draws, a=np.full((4, 6), 1.1), items=np.array(items))
+    out = tmp_path / "scores.csv"
+    cases = [
+        ((one, "--model", "2pl"), "has no column a_mean"),
+        ((two, "--model", "1pl"), "has the column a_mean"),
+        ((zero, ), "a slope must be positive"),
+        ((blank, ), "a_mean"),
+        ((two, "--difficulty-draws", draws_csv), "no 'a' draws"),
+        ((one, "--difficulty-draws", tmp_path / "both.npz"), "holds 'a' draws"),
+        ((two, "--difficulty-draws", tmp_path / "negative.npz"), "a slope must be positive"),
+        ((two, "--difficulty-draws", tmp_path / "short.npz"), "must pair up"),
+        ((two, "--model", "3pl"), "--model"),
+    ]
+    for (difficulty, *extra), fragment in cases:
+        done = run_script("score_models.py", answers, "--difficulty", difficulty, "--n-trials", 1, *extra,
+                          "--output", out)
+        assert_rejected(done, fragment)
+        assert not out.exists() and not (tmp_path / "scores.csv.json").exists(), fragment
+    done = run_script("score_models.py", answers, "--difficulty", two, "--n-trials", 1, "--difficulty-draws",
+                      tmp_path / "both.npz", "--output", out, "--quiet")
+    assert done.returncode == 0, done.stderr   # the same inputs, consistent: scored

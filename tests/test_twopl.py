@@ -39,7 +39,8 @@ def small(tmp_path_factory):
 def test_2pl_recovers_slopes_and_compares_with_1pl(small):
     root, a_true = small
     done = run_script("fit_irt.py", root / "m.csv", "--n-trials", 4, "--model", "2pl", "--compare", "1pl",
-                      "--chains", 2, "--tune", 300, "--draws", 300, "--seed", 1, "--output-dir", root / "fit")
+                      "--chains", 2, "--tune", 300, "--draws", 300, "--seed", 1, "--save-posterior",
+                      "--output-dir", root / "fit")
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(open(root / "fit" / "difficulty.csv")))
     assert list(rows[0]) == ["item", "b_mean", "b_sd", "r_hat", "ess_bulk", "a_mean", "a_sd"]
@@ -59,6 +60,19 @@ def test_2pl_recovers_slopes_and_compares_with_1pl(small):
 
     column = read_difficulty_column(root / "fit" / "difficulty.csv")
     assert column.column == "b_mean" and np.allclose(column.values, [float(r["b_mean"]) for r in rows])
+    # new models scored against this fit's items (score-models reads the slopes; docs/anchored.md), its
+    # posterior's paired b and a draws integrated over: the model's answers place it as the fit placed it
+    done = run_script("score_models.py", root / "m.csv", "--difficulty", root / "fit" / "difficulty.csv",
+                      "--n-trials", 4, "--difficulty-draws", root / "fit" / "posterior.zarr", "--max-draws", 60,
+                      "--output", root / "scores.csv", "--quiet")
+    assert done.returncode == 0, done.stderr
+    scores = list(csv.DictReader(open(root / "scores.csv")))
+    fitted = {r["model"]: r for r in csv.DictReader(open(root / "fit" / "ability.csv"))}
+    for row in scores:
+        gap = abs(float(row["theta_mean"]) - float(fitted[row["model"]]["theta_mean"]))
+        assert gap < 2 * float(fitted[row["model"]]["theta_sd"]), (row, fitted[row["model"]])
+    settings = json.loads((root / "scores.csv.json").read_text())["settings"]
+    assert settings["item_model"] == "2pl" and settings["difficulty_draws_used"] == 60
 
 
 def test_2pl_refusals(small):
