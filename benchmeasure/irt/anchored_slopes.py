@@ -149,3 +149,103 @@ def score_model(counts, answered, difficulties, slopes, n_trials: int, guessing,
     prediction = predict_accuracy(components, solved, g.size, n_trials, prob)
     return ModelScore(model, posterior.mean, posterior.sd, low, high, int(idx.size), observed,
                       prediction.mean, prediction.low, prediction.high)
+
+
+# ------------------------------------------------------------------------------------------------
+# a new item's (b, a) with every ability held fixed: calibrate-items against a 2PL fit's abilities
+
+#: nodes per axis of the zooming passes and of the final grid over (b, log a)
+ZOOM_NODES, FINE_NODES_2D, MAX_ZOOMS = 161, 401, 6
+
+
+@numba.njit(cache=True)
+def _item_loglik(y, k, theta, g, b_nodes, u_nodes, out):
+    """out[p, q] = Σ_j log Binomial(y_j | K_j, g + (1 − g)·σ(e^u_q·(θ_j − b_p))) without log C(K, y)."""
+    for q in range(u_nodes.shape[0]):
+        a = math.exp(u_nodes[q])
+        for p in range(b_nodes.shape[0]):
+            total = 0.0
+            for j in range(theta.shape[0]):
+                total += cell_loglik(y[j], k[j], a * (theta[j] - b_nodes[p]), g)
+            out[p, q] = total
+
+
+def _item_log_density(y, k, theta, g, b_nodes, u_nodes, prior, slope_sd):
+    out = np.empty((b_nodes.size, u_nodes.size))
+    _item_loglik(y, k, theta, float(g), b_nodes, u_nodes, out)
+    mean, sd = prior
+    return out - 0.5 * ((b_nodes[:, None] - mean) / sd) ** 2 - 0.5 * (u_nodes[None, :] / slope_sd) ** 2
+
+
+def item_box(y, k, theta, g, prior, slope_sd) -> tuple:
+    """((b_low, b_high), (u_low, u_high)) holding every node within :data:`WINDOW_NATS` of the peak of
+    p(b, u = log a | y, θ): a pass of :data:`ZOOM_NODES`² nodes over a box, widened where the mass reaches its edge
+    and narrowed to the nodes it found (one node more each side) until it stops shrinking."""
+    mean, sd = prior
+    reach = BASE_HALF_WIDTH + math.log1p(float(np.sum(k)))
+    box = [[mean - max(sd, 1.0) * reach, mean + max(sd, 1.0) * reach], [-slope_sd * reach, slope_sd * reach]]
+    for _ in range(MAX_ZOOMS + MAX_WIDENINGS):
+        axes = [np.linspace(low, high, ZOOM_NODES) for low, high in box]
+        values = _item_log_density(y, k, theta, g, axes[0], axes[1], prior, slope_sd)
+        rows, cols = np.nonzero(values >= values.max() - WINDOW_NATS)
+        found, grew = [], False
+        for axis, hits in zip(axes, (rows, cols)):
+            first, last = int(hits.min()), int(hits.max())
+            low, high = axis[max(first - 1, 0)], axis[min(last + 1, ZOOM_NODES - 1)]
+            if first == 0:
+                low, grew = axis[0] - (axis[-1] - axis[0]), True
+            if last == ZOOM_NODES - 1:
+                high, grew = axis[-1] + (axis[-1] - axis[0]), True
+            found.append([float(low), float(high)])
+        shrunk = all((f[1] - f[0]) < 0.5 * (b[1] - b[0]) for f, b in zip(found, box))
+        box = found
+        if not grew and not shrunk:
+            return tuple(map(tuple, box))
+    return tuple(map(tuple, box))
+
+
+def item_posterior(counts, trials, abilities, guessing: float = 0.0, prior=None, slope_sd: float | None = None):
+    """p(b, a | y, θ) of one item: (the marginal :class:`GridPosterior` of b, E[a], sd[a]) under b ~ N(m, s)
+    (``prior``, default N(0, 1)) and log a ~ N(0, ``slope_sd``) (default the 2pl route's), by the trapezoid rule on
+    a :data:`FINE_NODES_2D`² grid over :func:`item_box`."""
+    from benchmeasure.irt.routes.twopl.model import SLOPE_SD
+
+    y = np.asarray(counts, dtype=float)
+    k = np.ascontiguousarray(np.broadcast_to(np.asarray(trials, dtype=float), y.shape))
+    theta = np.ascontiguousarray(abilities, dtype=float)
+    if y.shape != theta.shape or y.ndim != 1 or y.size == 0:
+        raise ValueError("an item needs counts and abilities of equal, nonzero length")
+    prior = (0.0, 1.0) if prior is None else prior
+    slope_sd = SLOPE_SD if slope_sd is None else slope_sd
+    (b_low, b_high), (u_low, u_high) = item_box(y, k, theta, guessing, prior, slope_sd)
+    b_nodes, u_nodes = np.linspace(b_low, b_high, FINE_NODES_2D), np.linspace(u_low, u_high, FINE_NODES_2D)
+    values = _item_log_density(y, k, theta, guessing, b_nodes, u_nodes, prior, slope_sd)
+    weight = np.exp(values - values.max())
+    u_step = np.full(u_nodes.size, u_nodes[1] - u_nodes[0])
+    u_step[[0, -1]] /= 2.0
+    marginal = weight @ u_step                                   # ∫ p(b, u) du at each b node (trapezoid)
+    posterior = GridPosterior.from_log(b_nodes, np.log(np.maximum(marginal, 1e-300)))
+    b_step = np.full(b_nodes.size, b_nodes[1] - b_nodes[0])
+    b_step[[0, -1]] /= 2.0
+    over_u = b_step @ weight                                     # ∫ p(b, u) db at each u node
+    mass = over_u * u_step
+    a = np.exp(u_nodes)
+    a_mean = float(mass @ a / mass.sum())
+    a_sd = float(math.sqrt(max(mass @ (a - a_mean) ** 2 / mass.sum(), 0.0)))
+    return posterior, a_mean, a_sd
+
+
+def calibrate_item(counts, abilities, n_trials: int, guessing: float = 0.0, reference=None, prob: float = HDI_PROB,
+                   item: str = "", trials=None, prior=None):
+    """One new item's b (mean, sd, HDI, z) and slope a (mean, sd) with every ability fixed: the 2PL's
+    :func:`benchmeasure.irt.anchored.calibrate_item` (``trials``: one per model, 0 = absent)."""
+    from benchmeasure.irt.anchored import ItemCalibration
+
+    y = np.asarray(counts, dtype=float)
+    theta = np.asarray(abilities, dtype=float)
+    k = np.full(y.size, float(n_trials)) if trials is None else np.asarray(trials, dtype=float)
+    present = k > 0
+    posterior, a_mean, a_sd = item_posterior(y[present], k[present], theta[present], guessing, prior)
+    low, high = posterior.hdi(prob)
+    z = float("nan") if reference is None else (posterior.mean - reference[0]) / (reference[1] - reference[0])
+    return ItemCalibration(item, posterior.mean, posterior.sd, low, high, z), (a_mean, a_sd)

@@ -35,8 +35,10 @@ class ItemModel:
     """One item-response model of fixed items (module docstring).
 
     ``score(counts, answered, fixed, n_trials, guessing, prob, model, trials, prior) -> ModelScore``: one model's
-    ability against the :class:`FixedItems` ``fixed``; ``slope``: the difficulty-file column of the slopes' posterior
-    means (None: every slope is 1); ``draws``: the posterior variable of the slopes' draws.
+    ability against the :class:`FixedItems` ``fixed``; ``calibrate(counts, abilities, n_trials, guessing, reference,
+    prob, item, trials, prior) -> (ItemCalibration, extra)``: one new item against fixed abilities, ``extra`` the
+    values of ``columns``, the columns it adds to ``calibrate-items``' output; ``slope``: the difficulty-file column
+    of the slopes' posterior means (None: every slope is 1); ``draws``: the posterior variable of the slopes' draws.
     """
 
     DECORATES: ClassVar[str] = "score"
@@ -45,10 +47,13 @@ class ItemModel:
     score: object
     slope: str | None = None
     draws: str | None = None
+    calibrate: object = None
+    columns: tuple = ()
     summary: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "score", lazy(self.score))
+        object.__setattr__(self, "calibrate", lazy(self.calibrate))
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,14 @@ class FixedItems:
 ITEM_MODELS = Registry("item-response model", entry=ItemModel, builtins=("benchmeasure.irt.item_models",))
 
 
-@ITEM_MODELS.add("1pl", summary="p = g + (1 - g)·σ(θ - b), every slope 1 (the paper's)")
+def calibrate_1pl(counts, abilities, n_trials, guessing, reference, prob, item, trials=None, prior=None):
+    from benchmeasure.irt.anchored import calibrate_item
+
+    return calibrate_item(counts, abilities, n_trials, guessing, reference, prob, item, trials=trials,
+                          prior=prior), ()
+
+
+@ITEM_MODELS.add("1pl", calibrate=calibrate_1pl, summary="p = g + (1 - g)·σ(θ - b), every slope 1 (the paper's)")
 def score_1pl(counts, answered, fixed, n_trials, guessing, prob, model, trials=None, prior=None):
     from benchmeasure.irt.anchored import score_model
 
@@ -74,7 +86,8 @@ def score_1pl(counts, answered, fixed, n_trials, guessing, prob, model, trials=N
                        prior=prior)
 
 
-@ITEM_MODELS.add("2pl", slope="a_mean", draws="a",
+@ITEM_MODELS.add("2pl", slope="a_mean", draws="a", columns=("a_mean", "a_sd"),
+                 calibrate="benchmeasure.irt.anchored_slopes:calibrate_item",
                  summary="p = g + (1 - g)·σ(a(θ - b)), each item's slope a from fit --model 2pl")
 def score_2pl(counts, answered, fixed, n_trials, guessing, prob, model, trials=None, prior=None):
     from benchmeasure.irt.anchored_slopes import score_model
@@ -132,3 +145,32 @@ def read_slopes(model: ItemModel, path: str, items: list):
         fail(f"{os.fspath(path)}: item {items[bad[0]]!r}: {model.slope} is {slopes[bad[0]]:g}; a slope must be "
              f"positive (fit --model {model.name} writes a > 0)")
     return slopes
+
+
+def ability_model(choice: str, path: str) -> ItemModel:
+    """The model of the fit that wrote the ability file ``path`` (``calibrate-items --abilities``), which ``choice``
+    must name unless it is ``auto``: the ``item_model`` that ``score-models`` records in ``path``.json, else the
+    ``model`` of the ``diagnostics.json`` beside ``path`` (``fit --model 2pl`` records it; a 1PL fit records none),
+    else unknown: ``auto`` is then the 1PL and another ``--model`` is taken at its word."""
+    import json
+
+    found, where = None, None
+    folder_record = os.path.join(os.path.dirname(os.path.abspath(path)), "diagnostics.json")
+    for record_path, read in ((f"{os.fspath(path)}.json", lambda r: r.get("settings", {}).get("item_model", "1pl")),
+                              (folder_record, lambda r: r.get("model", "1pl"))):
+        try:
+            with open(record_path, encoding="utf-8") as handle:
+                record = json.load(handle)
+            found, where = str(read(record)), record_path
+            break
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            continue
+    if found is not None and found not in ITEM_MODELS:
+        found = None   # a record of something else: no model recorded
+    if choice == AUTO:
+        return ITEM_MODELS[found or next(name for name in ITEM_MODELS if ITEM_MODELS[name].slope is None)]
+    if found is not None and found != choice:
+        fail(f"--model {choice}: the abilities {os.fspath(path)} come from a {found} fit ({where}); new items "
+             f"calibrated under the {choice} against them would sit on no fit's scale (use --model {found} or "
+             f"{AUTO}; docs/anchored.md)")
+    return ITEM_MODELS.get(choice, "--model")
