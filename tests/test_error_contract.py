@@ -199,3 +199,20 @@ def test_score_models_refuses_mixed_item_models_and_bad_slopes(tmp_path):
     done = run_script("score_models.py", answers, "--difficulty", two, "--n-trials", 1, "--difficulty-draws",
                       tmp_path / "both.npz", "--output", out, "--quiet")
     assert done.returncode == 0, done.stderr   # the same inputs, consistent: scored
+
+
+def test_calibrate_items_refuses_abilities_of_another_item_model(tmp_path):
+    """calibrate-items --model against the abilities' record (diagnostics.json beside them): one error line."""
+    answers = tmp_path / "new.csv"
+    answers.write_text("model,x1,x2\nm0,1,0\nm1,1,1\nm2,0,0\n")
+    out = tmp_path / "new_difficulty.csv"
+    for model, record, fragment in (("1pl", {"model": "2pl", "settings": {"model": "2pl"}}, "come from a 2pl fit"),
+                                    ("2pl", {"settings": {"n_trials": 1}}, "come from a 1pl fit")):
+        folder = tmp_path / f"fit_{model}"
+        folder.mkdir()
+        (folder / "ability.csv").write_text("model,theta_mean\nm0,0.1\nm1,1.2\nm2,-0.8\n")
+        (folder / "diagnostics.json").write_text(json.dumps(record))
+        done = run_script("calibrate_items.py", answers, "--abilities", folder / "ability.csv", "--n-trials", 1,
+                          "--model", model, "--output", out)
+        assert_rejected(done, fragment, "--model")
+        assert not out.exists() and not (tmp_path / "new_difficulty.csv.json").exists()

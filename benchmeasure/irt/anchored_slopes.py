@@ -155,7 +155,7 @@ def score_model(counts, answered, difficulties, slopes, n_trials: int, guessing,
 # a new item's (b, a) with every ability held fixed: calibrate-items against a 2PL fit's abilities
 
 #: nodes per axis of the zooming passes and of the final grid over (b, log a)
-ZOOM_NODES, FINE_NODES_2D, MAX_ZOOMS = 161, 401, 6
+ZOOM_NODES, FINE_NODES_2D, MAX_ZOOMS = 101, 201, 6
 
 
 @numba.njit(cache=True)
