@@ -202,7 +202,8 @@ def test_calibrate_recovers_known_items_against_2pl_abilities(tmp_path):
     covered = np.mean((low <= b) & (b <= high))
     assert covered >= 0.83, covered                 # 94 % nominal over 30 items (binomial sd 0.043)
     z = (a - np.array([float(r["a_mean"]) for r in rows])) / np.array([float(r["a_sd"]) for r in rows])
-    assert np.all(np.abs(z) < 3.5) and 0.6 < z.std() < 1.4, z
+    # a's posterior is skewed (log a is the Normal one), so its upper tail reaches further than mean + 3 sd
+    assert np.all(np.abs(z) < 4.5) and np.median(np.abs(z)) < 1.0 and 0.6 < z.std() < 1.5, z
     record = json.loads((tmp_path / "new_difficulty.csv.json").read_text())
     assert record["settings"]["item_model"] == "2pl" and record["columns"][-2:] == ["a_mean", "a_sd"]
 
