@@ -114,8 +114,8 @@ def main() -> int:
                 inside = np.mean([float(r["theta_hdi_low"]) <= full[r["model"]] <= float(r["theta_hdi_high"])
                                   for r in scored])
                 acc_err = np.array([float(r["accuracy_predicted_full"]) - accuracy[r["model"]] for r in scored])
-                acc_in = np.mean([float(r["accuracy_predicted_low"]) <= accuracy[r["model"]]
-                                  <= float(r["accuracy_predicted_high"]) for r in scored])
+                acc_in = np.mean([float(r["accuracy_predicted_low"]) - 1e-6 <= accuracy[r["model"]]
+                                  <= float(r["accuracy_predicted_high"]) + 1e-6 for r in scored])  # 6 digits
                 results[f"{model}{label} {answers}"] = {
                     "theta_rmse_vs_full_fit": float(np.sqrt(np.mean(err ** 2))),
                     "theta_mean_abs_err": float(np.mean(np.abs(err))),
