@@ -83,8 +83,7 @@ def test_predict_after_drops_a_flagged_models_items_before_its_step(world):
 
 
 @pytest.mark.parametrize("case", ["unknown_item", "not_a_date", "output_is_input", "unknown_column",
-                                  "predict_category", "predict_not_a_date", "predict_after_newest",
-                                  "purify_out_of_range"])
+                                  "predict_category", "predict_not_a_date", "predict_after_newest"])
 def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
     meta, out = world["meta"], tmp_path / "out"
     fragment, extra = "", []
@@ -105,8 +104,6 @@ def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
         extra, fragment = ["--predict-after", "2024/06/01"], "not a date"
     elif case == "predict_after_newest":
         extra, fragment = ["--predict-after", "2025-01-01"], "no item of the matrix has date at or after it"
-    elif case == "purify_out_of_range":
-        extra, fragment = ["--purify", "11"], "--purify: 11 is outside the allowed range [0, 10]"
     else:
         fragment = "no column 'nope'"
     by = {"unknown_column": "nope", "predict_category": "source"}.get(case, "date")

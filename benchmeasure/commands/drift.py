@@ -73,9 +73,6 @@ def parse_args(argv):
     parser.add_argument("--max-replicates", type=integer(100, 1_000_000), default=4000, metavar="R",
                         help="bootstrap replicates at most per model, in batches of 500 until 20 exceed the "
                              "observed statistic (default: 4000)")
-    parser.add_argument("--purify", type=integer(0, 10), default=1, metavar="N",
-                        help="when models are flagged, refit the difficulties without their items before τ and "
-                             "test every model again, up to N times while the flags change (default: 1; 0: off)")
     parser.add_argument("--check-leave-out", type=integer(0, 1000), default=3, metavar="N",
                         help="measure the leave-out approximation against N exact refits (default: 3)")
     parser.add_argument("--predict-after", nargs="?", const="", default=None, metavar="FROM",
@@ -157,8 +154,7 @@ def main(argv=None) -> int:
     from benchmeasure.analyses.drift import DriftSettings, run_drift
 
     settings = DriftSettings(alpha=args.alpha, min_side=args.min_items, max_replicates=args.max_replicates,
-                             seed=args.seed, check_models=args.check_leave_out, predict=predict,
-                             purify=args.purify)
+                             seed=args.seed, check_models=args.check_leave_out, predict=predict)
     report = run_drift(matrix, cov, None if slopes_by == "none" else meta[slopes_by], meta.get("release"),
                        model_dates, settings)
     out = Path(args.output_dir)
@@ -179,7 +175,7 @@ def main(argv=None) -> int:
         "predict": {"target": report.predict_target, "models": report.predictions} if predict else None,
         "settings": {"n_trials": args.n_trials, "allow_missing": args.allow_missing, "seed": args.seed,
                      "alpha": args.alpha, "min_items": args.min_items, "max_replicates": args.max_replicates,
-                     "purify": args.purify, "predict_after": args.predict_after,
+                     "predict_after": args.predict_after,
                      "model": "P = σ(a_release·(θ + δ·[x < τ] − b)), MAP fit, leave-one-model-out b"},
         "figures": _figure_files(report.figures),
         "inputs": input_records(inputs), **provenance(PACKAGES), "wall_time_s": time.perf_counter() - start,
