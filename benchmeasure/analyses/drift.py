@@ -52,7 +52,6 @@ class DriftSettings:
     seed: int = 0
     check_models: int = 3
     predict: tuple | None = None   # (target item mask, label) of --predict-after (drift_predict.prediction_target)
-    purify: int = 1                # refits without the flagged models' items before their τ̂ (0: none)
 
 
 @dataclass
@@ -68,8 +67,6 @@ class DriftReport:
     slopes: dict = field(default_factory=dict)
     predictions: list = field(default_factory=list)
     predict_target: str | None = None
-    purified: list = field(default_factory=list)   # models whose items before τ̂ the final difficulties leave out
-    passes: int = 1                                # rounds of step tests (1 + purification refits)
 
 
 def bins_of(cov: Covariate):
@@ -107,16 +104,13 @@ def _near(tau_month: int, dates: list) -> bool | None:
     return any(abs(tau_month - (d + 1)) <= 1 for d in known)
 
 
-def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side, own=None):
-    """The leave-out approximation against exact refits without each chosen model: b and the search statistic.
+def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side):
+    """The leave-out approximation against exact refits without each chosen model: b and the search statistic."""
 
-    (y, n): the cells the difficulties were fitted from; ``own`` = (y, n) of every model's own answered cells when
-    they differ (purification leaves a flagged model's items before τ̂ out of the fit, not out of its test)."""
-    own_y, own_n = own if own is not None else (y, n)
     rows = []
     for m in chosen:
         exact = exact_leave_out(y, n, fit, m)
-        present = own_n[m] > 0
+        present = n[m] > 0
         diff = (b_loo[m] - exact)[present]
         keep = np.arange(len(y)) != m
         one = item_newton(y[keep], n[keep], fit.theta[keep], fit.a, fit.b, 1, fit.prior_mean)
@@ -124,13 +118,12 @@ def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side, own=None):
         stats = []
         for b in (b_loo[m], exact):
             bb, aa = b[present], fit.a[present]
-            theta = judged_theta(own_y[m, present], own_n[m, present], bb, aa)
+            theta = judged_theta(y[m, present], n[m, present], bb, aa)
             if cand.size:
                 onehot = np.zeros((present.sum(), n_bins))
                 onehot[np.arange(present.sum()), bins[present]] = 1
                 p = sigmoid(aa * (theta - bb))
-                stats.append(float(score_max(own_y[None, m, present], own_n[m, present], p, aa, onehot,
-                                             cand)[0][0]))
+                stats.append(float(score_max(y[None, m, present], n[m, present], p, aa, onehot, cand)[0][0]))
         rows.append({"model_index": int(m), "max_abs_b_error": float(np.abs(diff).max()),
                      "rms_b_error": float(np.sqrt((diff ** 2).mean())),
                      "one_step_max_abs_b_error": float(np.abs((one - exact)[present]).max()),
@@ -165,16 +158,22 @@ def _run_drift(matrix, cov, slope_values, release, model_dates, settings) -> Dri
     group, group_names = _groups(slope_values)
     logger.info(f"fitting the 1PL at its mode: {M} models × {N} items"
                 + (f", one slope per {len(group_names)} item groups" if len(group_names) > 1 else ""))
+    fit = fit_map(y, n, group)
+    # each b's prior centred on the mean difficulty of its bin (month) or level, not on 0: a prior mean of 0
+    # pulls each b towards 0 by about b/(3²·I), and when difficulty trends with the date that pull runs with the
+    # date (old easy items made harder, new hard ones easier), so every model looks better before any τ
     cells = bins_of(cov)[0] if cov.kind != "category" else np.unique(cov.values, return_inverse=True)[1]
-    fit, b_loo = _fit(y, n, group, cells)
+    level = np.bincount(cells, fit.b) / np.maximum(np.bincount(cells), 1)
+    fit = fit_map(y, n, group, start=fit, prior_mean=level[cells])
+    b_loo = leave_out_difficulties(y, n, fit)
+    a = fit.a
     logger.info(f"  fit and leave-one-model-out difficulties in {time.perf_counter() - start:.1f} s")
+    slopes = {name: float(fit.slope[k]) for k, name in enumerate(group_names)} if len(group_names) > 1 else {}
     if cov.kind == "category":
-        report = DriftReport("category", _categorical(matrix, cov, y, n, fit.a, b_loo, settings))
-        final = fit
+        report = DriftReport("category", _categorical(matrix, cov, y, n, a, b_loo, settings), slopes=slopes)
     else:
-        report, final = _ordered(matrix, cov, y, n, group, fit, b_loo, model_dates, settings)
-    report.slopes = ({name: float(final.slope[k]) for k, name in enumerate(group_names)}
-                     if len(group_names) > 1 else {})
+        report = _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings)
+        report.slopes = slopes
     if release is None:
         report.items_skipped = "the item table has no 'release' column: no panels of different releases to compare"
     else:
@@ -186,77 +185,20 @@ def _run_drift(matrix, cov, slope_values, release, model_dates, settings) -> Dri
     return report
 
 
-def _fit(y, n, group, cells):
-    """The mode of the model on the cells (y, n), then each model's leave-out difficulties.
-
-    Each b's prior is centred on the mean difficulty of its bin (month) or level, not on 0: a prior mean of 0
-    pulls each b towards 0 by about b/(3²·I), and when difficulty trends with the date that pull runs with the
-    date (old easy items made harder, new hard ones easier), so every model looks better before any τ."""
-    fit = fit_map(y, n, group)
-    level = np.bincount(cells, fit.b) / np.maximum(np.bincount(cells), 1)
-    fit = fit_map(y, n, group, start=fit, prior_mean=level[cells])
-    return fit, leave_out_difficulties(y, n, fit)
-
-
-def _step_tests(y, n, fit_y, fit_n, fit, b_loo, bins, n_bins, settings):
-    """Every model's step test on all its answered cells (y, n), against difficulties fitted from (fit_y, fit_n)
-    without it; the BH q-values and the flags (q ≤ α and δ̂ > 0)."""
+def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftReport:
     M = y.shape[0]
-    results = []
-    t0 = time.perf_counter()
-    for m in range(M):
-        present = n[m] > 0
-        rng = np.random.default_rng([settings.seed, m])
-        error = leave_out_error(fit_y, fit_n, fit, b_loo[m], m).items(present)
-        results.append(step_test(y[m, present], n[m, present], b_loo[m, present], fit.a[present], bins[present],
-                                 n_bins, rng, settings.min_side, max_replicates=settings.max_replicates,
-                                 error=error))
-        if (m + 1) % 10 == 0 or m + 1 == M:
-            logger.info(f"  step tests: {m + 1}/{M} models ({time.perf_counter() - t0:.1f} s)")
-    q = benjamini_hochberg(np.array([r.p_value for r in results]))
-    flagged = np.array([r.tau_bin >= 0 and q[m] <= settings.alpha and r.delta > 0 for m, r in enumerate(results)],
-                       dtype=bool)
-    return results, q, flagged
-
-
-def _purified(y, n, results, flagged, bins):
-    """The cells with each flagged model's items before its τ̂ removed (what the difficulties are refitted from)."""
-    n_fit = n.copy()
-    for m in np.flatnonzero(flagged):
-        n_fit[m, bins < results[m].tau_bin] = 0
-    return np.where(n_fit > 0, y, 0.0), n_fit
-
-
-def _ordered(matrix, cov, y, n, group, fit, b_loo, model_dates, settings):
-    """The step tests, purified (``settings.purify``): while the flags change (at most ``purify`` more passes),
-    refit the difficulties without the flagged models' items before their τ̂ and test every model again."""
     bins, labels = bins_of(cov)
     n_bins = len(labels)
-    fit_y, fit_n = y, n
-    results, q, flagged = _step_tests(y, n, fit_y, fit_n, fit, b_loo, bins, n_bins, settings)
-    purified = np.zeros(len(flagged), dtype=bool)
-    passes = 1
-    while flagged.any() and passes <= settings.purify and not np.array_equal(flagged, purified):
-        purified = flagged.copy()
-        logger.info(f"  purification pass {passes}: refitting without {int(purified.sum())} flagged models' "
-                    "items before their τ")
-        fit_y, fit_n = _purified(y, n, results, purified, bins)
-        fit, b_loo = _fit(fit_y, fit_n, group, bins)
-        results, q, flagged = _step_tests(y, n, fit_y, fit_n, fit, b_loo, bins, n_bins, settings)
-        passes += 1
-    report = _report(matrix, cov, y, n, fit, b_loo, bins, labels, results, q, flagged, model_dates, settings,
-                     fit_y, fit_n)
-    report.purified = [matrix.models[m] for m in np.flatnonzero(purified)]
-    report.passes = passes
-    return report, fit
-
-
-def _report(matrix, cov, y, n, fit, b_loo, bins, labels, results, q, flagged, model_dates, settings, fit_y, fit_n):
-    n_bins = len(labels)
     a = fit.a
-    rows, bin_rows = [], []
-    for m, (model, res) in enumerate(zip(matrix.models, results)):
+    results, rows, bin_rows = [], [], []
+    t0 = time.perf_counter()
+    for m, model in enumerate(matrix.models):
         present = n[m] > 0
+        rng = np.random.default_rng([settings.seed, m])
+        error = leave_out_error(y, n, fit, b_loo[m], m).items(present)
+        res = step_test(y[m, present], n[m, present], b_loo[m, present], a[present], bins[present], n_bins, rng,
+                        settings.min_side, max_replicates=settings.max_replicates, error=error)
+        results.append(res)
         items, trials, observed, expected, offset, se = bin_offsets(y[m, present], n[m, present], b_loo[m, present],
                                                                    a[present], res.theta, bins[present], n_bins)
         for k in range(n_bins):
@@ -265,13 +207,17 @@ def _report(matrix, cov, y, n, fit, b_loo, bins, labels, results, q, flagged, mo
                                  "correct": int(observed[k]), "expected": float(expected[k]),
                                  "offset": float(offset[k]), "offset_lo": float(offset[k] - Z_95 * se[k]),
                                  "offset_hi": float(offset[k] + Z_95 * se[k])})
+        if (m + 1) % 10 == 0 or m + 1 == M:
+            logger.info(f"  step tests: {m + 1}/{M} models ({time.perf_counter() - t0:.1f} s)")
+    q = benjamini_hochberg(np.array([r.p_value for r in results]))
     report = DriftReport(cov.kind, rows, bins=bin_rows)
     for m, (model, res) in enumerate(zip(matrix.models, results)):
         tested = res.tau_bin >= 0
+        flagged = bool(tested and q[m] <= settings.alpha and res.delta > 0)
         row = {"model": model, "tau": labels[res.tau_bin] if tested else "", "delta": res.delta,
                "delta_lo": res.delta_lo, "delta_hi": res.delta_hi, "lr": res.lr, "z_max": res.z_max,
-               "p_value": res.p_value, "q_value": float(q[m]), "flagged": bool(flagged[m]),
-               "replicates": res.replicates, "theta": res.theta, "items": int((n[m] > 0).sum())}
+               "p_value": res.p_value, "q_value": float(q[m]), "flagged": flagged, "replicates": res.replicates,
+               "theta": res.theta, "items": int((n[m] > 0).sum())}
         if model_dates:
             near = None
             if tested and cov.kind == "date":
@@ -279,7 +225,7 @@ def _report(matrix, cov, y, n, fit, b_loo, bins, labels, results, q, flagged, mo
                 near = _near(tau_month, [model_dates[c][m] for c in model_dates])
             row["near_release"] = near
         rows.append(row)
-        if flagged[m]:
+        if flagged:
             present = n[m] > 0
             _, _, _, _, offset, se = bin_offsets(y[m, present], n[m, present], b_loo[m, present], a[present],
                                                  res.theta, bins[present], n_bins)
@@ -299,8 +245,8 @@ def _report(matrix, cov, y, n, fit, b_loo, bins, labels, results, q, flagged, mo
     chosen = [int(order[k]) for k in picks]
     if chosen:
         report.leave_out_error = {"models": [dict(r, model=matrix.models[r.pop("model_index")])
-                                             for r in leave_out_check(fit_y, fit_n, fit, b_loo, chosen, bins, n_bins,
-                                                                      settings.min_side, own=(y, n))]}
+                                             for r in leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins,
+                                                                      settings.min_side)]}
     return report
 
 

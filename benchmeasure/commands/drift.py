@@ -171,7 +171,6 @@ def main(argv=None) -> int:
         "items_skipped": report.items_skipped, "items_note": report.items_note,
         "slopes": report.slopes or None, "slopes_by": slopes_by,
         "leave_out_error": report.leave_out_error or None,
-        "purified": report.purified if ordered else None, "passes": report.passes if ordered else None,
         "predict": {"target": report.predict_target, "models": report.predictions} if predict else None,
         "settings": {"n_trials": args.n_trials, "allow_missing": args.allow_missing, "seed": args.seed,
                      "alpha": args.alpha, "min_items": args.min_items, "max_replicates": args.max_replicates,
