@@ -21,6 +21,7 @@ timing of the real command on one world's files (71 × 1,055, K per cell, holes)
     .venv-irt/bin/python bench/bench_drift.py              # 3 replicate worlds each
     .venv-irt/bin/python bench/bench_drift.py --quick      # 1 replicate each
     .venv-irt/bin/python bench/bench_drift.py --worlds trend --replicates 10 --no-timing
+    .venv-irt/bin/python bench/bench_drift.py --worlds contaminated --replicates 10 --no-timing --model-dates
 """
 
 from __future__ import annotations
@@ -92,12 +93,26 @@ def dates(w) -> list:
     return [month_date(START + int(k))[:8] + "15" for k in w["month"]]
 
 
-def run_world(kind: str, seed: int) -> dict:
+def model_cutoffs(w, seed: int) -> dict:
+    """``--model-meta``'s ``cutoff`` column for ``--model-dates``: each contaminated model's true cut-off month,
+    every clean model a month drawn uniformly from the same range (7–16), as a user would state one."""
+    month = np.where(w["bad"], w["cutoff"], np.random.default_rng(seed + 99).integers(7, 17, M))
+    return {"cutoff": [_day(month_date(START + int(k))) for k in month]}
+
+
+def _day(text: str):
+    import datetime
+
+    return datetime.date.fromisoformat(text)
+
+
+def run_world(kind: str, seed: int, model_dates: bool = False) -> dict:
     w = world(kind, seed)
     cov = Covariate("date", "date", dates(w), [float(START + k) for k in w["month"]])
     newest = w["release"] == "r3"
-    report = run_drift(matrix_of(w), cov, list(w["release"]), list(w["release"]), None,
-                       DriftSettings(seed=seed, check_models=0, predict=(newest, "release r3")))
+    report = run_drift(matrix_of(w), cov, list(w["release"]), list(w["release"]),
+                       model_cutoffs(w, seed) if model_dates else None,
+                       DriftSettings(seed=seed, check_models=0, predict=(newest, "release r3"), tau_near=model_dates))
     flagged = np.array([r["flagged"] for r in report.models])
     p = np.array([r["p_value"] for r in report.models])
     tau = [r["tau"] for r in report.models]
@@ -160,6 +175,9 @@ def main() -> None:
     parser.add_argument("--worlds", default="null,trend,slopes,panels,contaminated",
                         help="comma-separated worlds to run (default: all five)")
     parser.add_argument("--no-timing", action="store_true", help="skip the timing of the real command")
+    parser.add_argument("--model-dates", action="store_true",
+                        help="give every model a cut-off date (the true one for contaminated models, a random month "
+                             "7–16 for the rest) and search τ only within a month of it (--tau-near-cutoff)")
     args = parser.parse_args()
     reps = 1 if args.quick else args.replicates
     print(f"machine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} CPUs, "
@@ -171,7 +189,7 @@ def main() -> None:
         t0 = time.perf_counter()
         total = {}
         for r in range(reps):
-            for key, value in run_world(kind, 1000 * r + SEEDS[kind]).items():
+            for key, value in run_world(kind, 1000 * r + SEEDS[kind], args.model_dates).items():
                 total[key] = total.get(key, 0) + value
         power = (f"{_share(total['hit'], total['bad'])}; ≥ 300 answered pre-cut-off items: "
                  f"{_share(total['hit300'], total['bad300'])}; of these, ≥ 20 answered after: "

@@ -79,8 +79,24 @@ def test_predict_after_drops_a_flagged_models_items_before_its_step(world):
     assert "newest release, 'r2'" in record["target"] and len(record["models"]) == MODELS
 
 
+def test_tau_near_cutoff_searches_only_near_each_models_date(world, tmp_path):
+    # m{BAD}'s cut-off is 2024-06-20: τ in June–August 2024 (its step is at August); the others have only a
+    # release date, 2024-09-01: τ in September–November
+    done = run_script("drift.py", world["matrix"], "--n-trials", K, "--item-meta", world["meta"], "--by", "date",
+                      "--model-meta", world["folder"] / "models.csv", "--tau-near-cutoff", "--output-dir",
+                      tmp_path / "near", "--max-replicates", 500, "--check-leave-out", 0, "--quiet")
+    assert done.returncode == 0, done.stderr
+    rows = {r["model"]: r for r in _rows(tmp_path / "near" / "models.csv")}
+    bad = rows.pop(f"m{BAD:02d}")
+    assert bad["flagged"] == "true" and bad["tau"] == "2024-08-01" and bad["tau_search"] == "cut-off ± 1 month"
+    for row in rows.values():
+        assert row["tau"] in {"2024-09-01", "2024-10-01", "2024-11-01"} and row["tau_search"] == "release ± 1 month"
+        assert row["flagged"] == "false" and 0 < float(row["p_value"]) <= 1
+
+
 @pytest.mark.parametrize("case", ["unknown_item", "not_a_date", "output_is_input", "unknown_column",
-                                  "predict_category", "predict_not_a_date", "predict_after_newest"])
+                                  "predict_category", "predict_not_a_date", "predict_after_newest",
+                                  "near_without_dates", "near_category"])
 def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
     meta, out = world["meta"], tmp_path / "out"
     fragment, extra = "", []
@@ -101,9 +117,14 @@ def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path, case):
         extra, fragment = ["--predict-after", "2024/06/01"], "not a date"
     elif case == "predict_after_newest":
         extra, fragment = ["--predict-after", "2025-01-01"], "no item of the matrix has date at or after it"
+    elif case == "near_without_dates":
+        extra, fragment = ["--tau-near-cutoff"], "--tau-near-cutoff needs --model-meta"
+    elif case == "near_category":
+        extra = ["--tau-near-cutoff", "--model-meta", world["folder"] / "models.csv"]
+        fragment = "--tau-near-cutoff needs a date --by column; 'source' is a category column"
     else:
         fragment = "no column 'nope'"
-    by = {"unknown_column": "nope", "predict_category": "source"}.get(case, "date")
+    by = {"unknown_column": "nope", "predict_category": "source", "near_category": "source"}.get(case, "date")
     done = run_script("drift.py", world["matrix"], "--n-trials", K, "--item-meta", meta, "--by", by,
                       "--output-dir", out, *extra)
     assert_rejected(done, fragment)

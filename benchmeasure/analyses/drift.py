@@ -52,6 +52,7 @@ class DriftSettings:
     seed: int = 0
     check_models: int = 3
     predict: tuple | None = None   # (target item mask, label) of --predict-after (drift_predict.prediction_target)
+    tau_near: bool = False         # τ within a month of each model's cut-off (else release) date, where known
 
 
 @dataclass
@@ -102,6 +103,19 @@ def _near(tau_month: int, dates: list) -> bool | None:
     if not known:
         return None
     return any(abs(tau_month - (d + 1)) <= 1 for d in known)
+
+
+def near_bins(cov: Covariate, model_dates: dict | None, m: int):
+    """``(bins, what)``: the month bins whose step lies within one month of the end of model m's cut-off month
+    (its release month when the cut-off is unknown) — τ ∈ {d, d + 1, d + 2} for date month d, as ``_near`` reads
+    "near" — or ``(None, "all months")`` when the model has neither date."""
+    for column, what in (("cutoff", "cut-off"), ("release", "release")):
+        day = (model_dates or {}).get(column, [None] * (m + 1))[m]
+        if day is not None:
+            months = np.unique(np.asarray(cov.order, dtype=float)).astype(int)
+            d = month_index(day)
+            return np.flatnonzero(np.isin(months, [d, d + 1, d + 2])), f"{what} ± 1 month"
+    return None, "all months"
 
 
 def leave_out_check(y, n, fit, b_loo, chosen, bins, n_bins, min_side):
@@ -190,14 +204,19 @@ def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftRepor
     bins, labels = bins_of(cov)
     n_bins = len(labels)
     a = fit.a
-    results, rows, bin_rows = [], [], []
+    results, rows, bin_rows, searched = [], [], [], []
     t0 = time.perf_counter()
     for m, model in enumerate(matrix.models):
         present = n[m] > 0
         rng = np.random.default_rng([settings.seed, m])
         error = leave_out_error(y, n, fit, b_loo[m], m).items(present)
+        allowed, search = near_bins(cov, model_dates, m) if settings.tau_near else (None, "all months")
+        if allowed is not None and not np.isin(candidates_of(bins[present], n_bins, settings.min_side),
+                                               allowed).any():
+            allowed, search = None, f"all months (no step at its {search} leaves {settings.min_side} items a side)"
         res = step_test(y[m, present], n[m, present], b_loo[m, present], a[present], bins[present], n_bins, rng,
-                        settings.min_side, max_replicates=settings.max_replicates, error=error)
+                        settings.min_side, max_replicates=settings.max_replicates, error=error, allowed=allowed)
+        searched.append(search)
         results.append(res)
         items, trials, observed, expected, offset, se = bin_offsets(y[m, present], n[m, present], b_loo[m, present],
                                                                    a[present], res.theta, bins[present], n_bins)
@@ -217,7 +236,7 @@ def _ordered(matrix, cov, y, n, fit, b_loo, model_dates, settings) -> DriftRepor
         row = {"model": model, "tau": labels[res.tau_bin] if tested else "", "delta": res.delta,
                "delta_lo": res.delta_lo, "delta_hi": res.delta_hi, "lr": res.lr, "z_max": res.z_max,
                "p_value": res.p_value, "q_value": float(q[m]), "flagged": flagged, "replicates": res.replicates,
-               "theta": res.theta, "items": int((n[m] > 0).sum())}
+               "theta": res.theta, "items": int((n[m] > 0).sum()), "tau_search": searched[m]}
         if model_dates:
             near = None
             if tested and cov.kind == "date":

@@ -132,8 +132,11 @@ def candidates_of(bins: np.ndarray, n_bins: int, min_side: int) -> np.ndarray:
 
 
 def step_test(y, n, b, a, bins, n_bins: int, rng, min_side: int = 20, batch: int = 500,
-              max_replicates: int = 4000, resolve: int = 20, error=None) -> StepResult:
+              max_replicates: int = 4000, resolve: int = 20, error=None, allowed=None) -> StepResult:
     """The step test of one model on its answered items (arrays over those items; ``bins`` int in [0, n_bins)).
+
+    ``allowed``: the bins τ may be (the months near the model's cut-off); the search, its bootstrap and τ̂ are
+    then over those alone, so p is calibrated for the smaller search.
 
     ``error``: how the leave-out difficulties and the slopes may be off (a ``drift_fit.LeaveOutError`` over these
     items). The observed data came from the true b and a and are judged against the estimates; each replicate
@@ -147,6 +150,8 @@ def step_test(y, n, b, a, bins, n_bins: int, rng, min_side: int = 20, batch: int
     n = np.asarray(n, dtype=float)
     theta = judged_theta(y, n, b, a)
     candidates = candidates_of(bins, n_bins, min_side)
+    if allowed is not None:
+        candidates = candidates[np.isin(candidates, allowed)]
     if candidates.size == 0:
         nan = float("nan")
         return StepResult(-1, nan, nan, nan, nan, nan, nan, 0, theta, np.full(n_bins - 1, nan))

@@ -73,6 +73,9 @@ def parse_args(argv):
     parser.add_argument("--max-replicates", type=integer(100, 1_000_000), default=4000, metavar="R",
                         help="bootstrap replicates at most per model, in batches of 500 until 20 exceed the "
                              "observed statistic (default: 4000)")
+    parser.add_argument("--tau-near-cutoff", action="store_true",
+                        help="search τ only within one month of each model's cut-off date (its release date when "
+                             "the cut-off is blank) from --model-meta; models with neither keep the full search")
     parser.add_argument("--check-leave-out", type=integer(0, 1000), default=3, metavar="N",
                         help="measure the leave-out approximation against N exact refits (default: 3)")
     parser.add_argument("--predict-after", nargs="?", const="", default=None, metavar="FROM",
@@ -144,6 +147,10 @@ def main(argv=None) -> int:
         fail(f"{args.item_meta}: column {args.by!r} has one value; nothing to compare")
     if cov.kind == "category" and len(set(cov.values)) < 2:
         fail(f"{args.item_meta}: column {args.by!r} has one value; nothing to compare")
+    if args.tau_near_cutoff and model_dates is None:
+        fail("--tau-near-cutoff needs --model-meta (each model's cut-off or release date)")
+    if args.tau_near_cutoff and cov.kind != "date":
+        fail(f"--tau-near-cutoff needs a date --by column; {args.by!r} is a {cov.kind} column")
     predict = None
     if args.predict_after is not None:
         from benchmeasure.analyses.drift_predict import prediction_target
@@ -154,7 +161,8 @@ def main(argv=None) -> int:
     from benchmeasure.analyses.drift import DriftSettings, run_drift
 
     settings = DriftSettings(alpha=args.alpha, min_side=args.min_items, max_replicates=args.max_replicates,
-                             seed=args.seed, check_models=args.check_leave_out, predict=predict)
+                             seed=args.seed, check_models=args.check_leave_out, predict=predict,
+                             tau_near=args.tau_near_cutoff)
     report = run_drift(matrix, cov, None if slopes_by == "none" else meta[slopes_by], meta.get("release"),
                        model_dates, settings)
     out = Path(args.output_dir)
@@ -162,6 +170,8 @@ def main(argv=None) -> int:
     columns = MODEL_COLUMNS if ordered else CATEGORY_COLUMNS
     if ordered and model_dates is None:
         columns = [c for c in columns if c != "near_release"]
+    if ordered and args.tau_near_cutoff:
+        columns = [*columns, "tau_search"]
     record = _clean({
         "by": args.by, "kind": cov.kind, "models_tested": len(report.models),
         "flagged": [r["model"] for r in report.models if r.get("flagged")],
@@ -174,7 +184,7 @@ def main(argv=None) -> int:
         "predict": {"target": report.predict_target, "models": report.predictions} if predict else None,
         "settings": {"n_trials": args.n_trials, "allow_missing": args.allow_missing, "seed": args.seed,
                      "alpha": args.alpha, "min_items": args.min_items, "max_replicates": args.max_replicates,
-                     "predict_after": args.predict_after,
+                     "tau_near_cutoff": args.tau_near_cutoff, "predict_after": args.predict_after,
                      "model": "P = σ(a_release·(θ + δ·[x < τ] − b)), MAP fit, leave-one-model-out b"},
         "figures": _figure_files(report.figures),
         "inputs": input_records(inputs), **provenance(PACKAGES), "wall_time_s": time.perf_counter() - start,
