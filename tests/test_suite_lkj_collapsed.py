@@ -20,9 +20,12 @@ pytest.importorskip("nutpie")
 
 
 def _logp_fn(model):
-    # PyTensor's Numba backend (the one nutpie samples with): about 0.3 ms a call against 3 ms for FAST_COMPILE's
-    # Python ops, and the quadrature below calls the joint density some 4,000 times per case
-    return model.compile_logp(jacobian=False, mode="NUMBA")
+    # PyTensor's Python linker (FAST_COMPILE): the quadrature below calls the joint density some 4,000 times per
+    # case, about 3 ms a call against 0.3 ms on PyTensor's Numba backend, but that backend first compiles every graph,
+    # and on a fresh machine (CI: an empty PyTensor compile folder) that costs more than the calls save: this file
+    # took 175 CPU-s with mode="NUMBA" and 117 with FAST_COMPILE, each from an empty compile folder (shared 2-core
+    # machine, 2026-12-07; with a warm folder NUMBA is the faster)
+    return model.compile_logp(jacobian=False, mode="FAST_COMPILE")
 
 
 def _tiny_suite():
