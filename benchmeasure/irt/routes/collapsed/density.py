@@ -29,35 +29,44 @@ def holes_loglik(theta, buf, first):
 
 
 @numba.njit(cache=True)
-def _collapsed_call(z, buf, out, logp):
-    kind = int(_vec(buf, 0)[0])
-    v = _vec(buf, 1)
+def _complete_call(z, buf, out, logp):
+    v = _vec(buf, 0)
     theta = np.empty(z.shape[0])
     _reflect(z, v, theta)
-    if kind == 0:
-        value, grad_theta = marginal_logp_grad(theta, _vec(buf, 2), _mat(buf, 3), _vec(buf, 4), _vec(buf, 5)[0],
-                                               _vec(buf, 6), _vec(buf, 7), _vec(buf, 8), _mat(buf, 9), _vec(buf, 10),
-                                               _vec(buf, 11), _vec(buf, 12).astype(np.int64))
-    else:
-        value, grad_theta = holes_loglik(theta, buf, 2)
+    value, grad_theta = marginal_logp_grad(theta, _vec(buf, 1), _mat(buf, 2), _vec(buf, 3), _vec(buf, 4)[0],
+                                           _vec(buf, 5), _vec(buf, 6), _vec(buf, 7), _mat(buf, 8), _vec(buf, 9),
+                                           _vec(buf, 10), _vec(buf, 11).astype(np.int64))
     grad = np.empty(z.shape[0])
     _reflect(grad_theta, v, grad)
     return _finish(value, grad, z, out, logp)
 
 
-def _collapsed_logp(dim, x, grad, logp, data):
+@numba.njit(cache=True)
+def _holes_call(z, buf, out, logp):
+    v = _vec(buf, 0)
+    theta = np.empty(z.shape[0])
+    _reflect(z, v, theta)
+    value, grad_theta = holes_loglik(theta, buf, 1)
+    grad = np.empty(z.shape[0])
+    _reflect(grad_theta, v, grad)
+    return _finish(value, grad, z, out, logp)
+
+
+def _complete_logp(dim, x, grad, logp, data):
     buf = _buffer(data)
-    z = numba.carray(x, (dim,))
-    out = numba.carray(grad, (dim,))
-    value = numba.carray(logp, (1,))
-    return _collapsed_call(z, buf, out, value)
+    return _complete_call(numba.carray(x, (dim,)), buf, numba.carray(grad, (dim,)), numba.carray(logp, (1,)))
+
+
+def _holes_logp(dim, x, grad, logp, data):
+    buf = _buffer(data)
+    return _holes_call(numba.carray(x, (dim,)), buf, numba.carray(grad, (dim,)), numba.carray(logp, (1,)))
 
 
 def _collapsed_expand(dim, n_expanded, x, out, data):
     buf = _buffer(data)
     z = numba.carray(x, (dim,))
     theta = numba.carray(out, (n_expanded,))
-    _reflect(z, _vec(buf, 1), theta)
+    _reflect(z, _vec(buf, 0), theta)
     return _OK
 
 
@@ -68,14 +77,13 @@ def collapsed_density(data, models) -> Density:
     from benchmeasure.irt.model import _householder
 
     v = _householder(data.n_models)
-    if hasattr(data, "patterns"):   # holes or K per cell
-        args = data.args()
-        fields = (1.0, v, *args)
-    else:
-        fields = (0.0, v, *data.args())
-    return Density("collapsed", pack(*fields), data.n_models, (("theta", "model"),), {"model": list(models)})
+    # two compiled pairs, not one with a switch: a fit compiles only the likelihood its matrix needs (a cold
+    # complete-matrix fit no longer compiles the holes kernel, and the reverse)
+    route = "collapsed_holes" if hasattr(data, "patterns") else "collapsed"   # holes or K per cell
+    return Density(route, pack(v, *data.args()), data.n_models, (("theta", "model"),), {"model": list(models)})
 
 
 
 
-register_pair("collapsed", _collapsed_logp, _collapsed_expand)
+register_pair("collapsed", _complete_logp, _collapsed_expand)
+register_pair("collapsed_holes", _holes_logp, _collapsed_expand)
