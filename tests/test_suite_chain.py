@@ -295,5 +295,6 @@ def test_blended_interval_covers_when_the_irt_prediction_is_biased():
         (pred, low, high), chosen = blended_prediction(correct[20:], np.full(6, n), np.full(6, total), irt[20:],
                                                        errors, 0.9)
         covered.extend((low <= truth[20:]) & (truth[20:] <= high))
+        assert np.all((low <= pred) & (pred <= high))
         lams.append(chosen["lambda"])
     assert np.mean(lams) > 0.85 and 0.85 <= np.mean(covered) <= 0.95, (np.mean(lams), np.mean(covered))
