@@ -265,18 +265,30 @@ def test_fit_command_with_holes_matches_quadrature(tmp_path):
 @settings(max_examples=80, deadline=None)
 @given(st.integers(4, 40), st.floats(0.0, 3.0), st.floats(0.0, 1.0), st.integers(0, 10_000))
 def test_blend_weight_minimizes_the_cross_validated_error(m, irt_bias, shared, seed):
-    """λ* is the minimum within [0, 1] of the calibration models' squared error of λ·raw + (1 − λ)·IRT: no λ on a
-    grid, raw (λ = 1) included, does better on them."""
-    from benchmeasure.suite.chain_blend import blend_weight
+    """λ* is the minimum of the calibration models' squared error of λ·raw + (1 − λ)·IRT (no λ on a grid does
+    better on them), and the weight used lies between it and raw (λ = 1)."""
+    from benchmeasure.suite.chain_blend import blend_weight, cv_minimum
 
     rng = np.random.default_rng(seed)
     common = rng.normal(size=m)
     e_raw = shared * common + rng.normal(size=m)
     e_irt = shared * common + 0.3 * rng.normal(size=m) + irt_bias * rng.normal(size=m)
-    lam = blend_weight(e_raw, e_irt)
+    lam, _ = cv_minimum(e_raw, e_irt)
     best = np.sum((lam * e_raw + (1 - lam) * e_irt) ** 2)
-    assert 0 <= lam <= 1
-    assert all(best <= np.sum((g * e_raw + (1 - g) * e_irt) ** 2) + 1e-9 for g in np.linspace(0, 1, 101))
+    assert all(best <= np.sum((g * e_raw + (1 - g) * e_irt) ** 2) + 1e-9 for g in np.linspace(-1, 2, 301))
+    used = blend_weight(e_raw, e_irt)
+    assert min(max(lam, 0.0), 1.0) - 1e-12 <= used <= 1.0
+
+
+def test_blend_weight_follows_clear_evidence_and_ignores_noise():
+    """An IRT prediction much better than raw on the calibration models gets λ near its minimum (near 0); one whose
+    errors are raw's plus noise gets λ = 1."""
+    from benchmeasure.suite.chain_blend import blend_weight
+
+    rng = np.random.default_rng(0)
+    e_raw = rng.normal(0, 0.04, 16)
+    assert blend_weight(e_raw, 0.1 * e_raw + rng.normal(0, 0.005, 16)) < 0.1
+    assert blend_weight(e_raw, e_raw + rng.normal(0, 0.01, 16)) == 1.0
 
 
 def test_blended_interval_covers_when_the_irt_prediction_is_biased():

@@ -109,7 +109,8 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                 pick = select_anchors(b_fixed[answered], k, "stratified", seed * 1_000_003 + split * 1009 + step)
                 anchors[n][name] = answered[pick]
             names = order[:step]
-            cross.step(calibrate, ctr, ttr, seen, free, b_fixed, bench_items, names, grid)
+            cross.step(calibrate, ctr, ttr, seen, free, b_fixed, bench_items, names, grid, anchor_sizes,
+                       seed * 1_000_003 + split * 1009 + step)
             mu, sigma = ability_covariance([ctr[:, bench_items[d]] for d in names],
                                            [ttr[:, bench_items[d]] for d in names],
                                            [b_fixed[bench_items[d]] for d in names], grid)
@@ -120,7 +121,7 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                 usable = [d for d in names if anchors[n][d].size == n and bench_items[d].size > n]
                 if skipped is not None and name not in usable:
                     skipped.append((split, step, name, n, int(answered.size)))
-                errors = cross.errors(names, anchors[n], bench_items, ctr, ttr) if usable else {}
+                errors = cross.errors(names, n, bench_items, ctr, ttr) if usable else {}
                 rows.extend(_predict_step(split, step, names, n, anchors[n], bench_items, cte, tte, b_fixed,
                                           b_conc, mu, sigma, population, level, test_models, usable, grid,
                                           errors, blend_log))

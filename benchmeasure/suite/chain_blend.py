@@ -14,16 +14,22 @@ and where the plug-in difficulties err. The weight λ is chosen from the calibra
 *Cross-validated errors.* The calibration models of a split are cut into ``FOLDS`` folds. For each fold k the
 whole chain of difficulties is calibrated again on the other folds (the same ``fixed`` protocol: each new
 benchmark's items with the earlier items held at fold k's own values; the ability mean and covariance from the
-same models), and each model c of fold k is predicted from its answers to the anchors only, exactly as a
-held-out model is. Its full-benchmark accuracy y_c is known, so both errors are observed:
-e_r,c = r_c − y_c and e_p,c = p_c − y_c, on predictions made without model c's answers.
+same models), anchors are chosen on those difficulties as the chain chooses them (stratified, among the items
+those models answered), and each model c of fold k is predicted from its answers to fold k's anchors only,
+exactly as a held-out model is from the chain's anchors. (Choosing the anchors on difficulties that model c
+helped to fit would make its raw anchor accuracy look better than a new model's.) Its full-benchmark accuracy
+y_c is known, so both errors are observed: e_r,c = r_c − y_c and e_p,c = p_c − y_c, on predictions made without
+model c's answers.
 
-*The weight.* The mean squared error of ŷ(λ) over those models, Σ (λ e_r + (1 − λ) e_p)², is a quadratic in λ
-with its minimum at λ* = Σ e_p (e_p − e_r) / Σ (e_p − e_r)², taken within [0, 1]. λ = 1 is the raw anchor
-accuracy itself, so on the calibration models the blend is never worse than raw; on new models it is not worse
-in expectation up to the noise of estimating one number from m models (the measured paired difference against
-raw, docs/anchored.md, is the check). The cross-validated p is made from difficulties fitted on (K − 1)/K of
-the calibration models, so it errs somewhat more than the held-out models' p: λ leans towards raw, not away.
+*The weight.* The squared error of ŷ(λ) over those m models, Σ (λ e_r + (1 − λ) e_p)², is a quadratic in λ
+with its minimum at λ* = Σ e_p (e_p − e_r) / Σ (e_p − e_r)² (:func:`cv_minimum`). λ = 1 is the raw anchor
+accuracy itself. λ* is estimated from m models, and where the two errors are nearly the same (the IRT prediction
+driven by the same anchors) it is noisy: a noisy λ* costs more than raw in expectation when its standard error
+exceeds its distance from 1. So λ* is moved towards 1 by positive-part shrinkage of that distance
+(:func:`blend_weight`): raw where the calibration models cannot tell the two apart, λ* where they clearly can.
+The cross-validated p is made from difficulties fitted on (K − 1)/K of the calibration models, so it errs
+somewhat more than the held-out models' p: λ leans towards raw, not away. Whether the blend is at least as good
+as raw on new models is measured (the paired difference against raw, docs/anchored.md), not assumed.
 
 *The interval.* The blend's cross-validated residuals ε_c = λ e_r,c + (1 − λ) e_p,c are standardized by the
 raw estimator's own standard deviation s_c = sqrt(p̃(1 − p̃)/n · (1 − n/N)), p̃ = (s + ½)/(n + 1) (the shape of
@@ -41,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import t as student_t
 
+from benchmeasure.analyses.anchors import select_anchors
 from benchmeasure.suite.predict import (
     ability_covariance,
     anchor_accuracy_interval,
@@ -64,23 +71,33 @@ class CrossFits:
         self.train = [np.setdiff1d(np.arange(n_calibration), h) for h in self.held]
         self.b = [np.full(n_items, np.nan) for _ in self.held]
         self.moments: list = [None] * len(self.held)
+        self.anchors: list = [{} for _ in self.held]     # per fold: {N: {benchmark: anchor items}}
 
-    def step(self, calibrate, ctr, ttr, seen, free, b_fixed, bench_items, names, grid) -> None:
+    def step(self, calibrate, ctr, ttr, seen, free, b_fixed, bench_items, names, grid, anchor_sizes,
+             anchor_seed: int) -> None:
         """Calibrate the new items (``free`` among ``seen``) on each fold's training models, the earlier ones held
-        at that fold's values, starting from the all-model ``b_fixed``; then each fold's ability μ and Σ."""
+        at that fold's values, starting from the all-model ``b_fixed``; each fold's ability μ and Σ; and each
+        fold's anchors of the new benchmark for every N (stratified on its difficulties, as the chain's)."""
+        new = seen[free]
         for k, rows in enumerate(self.train):
             start = np.where(free, b_fixed[seen], self.b[k][seen])
             self.b[k][seen], _ = calibrate(ctr[rows][:, seen], ttr[rows][:, seen], start, free, seen)
             self.moments[k] = ability_covariance([ctr[rows][:, bench_items[d]] for d in names],
                                                  [ttr[rows][:, bench_items[d]] for d in names],
                                                  [self.b[k][bench_items[d]] for d in names], grid)
+            answered = new[ttr[rows][:, new].sum(axis=0) > 0]
+            for n in anchor_sizes:
+                chosen = self.anchors[k].setdefault(n, {})
+                size = min(n, answered.size)
+                chosen[names[-1]] = answered[select_anchors(self.b[k][answered], size, "stratified",
+                                                            anchor_seed + 7919 * (k + 1))] if size else answered
 
-    def errors(self, names, anchor_sets, bench_items, ctr, ttr) -> dict:
-        """{benchmark: (e_raw, e_irt, s_raw)} over the calibration models that answered its anchors, each
-        predicted by the fold that left it out."""
+    def errors(self, names, n, bench_items, ctr, ttr) -> dict:
+        """{benchmark: (e_raw, e_irt, s_raw)} at N = ``n`` anchors over the calibration models that answered their
+        fold's anchors, each predicted by the fold that left it out."""
         parts: dict = {d: [] for d in names}
         for k, rows in enumerate(self.held):
-            c, t = ctr[rows], ttr[rows]
+            c, t, anchor_sets = ctr[rows], ttr[rows], self.anchors[k][n]
             mode, cov = correlated_posterior([c[:, anchor_sets[d]] for d in names],
                                              [t[:, anchor_sets[d]] for d in names],
                                              [self.b[k][anchor_sets[d]] for d in names], *self.moments[k])
@@ -107,13 +124,32 @@ def raw_and_sd(a_correct, a_trials, total) -> tuple[np.ndarray, np.ndarray]:
     return a_correct / n, np.sqrt(smooth * (1 - smooth) / n * fpc)
 
 
-def blend_weight(e_raw: np.ndarray, e_irt: np.ndarray) -> float:
-    """λ* = Σ e_p (e_p − e_r) / Σ (e_p − e_r)² within [0, 1]; 1 (raw) when the two errors never differ."""
+def cv_minimum(e_raw: np.ndarray, e_irt: np.ndarray) -> tuple[float, float]:
+    """(λ*, its standard error): λ* = Σ e_p d / Σ d², d = e_p − e_r, the least-squares slope of e_p on d (no
+    intercept), which minimizes Σ (e_p − λ d)² = Σ (λ e_r + (1 − λ) e_p)²; se² = Σ (e_p − λ* d)² / (m − 1) / Σ d².
+    (1, inf) when the two errors never differ."""
     diff = e_irt - e_raw
     denominator = float(np.sum(diff**2))
-    if denominator <= 1e-18:
+    if denominator <= 1e-18 or diff.size < 2:
+        return 1.0, float("inf")
+    lam = float(np.sum(e_irt * diff) / denominator)
+    residual = e_irt - lam * diff
+    return lam, float(np.sqrt(np.sum(residual**2) / (diff.size - 1) / denominator))
+
+
+def blend_weight(e_raw: np.ndarray, e_irt: np.ndarray) -> float:
+    """λ: the cross-validated minimum λ* moved towards 1 (raw) by its noise, within [0, 1].
+
+    The blend departs from raw by δ = 1 − λ. An estimate δ̂ with standard error se gains over raw in expectation
+    only if δ² exceeds se² (the excess squared error of using δ̂ is se² · E d², raw's is δ² · E d²); c · δ̂
+    has the least expected squared error at c = δ² / (δ² + se²), estimated by max(0, 1 − se² / δ̂²) (the
+    positive-part shrinkage). So λ = 1 − δ̂ · max(0, 1 − se² / δ̂²): raw where the calibration models cannot tell
+    the IRT prediction from it, λ* where they clearly can."""
+    lam, se = cv_minimum(e_raw, e_irt)
+    delta = 1.0 - lam
+    if not np.isfinite(se) or delta * delta <= se * se:
         return 1.0
-    return float(np.clip(np.sum(e_irt * diff) / denominator, 0.0, 1.0))
+    return float(np.clip(1.0 - delta * (1.0 - se * se / (delta * delta)), 0.0, 1.0))
 
 
 def blended_prediction(a_correct, a_trials, total, irt, errors, level) -> tuple[tuple, dict]:
