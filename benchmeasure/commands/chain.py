@@ -186,8 +186,9 @@ def main(argv=None) -> int:
                          "items_with_absent_cells": sum(1 for c in absent["per_item"].values() if c)},
         "summary": summary,
         "blend": {"folds": FOLDS, "method": "lambda x anchor_accuracy + (1 - lambda) x fixed_correlated; lambda "
-                  "minimizes the squared error of the calibration models' cross-validated predictions, within [0, 1]; "
-                  "interval: t quantile x scale x the raw estimator's sd (docs/anchored.md)",
+                  "minimizes the squared error of the calibration models' cross-validated predictions, moved towards 1 "
+                  "by its standard error (positive-part shrinkage), within [0, 1]; interval: t quantile (models - 1 "
+                  "degrees of freedom) x scale x the raw estimator's sd (docs/suites.md)",
                   "choices": blend_log},
         "left_out": [{"split": sp, "step": st, "benchmark": b, "n_anchors": n, "answered_items": a}
                      for sp, st, b, n, a in skipped],
