@@ -11,7 +11,8 @@ the paired difference of the method's MAE and the raw anchor accuracy's on the s
 MAE ≤ raw, i.e. a difference ≤ 0, and coverage in 85–97 % at 100 anchors). The hierarchical prior's
 hyperparameters are those of the calibration on every model. The anchors are stratified on each prior's own
 calibrated difficulties (as ``chain`` chooses them), so the raw anchor accuracy's row differs between the priors
-too: compare each prior's methods with its own raw row.
+too: compare each prior's methods with its own raw row. For ``blended`` it also prints the weight λ of the raw
+accuracy that the calibration models' cross-validation chose (:mod:`benchmeasure.suite.chain_blend`).
 
     .venv-irt/bin/python bench/bench_chain_prior.py                    # 100 anchors, 10 splits, ChemBench + ZeroEval
     .venv-irt/bin/python bench/bench_chain_prior.py --only zeroeval --splits 3

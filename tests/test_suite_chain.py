@@ -282,13 +282,19 @@ def test_blend_weight_minimizes_the_cross_validated_error(m, irt_bias, shared, s
 
 def test_blend_weight_follows_clear_evidence_and_ignores_noise():
     """An IRT prediction much better than raw on the calibration models gets λ near its minimum (near 0); one whose
-    errors are raw's plus noise gets λ = 1."""
-    from benchmeasure.suite.chain_blend import blend_weight
+    errors are raw's plus noise gets λ = 1; with fewer than 4 calibration models the prediction is raw's."""
+    from benchmeasure.suite.chain_blend import blend_weight, blended_prediction
+    from benchmeasure.suite.predict import anchor_accuracy_interval
 
     rng = np.random.default_rng(0)
     e_raw = rng.normal(0, 0.04, 16)
     assert blend_weight(e_raw, 0.1 * e_raw + rng.normal(0, 0.005, 16)) < 0.1
     assert blend_weight(e_raw, e_raw + rng.normal(0, 0.01, 16)) == 1.0
+    few = np.stack([e_raw[:3], e_raw[:3] / 10, np.full(3, 0.04)])
+    args = (np.array([30, 70]), np.array([100, 100]), np.array([900, 900]))
+    (pred, low, high), chosen = blended_prediction(*args, np.array([0.5, 0.5]), few, 0.9)
+    np.testing.assert_array_equal(np.stack([pred, low, high]), np.stack(anchor_accuracy_interval(*args, 0.9)))
+    assert chosen == {"lambda": 1.0, "models": 3, "scale": None}
 
 
 def test_blended_interval_covers_when_the_irt_prediction_is_biased():
