@@ -11,7 +11,8 @@ the paired difference of the method's MAE and the raw anchor accuracy's on the s
 MAE ≤ raw, i.e. a difference ≤ 0, and coverage in 85–97 % at 100 anchors). The hierarchical prior's
 hyperparameters are those of the calibration on every model. The anchors are stratified on each prior's own
 calibrated difficulties (as ``chain`` chooses them), so the raw anchor accuracy's row differs between the priors
-too: compare each prior's methods with its own raw row.
+too: compare each prior's methods with its own raw row. For ``blended`` it also prints the weight λ of the raw
+accuracy that the calibration models' cross-validation chose (:mod:`benchmeasure.suite.chain_blend`).
 
     .venv-irt/bin/python bench/bench_chain_prior.py                    # 100 anchors, 10 splits, ChemBench + ZeroEval
     .venv-irt/bin/python bench/bench_chain_prior.py --only zeroeval --splits 3
@@ -83,11 +84,12 @@ def mean_se(x: np.ndarray) -> str:
 
 def run(name: str, args) -> None:
     suite, order = SUITES[name]()
-    rows, seconds, hyper = {}, {}, None
+    rows, seconds, hyper, blend = {}, {}, None, {prior: [] for prior in PRIORS}
     for prior in PRIORS:
         start = time.perf_counter()
         with single_thread():
-            rows[prior] = run_chain(suite, order, [args.anchors], args.splits, args.seed, prior=prior)
+            rows[prior] = run_chain(suite, order, [args.anchors], args.splits, args.seed, prior=prior,
+                                    blend_log=blend[prior])
             if prior == "hierarchical":
                 hyper = calibrate_suite(suite, order, prior=prior)[1]
         seconds[prior] = time.perf_counter() - start
@@ -99,6 +101,11 @@ def run(name: str, args) -> None:
     print(f"  hierarchical hyperparameters (every model): sigma_theta {hyper['sigma_theta']:.2f}; "
           + "; ".join(f"{b}: mu_b {v['mu_b']:.2f}, sigma_b {v['sigma_b']:.2f}"
                       for b, v in hyper["per_benchmark"].items()))
+    for prior in PRIORS:
+        lam = np.array([b["lambda"] for b in blend[prior]])
+        print(f"  blended, {prior} prior: weight of the raw anchor accuracy lambda mean {lam.mean():.2f} (range "
+              f"{lam.min():.2f}-{lam.max():.2f}) over {lam.size} (split, step, benchmark) choices, each on "
+              f"{min(b['models'] for b in blend[prior])}-{max(b['models'] for b in blend[prior])} calibration models")
     raw = {prior: per_split(rows[prior], "anchor_accuracy")[0] for prior in PRIORS}
     print(f"  {'method':<17} {'MAE paper':>13} {'MAE hier.':>13} {'hier - paper':>14}  {'cover paper':>13} "
           f"{'cover hier.':>13}  {'- raw, paper':>14} {'- raw, hier.':>14}")

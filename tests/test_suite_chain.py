@@ -166,15 +166,30 @@ def test_chain_command_end_to_end(tmp_path):
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == ["split", "step", "benchmark", "model", "method", "n_anchors", "predicted", "low",
                              "high", "observed"]
-    assert {r["method"] for r in rows} == {"anchor_accuracy", "concurrent", "fixed", "fixed_correlated"}
+    assert {r["method"] for r in rows} == {"anchor_accuracy", "concurrent", "fixed", "fixed_correlated", "blended"}
+    assert "blended" in result.stdout
     assert {(r["step"], r["benchmark"]) for r in rows} == {("1", "bench0"), ("2", "bench0"), ("2", "bench1")}
     assert all(float(r["low"]) <= float(r["predicted"]) <= float(r["high"]) for r in rows)
     assert len({r["model"] for r in rows if r["split"] == "0"}) == 10                    # 25 % of 40 held out
     with open(out / "summary.csv", encoding="utf-8") as handle:
         summary = {(r["n_anchors"], r["method"]): r for r in csv.DictReader(handle)}
     # with 10 anchors per benchmark, the correlated suite model beats the raw anchor accuracy
-    mae = {method: float(summary[("10", method)]["mae_points"]) for method in ("fixed_correlated", "anchor_accuracy")}
+    mae = {method: float(summary[("10", method)]["mae_points"])
+           for method in ("fixed_correlated", "anchor_accuracy", "blended")}
     assert mae["fixed_correlated"] < mae["anchor_accuracy"]
+    assert mae["blended"] < mae["anchor_accuracy"]            # where the 1PL is true, the blend leans on it
+    record = json.loads((out / "chain.json").read_text())
+    choices = record["blend"]["choices"]
+    assert len(choices) == 2 * 3 * 2 and record["blend"]["folds"] == 5   # splits × (step, benchmark) × N
+    assert all(0 <= c["lambda"] <= 1 and c["models"] == 30 for c in choices)
+    assert np.mean([c["lambda"] for c in choices if c["n_anchors"] == 10]) < 0.5
+    by_key = {(r["split"], r["step"], r["benchmark"], r["model"], r["n_anchors"], r["method"]): float(r["predicted"])
+              for r in rows}
+    for c in choices:          # each blended prediction is λ·raw + (1 − λ)·fixed_correlated with the recorded λ
+        for key in [k for k in by_key if k[:3] == (str(c["split"]), str(c["step"]), c["benchmark"])
+                    and k[4] == str(c["n_anchors"]) and k[5] == "blended"]:
+            raw, irt = by_key[(*key[:5], "anchor_accuracy")], by_key[(*key[:5], "fixed_correlated")]
+            assert by_key[key] == pytest.approx(c["lambda"] * raw + (1 - c["lambda"]) * irt, abs=2e-6)
     assert (out / "difficulty" / "bench1.csv").exists() and (out / "chain.json").exists()
     settings = json.loads((out / "chain.json").read_text())["settings"]   # the default prior, named and described
     assert settings["prior_name"] == "paper" and settings["prior"].startswith("theta ~ Normal(0, 1)")
@@ -245,3 +260,59 @@ def test_fit_command_with_holes_matches_quadrature(tmp_path):
     w = np.exp(logp - logp.max())
     w /= w.sum()
     np.testing.assert_allclose(b_mean, [float((w * x).sum()) for x in grids[2:]], atol=0.08)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(4, 40), st.floats(0.0, 3.0), st.floats(0.0, 1.0), st.integers(0, 10_000))
+def test_blend_weight_minimizes_the_cross_validated_error(m, irt_bias, shared, seed):
+    """λ* is the minimum of the calibration models' squared error of λ·raw + (1 − λ)·IRT (no λ on a grid does
+    better on them), and the weight used lies between it and raw (λ = 1)."""
+    from benchmeasure.suite.chain_blend import blend_weight, cv_minimum
+
+    rng = np.random.default_rng(seed)
+    common = rng.normal(size=m)
+    e_raw = shared * common + rng.normal(size=m)
+    e_irt = shared * common + 0.3 * rng.normal(size=m) + irt_bias * rng.normal(size=m)
+    lam, _ = cv_minimum(e_raw, e_irt)
+    best = np.sum((lam * e_raw + (1 - lam) * e_irt) ** 2)
+    assert all(best <= np.sum((g * e_raw + (1 - g) * e_irt) ** 2) + 1e-9 for g in np.linspace(-1, 2, 301))
+    used = blend_weight(e_raw, e_irt)
+    assert min(max(lam, 0.0), 1.0) - 1e-12 <= used <= 1.0
+
+
+def test_blend_weight_follows_clear_evidence_and_ignores_noise():
+    """An IRT prediction much better than raw on the calibration models gets λ near its minimum (near 0); one whose
+    errors are raw's plus noise gets λ = 1; with fewer than 4 calibration models the prediction is raw's."""
+    from benchmeasure.suite.chain_blend import blend_weight, blended_prediction
+    from benchmeasure.suite.predict import anchor_accuracy_interval
+
+    rng = np.random.default_rng(0)
+    e_raw = rng.normal(0, 0.04, 16)
+    assert blend_weight(e_raw, 0.1 * e_raw + rng.normal(0, 0.005, 16)) < 0.1
+    assert blend_weight(e_raw, e_raw + rng.normal(0, 0.01, 16)) == 1.0
+    few = np.stack([e_raw[:3], e_raw[:3] / 10, np.full(3, 0.04)])
+    args = (np.array([30, 70]), np.array([100, 100]), np.array([900, 900]))
+    (pred, low, high), chosen = blended_prediction(*args, np.array([0.5, 0.5]), few, 0.9)
+    np.testing.assert_array_equal(np.stack([pred, low, high]), np.stack(anchor_accuracy_interval(*args, 0.9)))
+    assert chosen == {"lambda": 1.0, "models": 3, "scale": None}
+
+
+def test_blended_interval_covers_when_the_irt_prediction_is_biased():
+    """A biased IRT prediction (the link wrong for the panel) gets λ near 1, and the interval from the calibration
+    models' residuals covers about 90 % of new models' accuracies."""
+    from benchmeasure.suite.chain_blend import blended_prediction, raw_and_sd
+
+    rng = np.random.default_rng(11)
+    n, total, covered, lams = 100, 2000, [], []
+    for _ in range(300):
+        truth = rng.uniform(0.2, 0.9, 26)
+        correct = rng.binomial(n, truth)
+        raw, s = raw_and_sd(correct, np.full(26, n), np.full(26, total))
+        irt = truth + 0.15 * np.sign(truth - 0.55) + 0.01 * rng.normal(size=26)   # pushed away from the middle
+        errors = np.stack([raw[:20] - truth[:20], irt[:20] - truth[:20], s[:20]])
+        (pred, low, high), chosen = blended_prediction(correct[20:], np.full(6, n), np.full(6, total), irt[20:],
+                                                       errors, 0.9)
+        covered.extend((low <= truth[20:]) & (truth[20:] <= high))
+        assert np.all((low <= pred) & (pred <= high))
+        lams.append(chosen["lambda"])
+    assert np.mean(lams) > 0.85 and 0.85 <= np.mean(covered) <= 0.95, (np.mean(lams), np.mean(covered))

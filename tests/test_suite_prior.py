@@ -79,9 +79,11 @@ def test_chain_under_the_hierarchical_prior_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr
     with open(out / "predictions.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert {r["method"] for r in rows} == {"anchor_accuracy", "concurrent", "fixed", "fixed_correlated"}
+    assert {r["method"] for r in rows} == {"anchor_accuracy", "concurrent", "fixed", "fixed_correlated", "blended"}
     assert all(float(r["low"]) <= float(r["predicted"]) <= float(r["high"]) for r in rows)
-    settings = json.loads((out / "chain.json").read_text())["settings"]
+    record = json.loads((out / "chain.json").read_text())
+    assert all(0 <= c["lambda"] <= 1 and c["models"] == 18 for c in record["blend"]["choices"])  # the blend's folds
+    settings = record["settings"]                                                              # under this prior
     assert settings["prior_name"] == "hierarchical" and "sigma_b" in settings["prior"]
     hyper = settings["hyperparameters"]
     assert set(hyper["per_benchmark"]) == {"bench0", "bench1"} and hyper["sigma_theta"] > 0

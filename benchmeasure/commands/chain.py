@@ -39,7 +39,10 @@ output: DIR/predictions.csv (split,step,benchmark,model,method,n_anchors,predict
   DIR/chain.json (settings, absent cells per model, inputs and their SHA-256).
 methods: anchor_accuracy (raw), concurrent (refit every item each step, one ability), fixed (earlier items
   fixed, one ability), fixed_correlated (earlier items fixed, one ability per benchmark, correlated: the
-  empirical-Bayes covariance plugged in; the default, seconds), and with --lkj-steps also lkj_correlated (the
+  empirical-Bayes covariance plugged in; the default, seconds), blended (lambda x raw + (1 - lambda) x
+  fixed_correlated, lambda chosen by 5-fold cross-validation over the calibration models, after gp-IRT of Polo
+  et al. 2024, tinyBenchmarks; its interval from their cross-validated residuals; chain.json: blend), and with
+  --lkj-steps also lkj_correlated (the
   LKJ model's posterior, fitted by NUTS on the calibration models at those steps, every item refit; about
   1-2 min per split and step on 2 cores: --lkj-steps last on MMLU-Pro's 14 categories is the measured setting).
   With --lkj-steps a second table compares every method on the steps where lkj_correlated ran.
@@ -126,6 +129,7 @@ def main(argv=None) -> int:
 
     from benchmeasure.base.progress import show_progress
     from benchmeasure.suite.chain import COLUMNS, run_chain, single_thread, summarize
+    from benchmeasure.suite.chain_blend import FOLDS
     from benchmeasure.suite.reader import read_item_benchmarks, read_suite
 
     mapping = read_item_benchmarks(args.item_benchmarks) if args.item_benchmarks else None
@@ -149,7 +153,7 @@ def main(argv=None) -> int:
         fail("two benchmarks' names give the same file name under difficulty/; rename one")
     plan_outputs(folders=[(args.output_dir, fixed_names), (os.path.join(args.output_dir, "difficulty"),
                                                            list(names.values()))], inputs=inputs)
-    lkj, lkj_fits, skipped = None, [], []
+    lkj, lkj_fits, skipped, blend_log = None, [], [], []
     if args.lkj_steps is not None:
         steps = args.lkj_steps
         if isinstance(steps, str):
@@ -163,7 +167,7 @@ def main(argv=None) -> int:
         from benchmeasure.suite.chain import calibrate_suite
 
         rows = run_chain(suite, order, args.anchors, args.splits, args.seed, holdout=args.holdout, level=args.hdi_prob,
-                         lkj=lkj, lkj_fits=lkj_fits, skipped=skipped, prior=args.prior)
+                         lkj=lkj, lkj_fits=lkj_fits, skipped=skipped, prior=args.prior, blend_log=blend_log)
         if not rows:
             fail("no prediction could be made: in every split the calibration models answered too few items of each "
                  "benchmark for the --anchors asked; use fewer anchors")
@@ -181,6 +185,11 @@ def main(argv=None) -> int:
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
                          "items_with_absent_cells": sum(1 for c in absent["per_item"].values() if c)},
         "summary": summary,
+        "blend": {"folds": FOLDS, "method": "lambda x anchor_accuracy + (1 - lambda) x fixed_correlated; lambda "
+                  "minimizes the squared error of the calibration models' cross-validated predictions, moved towards 1 "
+                  "by its standard error (positive-part shrinkage), within [0, 1]; interval: t quantile (models - 1 "
+                  "degrees of freedom) x scale x the raw estimator's sd (docs/suites.md)",
+                  "choices": blend_log},
         "left_out": [{"split": sp, "step": st, "benchmark": b, "n_anchors": n, "answered_items": a}
                      for sp, st, b, n, a in skipped],
         **({"lkj": {"steps": sorted(lkj["steps"]), "chains": 2, "tune": args.lkj_draws, "draws": args.lkj_draws,

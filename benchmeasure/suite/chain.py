@@ -12,7 +12,9 @@ calibrate. Benchmarks arrive in ``order``; at step t:
 3. each held-out model answers only the anchors of the benchmarks seen so far, and its accuracy on each of them
    is predicted with an interval by every method: ``anchor_accuracy`` (raw), ``concurrent`` and ``fixed`` (one
    ability, grid posterior), ``fixed_correlated`` (one ability per benchmark, correlated; Laplace; Σ by empirical
-   Bayes), and on request ``lkj_correlated`` (the LKJ model's posterior, :mod:`.chain_lkj`).
+   Bayes), ``blended`` (the raw anchor accuracy and ``fixed_correlated`` weighted by λ, chosen by
+   cross-validation over the calibration models, :mod:`.chain_blend`), and on request ``lkj_correlated`` (the LKJ
+   model's posterior, :mod:`.chain_lkj`).
 
 Every row of the result is one (split, step, benchmark, model, method, N) prediction with its observed
 accuracy (over the model's present cells of the benchmark).
@@ -35,6 +37,7 @@ import numpy as np
 
 from benchmeasure.analyses.anchors import select_anchors
 from benchmeasure.suite.calibration import GRID, fit_items
+from benchmeasure.suite.chain_blend import CrossFits, blended_prediction
 from benchmeasure.suite.predict import (
     ability_covariance,
     anchor_accuracy_interval,
@@ -47,7 +50,7 @@ from benchmeasure.suite.reader import Suite
 
 log = logging.getLogger(__name__)
 
-METHODS = ("anchor_accuracy", "concurrent", "fixed", "fixed_correlated", "lkj_correlated")
+METHODS = ("anchor_accuracy", "concurrent", "fixed", "fixed_correlated", "blended", "lkj_correlated")
 COLUMNS = ("split", "step", "benchmark", "model", "method", "n_anchors", "predicted", "low", "high", "observed")
 
 
@@ -59,7 +62,7 @@ def split_models(n_models: int, holdout: float, rng: np.random.Generator) -> tup
 
 def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: int, *, holdout: float = 0.25,
               level: float = 0.90, prior_sd: float = 3.0, lkj: dict | None = None, lkj_fits: list | None = None,
-              skipped: list | None = None, prior: str = "paper") -> list:
+              skipped: list | None = None, prior: str = "paper", blend_log: list | None = None) -> list:
     """All predictions of the protocol, as a list of row tuples in :data:`COLUMNS` order.
 
     ``lkj`` (``{"steps": set of step numbers, "draws": per chain, "keep": draws used}``) adds the
@@ -70,6 +73,10 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
     left to predict: with fewer answered items the anchors would be all of them (the "prediction" is the
     observation, labelled N when fewer were used). Each (split, step, benchmark, N, items available) left out so
     is appended to ``skipped``.
+
+    ``blended`` refits the ``fixed`` chain on each of :data:`.chain_blend.FOLDS` folds of the calibration models
+    (:class:`.chain_blend.CrossFits`); its weight λ, the number of calibration models it was chosen on and the
+    interval's scale per (split, step, benchmark, N) are appended to ``blend_log`` as dicts.
     """
     rng = np.random.default_rng(seed)
     bench_items = {name: suite.benchmark_items(name) for name in order}
@@ -84,6 +91,7 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
         b_conc = np.full(len(suite.items), np.nan)
         anchors: dict = {n: {} for n in anchor_sizes}
         seen = np.zeros(0, dtype=np.int64)
+        cross = CrossFits(len(train), len(suite.items), seed, split)
         start = time.perf_counter()
         for step, name in enumerate(order, 1):
             new = bench_items[name]
@@ -101,6 +109,8 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                 pick = select_anchors(b_fixed[answered], k, "stratified", seed * 1_000_003 + split * 1009 + step)
                 anchors[n][name] = answered[pick]
             names = order[:step]
+            cross.step(calibrate, ctr, ttr, seen, free, b_fixed, bench_items, names, grid, anchor_sizes,
+                       seed * 1_000_003 + split * 1009 + step)
             mu, sigma = ability_covariance([ctr[:, bench_items[d]] for d in names],
                                            [ttr[:, bench_items[d]] for d in names],
                                            [b_fixed[bench_items[d]] for d in names], grid)
@@ -111,8 +121,10 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                 usable = [d for d in names if anchors[n][d].size == n and bench_items[d].size > n]
                 if skipped is not None and name not in usable:
                     skipped.append((split, step, name, n, int(answered.size)))
+                errors = cross.errors(names, n, bench_items, ctr, ttr) if usable else {}
                 rows.extend(_predict_step(split, step, names, n, anchors[n], bench_items, cte, tte, b_fixed,
-                                          b_conc, mu, sigma, population, level, test_models, usable, grid))
+                                          b_conc, mu, sigma, population, level, test_models, usable, grid,
+                                          errors, blend_log))
             if lkj is not None and step in lkj["steps"]:
                 rows.extend(_lkj_step(split, step, names, anchors, anchor_sizes, bench_items, ctr, ttr, cte, tte,
                                       len(suite.items), level, test_models, lkj, seed, lkj_fits))
@@ -140,7 +152,7 @@ def _calibration(prior: str, prior_sd: float, item_benchmark: np.ndarray):
 
 
 def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_fixed, b_conc, mu, sigma, population,
-                  level, test_models, usable, grid=GRID) -> list:
+                  level, test_models, usable, grid, errors, blend_log) -> list:
     all_anchors = np.concatenate([anchor_sets[d] for d in names])
     nodes = {method: one_ability_nodes(cte[:, all_anchors], tte[:, all_anchors], b[all_anchors],
                                        float(population[method][0][0]), float(np.sqrt(population[method][1][0, 0])),
@@ -165,6 +177,10 @@ def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_f
         corr_nodes = correlated_nodes(*joint, d_index)
         results["fixed_correlated"] = mixture_prediction(*corr_nodes, b_fixed[rest], tte[:, rest].astype(float),
                                                          a_correct, total, level)
+        results["blended"], chosen_by = blended_prediction(a_correct, a_trials, total, results["fixed_correlated"][0],
+                                                           errors[d], level)
+        if blend_log is not None:
+            blend_log.append({"split": split, "step": step, "benchmark": d, "n_anchors": n, **chosen_by})
         for method, (pred, low, high) in results.items():
             for j in np.flatnonzero(has & (a_trials > 0)):
                 rows.append((split, step, d, test_models[j], method, n, float(pred[j]), float(low[j]),
