@@ -230,6 +230,8 @@ def test_chain_refuses_more_anchors_than_items(tmp_path):
     assert record["left_out"] == [{"split": 0, "step": 1, "benchmark": "A", "n_anchors": 25, "answered_items": 20}]
     predictions = (tmp_path / "out" / "predictions.csv").read_text().splitlines()[1:]
     assert not [row for row in predictions if row.startswith("0,") and ",25," in row]
+    # without --blend the blended method is not run (its five fold calibrations per split are opt-in)
+    assert not [row for row in predictions if ",blended," in row] and "blend" not in record
 
 
 def test_scope_refuses_an_error_threshold_above_one(tmp_path):

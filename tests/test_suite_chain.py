@@ -159,7 +159,7 @@ def test_chain_command_end_to_end(tmp_path):
     paths = simulate_suite(tmp_path)
     out = tmp_path / "chain"
     result = run_script("chain.py", *paths, "--order", "bench0,bench1", "--anchors", "10,40", "--splits", "2",
-                        "--seed", "4", "--output-dir", out, "--quiet")
+                        "--seed", "4", "--output-dir", out, "--quiet", "--blend")
     assert result.returncode == 0, result.stderr
     assert "fixed_correlated" in result.stdout and "coverage" in result.stdout
     with open(out / "predictions.csv", encoding="utf-8") as handle:

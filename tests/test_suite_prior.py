@@ -75,7 +75,7 @@ def test_chain_under_the_hierarchical_prior_end_to_end(tmp_path):
     paths = simulate_suite(tmp_path, n_models=24, n_items=(60, 60))
     out = tmp_path / "chain"
     result = run_script("chain.py", *paths, "--order", "bench0,bench1", "--anchors", "10,30", "--splits", "2",
-                        "--seed", "4", "--output-dir", out, "--quiet", "--prior", "hierarchical")
+                        "--seed", "4", "--output-dir", out, "--quiet", "--prior", "hierarchical", "--blend")
     assert result.returncode == 0, result.stderr
     with open(out / "predictions.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))

@@ -39,9 +39,10 @@ output: DIR/predictions.csv (split,step,benchmark,model,method,n_anchors,predict
   DIR/chain.json (settings, absent cells per model, inputs and their SHA-256).
 methods: anchor_accuracy (raw), concurrent (refit every item each step, one ability), fixed (earlier items
   fixed, one ability), fixed_correlated (earlier items fixed, one ability per benchmark, correlated: the
-  empirical-Bayes covariance plugged in; the default, seconds), blended (lambda x raw + (1 - lambda) x
-  fixed_correlated, lambda chosen by 5-fold cross-validation over the calibration models, after gp-IRT of Polo
-  et al. 2024, tinyBenchmarks; its interval from their cross-validated residuals; chain.json: blend), and with
+  empirical-Bayes covariance plugged in; the default, seconds), with --blend also blended (lambda x raw +
+  (1 - lambda) x fixed_correlated, lambda chosen by 5-fold cross-validation over the calibration models, after
+  gp-IRT of Polo et al. 2024, tinyBenchmarks; its interval from their cross-validated residuals; chain.json:
+  blend; five more calibrations per split and step, 4-10 times the time), and with
   --lkj-steps also lkj_correlated (the
   LKJ model's posterior, fitted by NUTS on the calibration models at those steps, every item refit; about
   1-2 min per split and step on 2 cores: --lkj-steps last on MMLU-Pro's 14 categories is the measured setting).
@@ -98,6 +99,9 @@ def parse_args(argv):
     add_hdi_prob(parser, "mass of the prediction intervals (default 0.90)", 0.90, None)
     parser.add_argument("--item-benchmarks", default=None, metavar="CSV",
                         help="item_id,benchmark file naming the benchmark of items whose file has no benchmark column")
+    parser.add_argument("--blend", action="store_true",
+                        help="add the blended method (raw anchor accuracy and fixed_correlated weighted by "
+                        "cross-validation over the calibration models; 4-10 times the time; default: not run)")
     parser.add_argument("--lkj-steps", type=_lkj_steps, default=None, metavar="last|all|S1,S2,...",
                         help="add the lkj_correlated method at these steps (a NUTS fit per split and step; "
                         "default: not run)")
@@ -167,7 +171,8 @@ def main(argv=None) -> int:
         from benchmeasure.suite.chain import calibrate_suite
 
         rows = run_chain(suite, order, args.anchors, args.splits, args.seed, holdout=args.holdout, level=args.hdi_prob,
-                         lkj=lkj, lkj_fits=lkj_fits, skipped=skipped, prior=args.prior, blend_log=blend_log)
+                         lkj=lkj, lkj_fits=lkj_fits, skipped=skipped, prior=args.prior,
+                         blend_log=blend_log if args.blend else None)
         if not rows:
             fail("no prediction could be made: in every split the calibration models answered too few items of each "
                  "benchmark for the --anchors asked; use fewer anchors")
@@ -185,11 +190,11 @@ def main(argv=None) -> int:
                          "per_model": {m: c for m, c in absent["per_model"].items() if c},
                          "items_with_absent_cells": sum(1 for c in absent["per_item"].values() if c)},
         "summary": summary,
-        "blend": {"folds": FOLDS, "method": "lambda x anchor_accuracy + (1 - lambda) x fixed_correlated; lambda "
+        **({"blend": {"folds": FOLDS, "method": "lambda x anchor_accuracy + (1 - lambda) x fixed_correlated; lambda "
                   "minimizes the squared error of the calibration models' cross-validated predictions, moved towards 1 "
                   "by its standard error (positive-part shrinkage), within [0, 1]; interval: t quantile (models - 1 "
                   "degrees of freedom) x scale x the raw estimator's sd (docs/suites.md)",
-                  "choices": blend_log},
+                  "choices": blend_log}} if args.blend else {}),
         "left_out": [{"split": sp, "step": st, "benchmark": b, "n_anchors": n, "answered_items": a}
                      for sp, st, b, n, a in skipped],
         **({"lkj": {"steps": sorted(lkj["steps"]), "chains": 2, "tune": args.lkj_draws, "draws": args.lkj_draws,

@@ -74,9 +74,10 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
     observation, labelled N when fewer were used). Each (split, step, benchmark, N, items available) left out so
     is appended to ``skipped``.
 
-    ``blended`` refits the ``fixed`` chain on each of :data:`.chain_blend.FOLDS` folds of the calibration models
-    (:class:`.chain_blend.CrossFits`); its weight λ, the number of calibration models it was chosen on and the
-    interval's scale per (split, step, benchmark, N) are appended to ``blend_log`` as dicts.
+    With a ``blend_log`` list (``chain --blend``), ``blended`` refits the ``fixed`` chain on each of
+    :data:`.chain_blend.FOLDS` folds of the calibration models (:class:`.chain_blend.CrossFits`); its weight λ, the
+    number of calibration models it was chosen on and the interval's scale per (split, step, benchmark, N) are
+    appended to ``blend_log`` as dicts. Without it (``None``) no fold is fitted and there are no ``blended`` rows.
     """
     rng = np.random.default_rng(seed)
     bench_items = {name: suite.benchmark_items(name) for name in order}
@@ -91,7 +92,7 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
         b_conc = np.full(len(suite.items), np.nan)
         anchors: dict = {n: {} for n in anchor_sizes}
         seen = np.zeros(0, dtype=np.int64)
-        cross = CrossFits(len(train), len(suite.items), seed, split)
+        cross = CrossFits(len(train), len(suite.items), seed, split) if blend_log is not None else None
         start = time.perf_counter()
         for step, name in enumerate(order, 1):
             new = bench_items[name]
@@ -109,8 +110,9 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                 pick = select_anchors(b_fixed[answered], k, "stratified", seed * 1_000_003 + split * 1009 + step)
                 anchors[n][name] = answered[pick]
             names = order[:step]
-            cross.step(calibrate, ctr, ttr, seen, free, b_fixed, bench_items, names, grid, anchor_sizes,
-                       seed * 1_000_003 + split * 1009 + step)
+            if cross is not None:
+                cross.step(calibrate, ctr, ttr, seen, free, b_fixed, bench_items, names, grid, anchor_sizes,
+                           seed * 1_000_003 + split * 1009 + step)
             mu, sigma = ability_covariance([ctr[:, bench_items[d]] for d in names],
                                            [ttr[:, bench_items[d]] for d in names],
                                            [b_fixed[bench_items[d]] for d in names], grid)
@@ -121,7 +123,7 @@ def run_chain(suite: Suite, order: list, anchor_sizes: list, splits: int, seed: 
                 usable = [d for d in names if anchors[n][d].size == n and bench_items[d].size > n]
                 if skipped is not None and name not in usable:
                     skipped.append((split, step, name, n, int(answered.size)))
-                errors = cross.errors(names, n, bench_items, ctr, ttr) if usable else {}
+                errors = cross.errors(names, n, bench_items, ctr, ttr) if usable and cross is not None else None
                 rows.extend(_predict_step(split, step, names, n, anchors[n], bench_items, cte, tte, b_fixed,
                                           b_conc, mu, sigma, population, level, test_models, usable, grid,
                                           errors, blend_log))
@@ -177,9 +179,9 @@ def _predict_step(split, step, names, n, anchor_sets, bench_items, cte, tte, b_f
         corr_nodes = correlated_nodes(*joint, d_index)
         results["fixed_correlated"] = mixture_prediction(*corr_nodes, b_fixed[rest], tte[:, rest].astype(float),
                                                          a_correct, total, level)
-        results["blended"], chosen_by = blended_prediction(a_correct, a_trials, total, results["fixed_correlated"][0],
-                                                           errors[d], level)
-        if blend_log is not None:
+        if errors is not None:
+            results["blended"], chosen_by = blended_prediction(a_correct, a_trials, total,
+                                                               results["fixed_correlated"][0], errors[d], level)
             blend_log.append({"split": split, "step": step, "benchmark": d, "n_anchors": n, **chosen_by})
         for method, (pred, low, high) in results.items():
             for j in np.flatnonzero(has & (a_trials > 0)):
