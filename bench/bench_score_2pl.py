@@ -20,23 +20,20 @@ import csv
 import json
 import os
 import platform
+import runpy
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+_machine = runpy.run_path(str(Path(__file__).with_name("machine.py")))  # shared by the benches
 SOURCE = Path("/work/shared/data/zeroeval/math_l5/responses_long.csv")
 
 
 def bm(*args) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "benchmeasure", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT)
-    if done.returncode not in (0, 3):
-        raise SystemExit(f"benchmeasure {' '.join(map(str, args))} failed:\n{done.stderr}")
-    return done
+    return _machine["benchmeasure_command"](ROOT, *args)
 
 
 def read(path: Path) -> list:

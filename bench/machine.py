@@ -21,3 +21,17 @@ def versions(names: list[str]) -> str:
 
     found = package_versions(names)
     return ", ".join(f"{name} {found[name]}" for name in names if found[name] is not None)
+
+
+def benchmeasure_command(root, *args):
+    """Run ``python -m benchmeasure ARGS`` in ``root`` (the real command line); exit with its stderr unless it ends
+    with 0 or 3 (3: finished with a convergence warning)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "benchmeasure", *map(str, args)], capture_output=True, text=True,
+                          cwd=root)
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"benchmeasure {' '.join(map(str, args))} failed:\n{done.stderr}")
+    return done
+
