@@ -233,3 +233,15 @@ def test_item_posterior_matches_a_brute_force_grid(g):
     assert posterior.sd == pytest.approx(np.sqrt(w.sum(axis=1) @ (bb - b_mean) ** 2), rel=1e-6)
     assert a_mean == pytest.approx(true_a, rel=1e-6)
     assert a_sd == pytest.approx(np.sqrt(w.sum(axis=0) @ (slopes - true_a) ** 2), rel=1e-5)
+
+
+def test_a_huge_slope_is_scored_as_the_step_it_tends_to_without_warnings(world, tmp_path):
+    """A slope of 1e308 overflows a(θ − b): P is then the step function's 0 or 1, and stderr stays clean."""
+    lines = (world["root"] / "difficulty.csv").read_text(encoding="utf-8").splitlines()
+    item, b_mean, b_sd, _, a_sd = lines[1].split(",")
+    lines[1] = ",".join([item, b_mean, b_sd, "1e308", a_sd])
+    (tmp_path / "huge.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = run_script("score_models.py", world["files"][0], "--difficulty", tmp_path / "huge.csv", "--n-trials", K,
+                      "--output", tmp_path / "scores.csv")
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr and "nan" not in (tmp_path / "scores.csv").read_text(encoding="utf-8")

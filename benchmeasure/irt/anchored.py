@@ -310,9 +310,11 @@ def predict_accuracy(components: list, observed_correct: float, n_items_total: i
         mass = posterior.cell_masses()[keep]
         if b_rest.size:
             shift = b_rest[None, :] - posterior.grid[keep, None]
-            if slopes:   # items with slopes a (a 2PL's, :mod:`.anchored_slopes`): σ(a(θ − b))
-                shift = slopes[0][None, :] * shift
-            p = g_rest[None, :] + (1 - g_rest[None, :]) / (1.0 + np.exp(shift))
+            # a huge slope overflows a(θ − b) to ±inf: exp gives inf or 0, i.e. P = g or 1, the step it tends to
+            with np.errstate(over="ignore"):
+                if slopes:   # items with slopes a (a 2PL's, :mod:`.anchored_slopes`): σ(a(θ − b))
+                    shift = slopes[0][None, :] * shift
+                p = g_rest[None, :] + (1 - g_rest[None, :]) / (1.0 + np.exp(shift))
             mu = p.sum(axis=1)
             var = (p * (1 - p)).sum(axis=1) / n_trials
         else:
