@@ -5,7 +5,7 @@
   anchored, guessing), and under the hierarchical prior (complete, holes with guessing, anchors, direct; its gradient
   against finite differences too);
 * a fit in a fresh process with a warm cache gives the same draws as one that compiled the kernels;
-* two fits started at once against an empty cache both succeed and agree;
+* (two fits started at once against an empty cache: tests/test_fresh_install_journeys.py);
 * a damaged cache entry is recompiled with a warning, never fatal; a new package version gets its own folder.
 """
 
@@ -234,42 +234,26 @@ def small_matrix(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def fresh_cache(tmp_path_factory, small_matrix):
-    """Two fits started at once against an empty kernel cache: (cache folder, fit folders, their results)."""
-    root = tmp_path_factory.mktemp("fresh_cache")
-    cache = root / "cache"
-    procs = [_fit(root, small_matrix, root / f"fit{k}", cache, background=True) for k in range(2)]
-    results = [(*p.communicate(timeout=900), p.returncode) for p in procs]
-    return cache, [root / "fit0", root / "fit1"], results
+def warm_fit(tmp_path_factory, small_matrix):
+    """A fit whose kernels come from this checkout's own cache (compiled there once, before the tests, by
+    scripts/run_tests.sh; compiled here if cold): (the cache's kernel folder, the fit folder). Two fits at once on
+    an empty cache are tested on a fresh install (tests/test_fresh_install_journeys.py), where the cache is empty
+    anyway."""
+    from benchmeasure.base import kernel_cache
+
+    out = tmp_path_factory.mktemp("warm_fit") / "fit"
+    done = _fit(out.parent, small_matrix, out, kernel_cache.cache_root())
+    assert done.returncode == 0, done.stderr
+    return kernel_cache.kernel_dir(), out
 
 
 @pytest.mark.slow
-def test_two_fits_at_once_on_an_empty_cache_both_succeed_and_agree_with_a_warm_one(tmp_path, small_matrix,
-                                                                                   fresh_cache):
-    cache, folders, results = fresh_cache
-    for _out, err, code in results:
-        assert code == 0, err
-    cold = "once for this package version"
-    assert any(cold in err for _, err, _ in results)      # the first run says why it is slower
-    kernels = list((cache / "kernels").iterdir())
-    assert len(kernels) == 1 and any(kernels[0].rglob("density.*.nbi"))
-    warm = _fit(tmp_path, small_matrix, tmp_path / "warm", cache)
-    assert warm.returncode == 0, warm.stderr
-    assert cold not in warm.stderr
-    first = _draws(folders[0])
-    for other in (_draws(folders[1]), _draws(tmp_path / "warm")):
-        for a, b in zip(first, other):
-            np.testing.assert_array_equal(a, b)
-    timing = json.loads((tmp_path / "warm" / "diagnostics.json").read_text())["timing"]
-    assert timing["compile_time_s"] is not None
-
-
-@pytest.mark.slow
-def test_a_damaged_cache_entry_is_recompiled_not_fatal(tmp_path, small_matrix, fresh_cache):
+def test_a_damaged_cache_entry_is_recompiled_not_fatal(tmp_path, small_matrix, warm_fit):
     import shutil
 
+    folder, reference = warm_fit
     cache = tmp_path / "cache"
-    shutil.copytree(fresh_cache[0], cache)
+    shutil.copytree(folder, cache / "kernels" / folder.name)
     # garble the index and truncate the data of the kernels every fit loads after sampling (quick to recompile;
     # the sampler's own entries are left, so the test does not pay for their compilation again)
     entries = [p for stem in ("draw_summary", "quadrature") for p in (cache / "kernels").rglob(f"{stem}.*.nb[ic]")]
@@ -279,8 +263,11 @@ def test_a_damaged_cache_entry_is_recompiled_not_fatal(tmp_path, small_matrix, f
     again = _fit(tmp_path, small_matrix, tmp_path / "again", cache)
     assert again.returncode == 0, again.stderr
     assert "kernel cache entry could not be used" in again.stderr and "Traceback" not in again.stderr
-    for a, b in zip(_draws(fresh_cache[1][0]), _draws(tmp_path / "again")):
+    assert "once for this package version" not in again.stderr   # the sampler's entries were loaded, not rebuilt
+    for a, b in zip(_draws(reference), _draws(tmp_path / "again")):
         np.testing.assert_array_equal(a, b)
+    timing = json.loads((tmp_path / "again" / "diagnostics.json").read_text())["timing"]
+    assert timing["compile_time_s"] is not None
     third = _fit(tmp_path, small_matrix, tmp_path / "third", cache)   # the rebuilt entries load cleanly
     assert third.returncode == 0 and "could not be used" not in third.stderr
 

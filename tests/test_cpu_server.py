@@ -22,7 +22,7 @@ def test_one_server_answers_to_every_panel_name():
     names = plan.argv[plan.argv.index("--served-model-name") + 1:plan.argv.index("--max-model-len")]
     assert names == ["smollm2-greedy", "smollm2-t07", "smollm2-t10", "smollm2-rewriter"] == list(plan.names)
     for flag, value in (("--model", "/m"), ("--host", "127.0.0.1"), ("--port", "8111"), ("--max-model-len", "2048"),
-                        ("--dtype", "bfloat16")):
+                        ("--dtype", "float32")):
         assert plan.argv[plan.argv.index(flag) + 1] == value
     assert "--enforce-eager" in plan.argv
     assert plan.url == "http://127.0.0.1:8111/v1"

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, wheel_and_venv
@@ -37,6 +38,10 @@ def fresh(tmp_path_factory):
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    # an empty kernel cache of its own, as on a new machine (the install's kernels are its own entries anyway:
+    # Numba keys them by the source file's path)
+    env["BENCHMEASURE_CACHE_DIR"] = str(root / "cache")
+    env.pop("NUMBA_CACHE_DIR", None)
     done = _run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[benchfill]",
                  "-c", ROOT / "requirements_irt.txt", "-c", ROOT / "requirements-dev.txt"],
                 cwd=root, env=env, timeout=1800)
@@ -51,6 +56,12 @@ def fresh(tmp_path_factory):
     return env_dir / "bin", elsewhere, env
 
 
+def _draws(folder):
+    from benchmeasure.analyses.posterior_metrics import read_posterior_b
+
+    return read_posterior_b(folder / "posterior.zarr", "theta")[1], read_posterior_b(folder / "posterior.zarr")[1]
+
+
 def bm(fresh, *args, ok=True, timeout=900):
     bin_dir, elsewhere, env = fresh
     done = _run([bin_dir / "benchmeasure", *args], cwd=elsewhere, env=env, timeout=timeout)
@@ -60,26 +71,28 @@ def bm(fresh, *args, ok=True, timeout=900):
     return done
 
 
-def test_real_data_in_fit_diagnose(fresh):
-    _, elsewhere, _ = fresh
-    shutil.copy(ROOT / "data" / "chembench" / "binary_matrix.csv", elsewhere / "binary_matrix.csv")
-    bm(fresh, "prepare", "--from", "wide", "binary_matrix.csv", "--items-as-rows", "--n-trials", "1",
-       "--output", "chembench/response_matrix.csv")
-    bm(fresh, "fit", "chembench/response_matrix.csv", "--n-trials", "1", "--output-dir", "chembench",
-       "--method", "map", "--quiet")
-    done = bm(fresh, "diagnose", "chembench/difficulty.csv", "--json")
-    record = json.loads(done.stdout)
-    assert record["benchmark"] == "chembench" and record["items"] == 2854
-    assert 0 < record["ddm"] < 1
-
-
 def test_simulated_example_fit_diagnose_explore_score(fresh):
-    _, elsewhere, _ = fresh
+    bin_dir, elsewhere, env = fresh
     bm(fresh, "make-example", "--output-dir", "example", "--models", "8", "--items", "30", "--n-trials", "4")
     bm(fresh, "prepare", "example/responses.csv", "--n-trials", "4", "--output", "mine/response_matrix.csv")
-    fit = bm(fresh, "fit", "mine/response_matrix.csv", "--n-trials", "4", "--output-dir", "mine", "--chains", "2",
-             "--tune", "200", "--draws", "200", "--seed", "1", "--save-posterior", "--name", "my_benchmark")
-    assert "compiling" in fit.stderr  # the compilation phase is announced (issue 22, item 6)
+    # two first fits started at once on the install's empty kernel cache: both compile, both succeed, the same draws
+    fit = [bin_dir / "benchmeasure", "fit", "mine/response_matrix.csv", "--n-trials", "4", "--chains", "2", "--tune",
+           "200", "--draws", "200", "--seed", "1", "--save-posterior", "--name", "my_benchmark", "--output-dir"]
+    procs = [subprocess.Popen([str(a) for a in [*fit, out]], cwd=elsewhere, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for out in ("mine", "twin")]
+    results = [(*p.communicate(timeout=900), p.returncode) for p in procs]
+    for _, err, code in results:
+        assert code == 0 and "Traceback" not in err, err[-2000:]
+    cold = "once for this package version"
+    assert any("compiling" in err and cold in err for _, err, _ in results)  # the compilation phase is announced
+    kernels = list((elsewhere.parent / "cache" / "kernels").iterdir())
+    assert len(kernels) == 1 and any(kernels[0].rglob("density.*.nbi"))
+    warm = bm(fresh, *[str(a) for a in fit[1:]], "warm", "--no-calibrate")   # a later run loads them
+    assert cold not in warm.stderr
+    first = _draws(elsewhere / "mine")
+    for other in (_draws(elsewhere / "twin"), _draws(elsewhere / "warm")):
+        for a, b in zip(first, other):
+            np.testing.assert_array_equal(a, b)
     done = bm(fresh, "diagnose", "mine/difficulty.csv", "--json")
     assert json.loads(done.stdout)["benchmark"] == "my_benchmark"
     bm(fresh, "posterior-metrics", "mine", "--hdi-prob", "0.9", "--top-k", "3")
@@ -101,6 +114,19 @@ def test_simulated_example_fit_diagnose_explore_score(fresh):
     assert "Items compared: 30" in compared, compared
     bm(fresh, "plot", "mine/difficulty.csv", "--output", "fig.svg")
     assert (elsewhere / "fig.svg").is_file() and not (elsewhere / "fig.pdf").exists()
+
+
+def test_real_data_in_fit_diagnose(fresh):
+    _, elsewhere, _ = fresh
+    shutil.copy(ROOT / "data" / "chembench" / "binary_matrix.csv", elsewhere / "binary_matrix.csv")
+    bm(fresh, "prepare", "--from", "wide", "binary_matrix.csv", "--items-as-rows", "--n-trials", "1",
+       "--output", "chembench/response_matrix.csv")
+    bm(fresh, "fit", "chembench/response_matrix.csv", "--n-trials", "1", "--output-dir", "chembench",
+       "--method", "map", "--quiet")
+    done = bm(fresh, "diagnose", "chembench/difficulty.csv", "--json")
+    record = json.loads(done.stdout)
+    assert record["benchmark"] == "chembench" and record["items"] == 2854
+    assert 0 < record["ddm"] < 1
 
 
 def test_benchfill_simulation_init_run_status(fresh):
