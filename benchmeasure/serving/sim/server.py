@@ -105,6 +105,12 @@ def make_handler(state: SimState):
         def log_message(self, *args):  # quiet: the loop logs what matters
             pass
 
+        def handle(self):
+            try:
+                super().handle()
+            except ConnectionResetError:
+                pass  # a client killed while its kept-alive connection waited: no request is left to answer
+
         def _send(self, status: int, payload: bytes, content_type: str = "application/json"):
             try:
                 self.send_response(status)
