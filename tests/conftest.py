@@ -34,6 +34,39 @@ def assert_rejected(result: subprocess.CompletedProcess, *fragments: str) -> str
     return lines[0]
 
 
+def run_in_process(*argv, prog: str | None = None) -> subprocess.CompletedProcess:
+    """``benchmeasure ARGV`` run in this process through the command line's own entry point
+    (``benchmeasure.cli.main``: the command's parser, the command, and :func:`benchmeasure.base.errors.run_cli`,
+    which turns bad input into one ``error:`` line and exit status 2), stdout and stderr captured. Returns what
+    :func:`run_script` does, so :func:`assert_rejected` reads it; an exception that escapes the command's error
+    handling fails the test with its traceback. For the many variants of one damaged input, beside a real process
+    for a representative few (a process start of the BenchFill commands costs 0.4–0.6 s of CPU).
+    The package's loggers, which the command configures (its progress lines), are put back as they were."""
+    import contextlib
+    import io
+    import logging
+
+    from benchmeasure.cli import main
+
+    def ours():
+        return [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict)
+                if name == "benchmeasure" or name.startswith("benchmeasure.")]
+
+    saved = {lg.name: (list(lg.handlers), lg.propagate, lg.level) for lg in ours()}
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in argv], prog=prog)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code or 0
+        finally:
+            for lg in ours():
+                handlers, propagate, level = saved.get(lg.name, ([], True, logging.NOTSET))
+                lg.handlers[:], lg.propagate, lg.level = handlers, propagate, level
+    return subprocess.CompletedProcess(["benchmeasure", *map(str, argv)], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture
 def write_csv(tmp_path):
     """Write ``text`` (dedented lines) to a CSV in tmp_path and return its path."""

@@ -25,7 +25,7 @@ from benchmeasure.benchfill.records import EVENT_TYPES, event_from_dict
 from benchmeasure.benchfill.run_folder import RunFolder
 from benchmeasure.serving.sim.dataset import make_sim_benchmark
 from conftest import BENCHFILL_CLI as CLI
-from conftest import FULL_DISK, ROOT, assert_rejected, sim_run
+from conftest import FULL_DISK, ROOT, assert_rejected, run_in_process, sim_run
 
 
 def run_cli(folder, env, **kw):
@@ -65,7 +65,11 @@ def truth_config(tmp_path, **changes):
 @pytest.mark.parametrize("name", ["../../x", "../x", "/tmp/abs-run", "a/b", "..", ".hidden", "", "a\\nb"])
 def test_init_name_cannot_leave_the_results_folder(tmp_path, name):
     config = truth_config(tmp_path)
-    done = init_cli(config, tmp_path / "res" / "deep", "--name", name)
+    if name in ("../../x", "/tmp/abs-run"):   # in a real process; the other names through the same entry point here
+        done = init_cli(config, tmp_path / "res" / "deep", "--name", name)
+    else:
+        done = run_in_process("benchfill", "init", "--config", config, "--results", tmp_path / "res" / "deep",
+                              "--name", name, prog="benchfill.py")
     assert_rejected(done)
     assert not (tmp_path / "res").exists() and not Path("/tmp/abs-run").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
@@ -99,16 +103,22 @@ DAMAGED_CONFIG = ["{not json", "[]", '{"inputs": {}}', '{"config": {"benchmark":
                   '{"config": {"benchmark": {"name": "x"}}, "inputs": {}}', "\udcff"]
 
 
+def benchfill(command, folder, real_process):
+    """``propose/benchfill.py COMMAND FOLDER`` in a process of its own, or through the same entry point in this one."""
+    if real_process:
+        return subprocess.run([*CLI, command, str(folder)], capture_output=True, text=True)
+    return run_in_process("benchfill", command, folder, prog="benchfill.py")
+
+
 def test_damaged_config_json_is_one_error_line(tmp_path, initialized_once):
     folder = copy_of(initialized_once, tmp_path)
     good = json.loads((folder / "config.json").read_text())
     variants = [text.encode() for text in DAMAGED_CONFIG[:-2]]
     variants += [json.dumps({**good, "inputs": "nope"}).encode(), b"\xff\xfe{"]
-    for data in variants:
+    for k, data in enumerate(variants):
         (folder / "config.json").write_bytes(data)
-        for command in ("run", "status"):
-            assert_rejected(subprocess.run([*CLI, command, str(folder)], capture_output=True, text=True),
-                            str(folder))
+        for command in ("run", "status"):   # the first and the last (undecodable) in real processes
+            assert_rejected(benchfill(command, folder, k in (0, len(variants) - 1)), str(folder))
     assert not (folder / "events.jsonl").exists()
 
 
@@ -121,8 +131,8 @@ def test_damaged_journal_is_one_error_line_before_any_call(tmp_path, initialized
     folder = copy_of(initialized_once, tmp_path)
     for line in DAMAGED_EVENTS:
         (folder / "events.jsonl").write_bytes(line)
-        for command in ("run", "status"):
-            done = subprocess.run([*CLI, command, str(folder)], capture_output=True, text=True)
+        for command in ("run", "status"):   # not JSON, and undecodable, in real processes
+            done = benchfill(command, folder, line in (b"not json\n", b"\xff\xfe\n"))
             message = assert_rejected(done, "events.jsonl", "line 1")
             assert "damaged" in message or "lacks field" in message or "expected" in message
         assert (folder / "events.jsonl").read_bytes() == line  # left as it was

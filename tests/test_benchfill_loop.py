@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmeasure.serving.sim.server import serve
+from benchmeasure.serving.sim.world import World
 from conftest import BENCHFILL_CLI as CLI
-from conftest import assert_rejected, kill_after_progress, sim_run, wait_for_lock
+from conftest import assert_rejected, kill_after_progress, run_in_process, sim_run, wait_for_lock
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHFILL_PYTHON = REPO / ".venv-benchfill" / "bin" / "python"
@@ -61,16 +63,13 @@ def test_benchfill_beats_baseline_over_seeds(default_runs):
 
 
 @pytest.mark.slow
-def test_same_seed_same_items(tmp_path, default_runs):
+def test_same_seed_same_items(default_runs, killed_and_resumed):
     # Concurrent requests arrive in a different order each time; the chosen items must not depend on it. The
-    # first run is the default runs' seed 2, the second a run of its own with the same settings.
+    # first run is the default runs' seed 2, the second the run of seed 2 with the same settings that was killed
+    # three times and resumed (its own arrival order, and a resume from every kill, must change nothing).
     first, done = default_runs[2]
     assert done.returncode == 0, done.stderr
-    folder, env, server = sim_run(tmp_path, 2)
-    try:
-        done = run_cli(folder, env)
-    finally:
-        server.shutdown()
+    folder, done, _ = killed_and_resumed
     assert done.returncode == 0, done.stderr
     files = ("new_item_records.csv", "baseline_item_records.csv")
     assert [(folder / f).read_text() for f in files] == [(first / f).read_text() for f in files]
@@ -99,19 +98,44 @@ def test_early_stop_and_budget(tmp_path):
     assert any(b["stopped_early"] for b in summary["benchfill"]["budget"].values())
 
 
-@pytest.mark.slow
-def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory):
+    """Seed 2 with the default search (the settings of ``default_runs``), killed by SIGKILL three times mid-run and then
+    run to the end, all by the real CLI: ``(run folder, the finished 'run' command, ['status' after each kill])``.
+
+    A fresh server per process: the simulation seeds a repeated request differently, so the calls in flight at a
+    kill, asked again by the resumed run, get the replies an uninterrupted run got; the finished run is then the
+    second run of seed 2 that :func:`test_same_seed_same_items` compares with the default runs' one."""
+    root = tmp_path_factory.mktemp("killed")
     rng = random.Random(7)
-    folder, env, server = sim_run(tmp_path, 2)
-    for _ in range(3):
-        proc = subprocess.Popen([*CLI, "run", str(folder)], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        # a full run journals ~1,300 events: three kills of at most 300 events each land mid-run
-        assert kill_after_progress(folder, proc, rng.randint(50, 300))
-        status = subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True, env=env)
-        assert status.returncode == 0 and "not running" in status.stdout
-    done = run_cli(folder, env)
+    folder, env, server = sim_run(root, 2)
     server.shutdown()
+    statuses = []
+    for attempt in range(4):
+        server, url = serve(World.load(root / "data2" / "world.json"), hang_s=1.5, seed=2)
+        env = {**env, "BENCHFILL_SIM_URL": url}
+        try:
+            if attempt == 3:
+                done = run_cli(folder, env)
+                break
+            proc = subprocess.Popen([*CLI, "run", str(folder)], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            # a full run journals ~1,300 events: three kills of at most 300 events each land mid-run
+            alive = kill_after_progress(folder, proc, rng.randint(50, 300))
+        finally:
+            server.shutdown()
+        statuses.append((alive, subprocess.run([*CLI, "status", str(folder)], capture_output=True, text=True,
+                                               env=env)))
+    return folder, done, statuses
+
+
+@pytest.mark.slow
+def test_resume_after_kill_9_loses_and_duplicates_nothing(killed_and_resumed):
+    folder, done, statuses = killed_and_resumed
+    assert len(statuses) == 3
+    for alive, status in statuses:
+        assert alive  # the kill landed mid-run
+        assert status.returncode == 0 and "not running" in status.stdout
     assert done.returncode == 0, done.stderr
     notes = annotations(folder)
     ids = [n["item_id"] for n in notes]
@@ -189,8 +213,9 @@ def test_cli_rejects_bad_input(tmp_path):
     unknown = tmp_path / "unknown.toml"
     unknown.write_text('[search]\nrounds = 2\n[benchmark]\nname = "x"\n')
     cases.append([*CLI, "init", "--config", str(unknown), "--results", str(tmp_path / "r")])
-    for command in cases:
-        done = subprocess.run(command, capture_output=True, text=True)
+    for k, command in enumerate(cases):   # the first two in real processes, the rest through the same entry point here
+        done = (subprocess.run(command, capture_output=True, text=True) if k < 2 else
+                run_in_process("benchfill", *command[2:], prog="benchfill.py"))
         assert done.returncode == 2, (command, done.stderr)
         assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
     assert not (tmp_path / "r").exists()

@@ -82,7 +82,13 @@ def test_sim_end_to_end_reuses_the_ability_fit(tmp_path):
     summary = json.loads((runs[0] / "summary.json").read_text())
     assert set(summary["inputs"]) == {"calibration", "pool", "matrix"}
 
-    # A second call: the data set and its fit are reused. Any new fit would fail with this interpreter.
+    # A second call: the data set and its fit are reused. Any new fit would fail with this interpreter. The data set's
+    # config is cut to one round on one gap first: the fit does not depend on the search, and a second whole run would
+    # only cost time (a data set made again would have its config written afresh: checked below).
+    config = data / "config.toml"
+    text = config.read_text()
+    assert text.count("[search]\n") == 1
+    config.write_text(text.replace("[search]\n", "[search]\ngaps = 1\nrounds = 1\n"))
     fake = tmp_path / "no_fit_python"
     fake.write_text("#!/bin/sh\necho 'error: no fit expected' >&2\nexit 2\n")
     fake.chmod(0o755)
@@ -92,6 +98,7 @@ def test_sim_end_to_end_reuses_the_ability_fit(tmp_path):
     assert "fitting panel abilities" not in second.stdout + second.stderr and "Table 2 (math_sim)" in second.stdout
     assert (fits[0].read_bytes(), fits[0].stat().st_mtime_ns) == before
     assert len([p for p in (results / "math_sim").iterdir() if p.name.startswith("sim-seed1-")]) == 2
+    assert "gaps = 1" in config.read_text()   # the data set was not made again
 
     # verifier/fit_ability.py finds the same cached fit without fitting.
     by_hand = subprocess.run([sys.executable, str(ROOT / "verifier" / "fit_ability.py"),

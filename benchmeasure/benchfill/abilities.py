@@ -31,7 +31,6 @@ from benchmeasure.base.lifetime import PARENT_PID_ENV, die_with_parent
 from benchmeasure.base.resources import project_path
 from benchmeasure.base.subcommand import subcommand_argv, subcommand_env
 from benchmeasure.core.ability_file import read_ability_table
-from benchmeasure.core.matrix import read_matrix
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +81,10 @@ def fit_abilities(matrix: str | os.PathLike, n_trials: int, cache_dir: str | os.
         return read_abilities(ability), folder
     # The checks fit_irt.py would make on this input, made here first: bad input is then one
     # error line, not a progress line followed by the subprocess's error.
-    if allow_missing:  # absent cells and K per cell: the fit's masked likelihood
-        from benchmeasure.core.matrix import read_matrix_allowing_holes
+    # (the matrix readers bring NumPy, imported here: a command that only reads or refuses a run folder never needs it)
+    from benchmeasure.core.matrix import read_matrix, read_matrix_allowing_holes
 
+    if allow_missing:  # absent cells and K per cell: the fit's masked likelihood
         read_matrix_allowing_holes(matrix, n_trials)
         extra_args = (*extra_args, "--allow-missing")
     else:

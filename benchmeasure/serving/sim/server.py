@@ -97,9 +97,19 @@ class SimState:
 def make_handler(state: SimState):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # A reply goes out as two writes (the headers, then the body). With Nagle's algorithm on, the body waits
+        # for the client's ACK of the headers, which a client that delays its ACKs sends ~40 ms later: every reply
+        # on a kept-alive connection took 47 ms instead of 4 (100 replies one after another, 2026-12-07).
+        disable_nagle_algorithm = True
 
         def log_message(self, *args):  # quiet: the loop logs what matters
             pass
+
+        def handle(self):
+            try:
+                super().handle()
+            except ConnectionResetError:
+                pass  # a client killed while its kept-alive connection waited: no request is left to answer
 
         def _send(self, status: int, payload: bytes, content_type: str = "application/json"):
             try:
