@@ -139,3 +139,46 @@ def test_density_matches_its_gradient_and_the_rotation_keeps_the_model():
             assert np.allclose(stored[:9], np.concatenate([theta, b]))
             if slopes:
                 assert np.allclose(stored[9:], np.exp(0.5 * z[9:]))
+
+
+@pytest.mark.parametrize("case", ["binary", "binary+holes+guessing", "K = 3+holes", "K per cell+holes",
+                                  "K per cell+guessing", "tall+small guessing", "1pl"])
+def test_density_is_the_pymc_2pl_model(case):
+    """The compiled 2PL density (direct coordinates: θ, b, u with log a = 0.5·u) against the PyMC model of
+    twopl/model.py, the reference: differences of log density between random points and gradients agree (the
+    gradient in u is half the graph's in log a), in every path of the item pass — binary columns and columns of
+    one K with absent cells (the logs taken over products of cells, with and without guessing), K per cell (a
+    log per cell), and columns of 700 models with g = 0.001, whose products take several blocks."""
+    from benchmeasure.irt.routes.twopl.density import twopl_density
+    from benchmeasure.irt.routes.twopl.model import SLOPE_SD, build_2pl_model
+    from tests.test_compiled_density import _pymc_density
+
+    rng = np.random.default_rng(11)
+    m, n = (700, 3) if case.startswith("tall") else (7, 30)
+    k = (np.ones((m, n)) if "binary" in case or "tall" in case else np.full((m, n), 3.0) if "K = 3" in case
+         else rng.integers(1, 5, (m, n)).astype(float))
+    if "holes" in case:
+        k[rng.random((m, n)) < 0.2] = 0.0
+    g = (np.linspace(0.0, 0.3, n) if "guessing" in case and "small" not in case
+         else 0.001 if "small" in case else 0.0)
+    theta, b, a = rng.normal(0, 1.5, m), rng.normal(0, 1.5, n), np.exp(rng.normal(0, 0.5, n))
+    p = g + (1 - g) / (1 + np.exp(-a * (theta[:, None] - b)))
+    y = rng.binomial(k.astype(int), p)
+    slopes = case != "1pl"
+    model = build_2pl_model(y, k, g, models=range(m), items=range(n), slopes=slopes)
+    density = twopl_density(y, k, g, models=range(m), items=range(n), slopes=slopes, parametrization="direct")
+    reference = _pymc_density(model)
+    points = rng.normal(0, 1.2, (4, density.n_dim))
+    ours, theirs = [], []
+    for z in points:
+        point = {"theta": z[:m], "b": z[m:m + n]}
+        if slopes:
+            point["log_a"] = SLOPE_SD * z[m + n:]
+        value, grad = reference(point)
+        if slopes:
+            grad = np.concatenate([grad[:m + n], SLOPE_SD * grad[m + n:]])
+        theirs.append((value, grad))
+        ours.append(density.logp(z))
+    for (v, g_ours), (rv, g_ref) in zip(ours, theirs):
+        np.testing.assert_allclose(v - ours[0][0], rv - theirs[0][0], rtol=1e-10, atol=1e-8)
+        np.testing.assert_allclose(g_ours, g_ref, rtol=1e-9, atol=1e-8)
