@@ -50,6 +50,8 @@ def test_2pl_recovers_slopes_and_compares_with_1pl(small):
     record = json.loads((root / "fit" / "diagnostics.json").read_text())
     assert record["model"] == "2pl" and record["settings"]["model"] == "2pl"
     assert record["settings"]["route"] == "2pl"          # --route auto picked the 2pl route
+    assert (record["settings"]["tune"], record["settings"]["draws"]) == (300, 300)   # given: they win
+    assert "with --model 2pl" in run_script("fit_irt.py", "--help").stdout   # --help names the route's defaults
     assert record["worst_r_hat"] is not None             # convergence over theta, b and a
     loo = record["loo"]
     assert loo["2pl"]["cells"] == 600 and loo["se_diff"] > 0
@@ -106,6 +108,21 @@ def test_plan_reads_the_declarations():
                             counts=np.ones((3, 4), dtype=np.int64), n_trials=2)
     assert plan_fit(matrix, FitSettings(model="2pl")).route == "2pl"
     assert plan_fit(matrix, FitSettings()).route != "2pl"
+    # NUTS settings left unset take the 2pl route's own defaults, resolved once into the plan and recorded; one
+    # given explicitly wins; the 1PL keeps the paper's and its record has no such key
+    from benchmeasure.irt.plan import PAPER_DEFAULTS
+    from benchmeasure.irt.routes import ROUTES
+
+    own = ROUTES["2pl"].defaults
+    assert own and set(own) <= set(PAPER_DEFAULTS)
+    plan = plan_fit(matrix, FitSettings(model="2pl"))
+    assert all(getattr(plan.settings, name) == value for name, value in own.items())
+    assert plan.record()["route_defaults"] == list(own)
+    explicit = plan_fit(matrix, FitSettings(model="2pl", tune=1000, draws=1000, target_accept=0.95)).record()
+    assert (explicit["tune"], explicit["draws"], explicit["target_accept"]) == (1000, 1000, 0.95)
+    assert "route_defaults" not in explicit
+    paper = plan_fit(matrix, FitSettings()).record()
+    assert {name: paper[name] for name in PAPER_DEFAULTS} == PAPER_DEFAULTS and "route_defaults" not in paper
     with pytest.raises(SettingsError, match="fits the 1pl model"):
         plan_fit(matrix, FitSettings(model="2pl", route="joint"))
     with pytest.raises(SettingsError, match="model must be one of"):
