@@ -48,12 +48,14 @@ def _twopl_unpack(z, buf, theta, b):
 #: the cells a product of per-cell factors takes before its one log (each factor ≤ 2, so a product ≤ 2^512)
 _BLOCK = 512
 # the item pass's floating-point licence: sums and products may be regrouped (so they vectorize) and a·b + c
-# fused; nothing about infinities or NaN is assumed, so a non-finite value still reaches _finish's check
+# fused; nothing about infinities or NaN is assumed, so a non-finite value still reaches _finish's check. Its
+# divisions are by 1 + e ≥ 1 and by p ≥ g > 0, so they skip Python's zero-divisor check (error_model="numpy"),
+# whose branch kept the loop from vectorizing.
 _REGROUP = {"reassoc", "nsz", "contract"}
 
 
-@numba.njit(cache=True, fastmath=_REGROUP)
-def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, grad_theta):
+@numba.njit(cache=True, fastmath=_REGROUP, error_model="numpy")
+def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, q, grad_theta):
     """One item's log-likelihood terms over every model, adding dL/dθ_j to ``grad_theta``; returns (value,
     Σ_j dL/dη_ij, Σ_j dL/dη_ij·(θ_j − b_i)). η = a(θ_j − b_i), e = exp(−|η|), σ(η) = 1/(1 + e) or e/(1 + e).
 
@@ -61,7 +63,8 @@ def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, grad_theta)
     g > 0: log L = y·log p + (K − y)·(log(1 − g) − softplus(η)), p = g + (1 − g)σ(η);
     dL/dη = y(1 − g)σ(1 − σ)/p − (K − y)σ.
 
-    The exps come first, in a loop of their own, so the loop over the rest has no call and vectorizes. Where
+    The exps come first, in a loop of their own, so the loop over the rest has no call and vectorizes (the logs
+    of an item without a shared K come last, in a loop of their own too: e and p kept in ``e`` and ``q``). Where
     every present cell of the item has the same K (``shared_k`` > 0; absent cells have K = 0) the logs are one
     per ``block`` cells: for g = 0, Σ K·log(1 + e) = K·log Π (1 + min(K_j, 1)·e_j), each factor in [1, 2]; for g > 0
     and K = 1 a present cell's log term is log p (y = 1) or −log(1 + e) (y = 0), so their sum is log Π f with
@@ -86,10 +89,7 @@ def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, grad_theta)
                 r = 1.0 / (1.0 + ej)
                 s = r if eta >= 0.0 else ej * r
                 value += yi[j] * eta - ki[j] * max(eta, 0.0)
-                if product:
-                    prod *= 1.0 + min(ki[j], 1.0) * ej
-                else:
-                    value -= ki[j] * math.log1p(ej)
+                prod *= 1.0 + min(ki[j], 1.0) * ej   # unused (and harmless) without a shared K
                 de = yi[j] - ki[j] * s
                 grad_theta[j] += de * a
                 d_eta_sum += de
@@ -104,16 +104,21 @@ def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, grad_theta)
                 p = gi + (1.0 - gi) * s
                 fail = ki[j] - yi[j]
                 value += fail * (log_q0 - max(eta, 0.0))
-                if product:
-                    prod *= p if yi[j] > 0.0 else (r if fail > 0.0 else 1.0)
-                else:
-                    value += yi[j] * math.log(p) - fail * math.log1p(ej)
+                prod *= p if yi[j] > 0.0 else (r if fail > 0.0 else 1.0)   # likewise
+                q[j] = p
                 de = yi[j] * (1.0 - gi) * s * (1.0 - s) / p - fail * s
                 grad_theta[j] += de * a
                 d_eta_sum += de
                 d_eta_a += de * diff
         if product:
             value += math.log(prod) if gi > 0.0 else -shared_k * math.log(prod)
+    if not product:   # a log per cell, in a loop of their own
+        if gi == 0.0:
+            for j in range(m):
+                value -= ki[j] * math.log1p(e[j])
+        else:
+            for j in range(m):
+                value += yi[j] * math.log(q[j]) - (ki[j] - yi[j]) * math.log1p(e[j])
     return value, d_eta_sum, d_eta_a
 
 
@@ -128,13 +133,13 @@ def _twopl_call(z, buf, out, logp):
     grad = np.zeros(z.shape[0])
     grad_theta = np.zeros(m)
     grad_b = np.empty(n)
-    e = np.empty(m)
+    e, q = np.empty(m), np.empty(m)   # scratch: exp(−|η|) and p of one item's cells
     value = 0.0
     for i in range(n):
         a = math.exp(sd * z[m + n + i]) if slopes else 1.0
         gi = g[i]
         v, d_eta_sum, d_eta_a = _item_pass(theta, b[i], a, gi, math.log1p(-gi), y[i], k[i], shared_k[i],
-                                           int(blocks[i]), e, grad_theta)
+                                           int(blocks[i]), e, q, grad_theta)
         value += v
         grad_b[i] = -a * d_eta_sum
         if slopes:
