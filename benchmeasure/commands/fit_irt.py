@@ -65,8 +65,7 @@ def _default(name: str) -> str:
     from benchmeasure.irt.routes import ROUTES
 
     own = ROUTES["2pl"].defaults.get(name)
-    return f"{PAPER_DEFAULTS[name]}" + ("" if own is None else f"; {own} with --model 2pl, its route's own, "
-                                                                "measured to converge: docs/irt.md")
+    return f"{PAPER_DEFAULTS[name]}" + ("" if own is None else f"; {own} with --model 2pl: docs/irt.md")
 
 
 def parse_args(argv):
