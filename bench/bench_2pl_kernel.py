@@ -49,6 +49,7 @@ from benchmeasure.irt.compiled import (  # noqa: E402
     _vec,
     register_pair,
 )
+from benchmeasure.irt.routes.twopl.density import _twopl_expand_call  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # the baseline: the route's kernel before the change (commit f0cd675), verbatim but for its name
@@ -123,8 +124,6 @@ def _plain_logp(dim, x, grad, logp, data):
 
 
 def _plain_expand(dim, n_expanded, x, out, data):   # the route's own expand (unchanged)
-    from benchmeasure.irt.routes.twopl.density import _twopl_expand_call
-
     _twopl_expand_call(numba.carray(x, (dim,)), _buffer(data), numba.carray(out, (n_expanded,)))
     return _OK
 
