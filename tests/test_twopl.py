@@ -165,7 +165,7 @@ def test_density_is_the_pymc_2pl_model(case):
     twopl/model.py, the reference: differences of log density between random points and gradients agree (the
     gradient in u is half the graph's in log a), in every path of the item pass — binary columns and columns of
     one K with absent cells (the logs taken over products of cells, with and without guessing), K per cell (a
-    log per cell), and columns of 700 models with g = 0.001, whose products take several blocks."""
+    log per cell), and columns of 700 models (g = 0 and g = 0.001), whose products take several blocks."""
     from benchmeasure.irt.routes.twopl.density import twopl_density
     from benchmeasure.irt.routes.twopl.model import SLOPE_SD, build_2pl_model
     from tests.test_compiled_density import _pymc_density
@@ -177,7 +177,7 @@ def test_density_is_the_pymc_2pl_model(case):
     if "holes" in case:
         k[rng.random((m, n)) < 0.2] = 0.0
     g = (np.linspace(0.0, 0.3, n) if "guessing" in case and "small" not in case
-         else 0.001 if "small" in case else 0.0)
+         else np.array([0.0, 0.001, 0.001]) if "small" in case else 0.0)
     theta, b, a = rng.normal(0, 1.5, m), rng.normal(0, 1.5, n), np.exp(rng.normal(0, 0.5, n))
     p = g + (1 - g) / (1 + np.exp(-a * (theta[:, None] - b)))
     y = rng.binomial(k.astype(int), p)
