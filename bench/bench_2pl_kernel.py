@@ -180,16 +180,19 @@ def _looped(kernel):
 
 
 def kernels(reps: int, rounds: int) -> list[dict]:
-    from benchmeasure.irt.routes.twopl.density import _twopl_call, twopl_density
+    from benchmeasure.irt.routes.twopl.density import VECTOR_EXP, _twopl_call, _twopl_call_vector, twopl_density
 
-    loops = {"plain": _looped(_plain_call), "new": _looped(_twopl_call)}
+    kernels = {"plain": _plain_call, "scalar": _twopl_call}   # "new": the route's own (libmvec's exp where it runs)
+    if VECTOR_EXP:
+        kernels["vector"] = _twopl_call_vector
+    loops = {which: _looped(kernel) for which, kernel in kernels.items()}
     rows = []
     for name, y, k, g in variants():
         density = twopl_density(y, k, g, models=range(y.shape[0]), items=range(y.shape[1]))
         z = np.random.default_rng(3).normal(size=density.n_dim) * 0.5
         row = {"matrix": name, "load": load()}
         results = {}
-        best = {"plain": math.inf, "new": math.inf}
+        best = {which: math.inf for which in kernels}
         for which in best:
             loops[which](z, density.buffer, 1)      # compiled (or loaded) before timing
         for _ in range(rounds):   # the two kernels in turn, so a change of load falls on both
@@ -197,14 +200,16 @@ def kernels(reps: int, rounds: int) -> list[dict]:
                 start = time.perf_counter()
                 loops[which](z, density.buffer, reps)
                 best[which] = min(best[which], (time.perf_counter() - start) / reps)
-        for which, kernel in (("plain", _plain_call), ("new", _twopl_call)):
+        for which, kernel in kernels.items():
             row[f"{which}_ns_per_cell"] = best[which] / y.size * 1e9
             out, logp = np.empty(density.n_dim), np.empty(1)
             kernel(z, density.buffer, out, logp)
             results[which] = (logp[0], out)
-        (v0, g0), (v1, g1) = results["plain"], results["new"]
-        row["value_rel_diff"] = abs(v1 - v0) / abs(v0)
-        row["grad_rel_diff"] = float(np.max(np.abs(g1 - g0)) / np.max(np.abs(g0)))
+        v0, g0 = results["plain"]
+        for which in kernels:
+            v1, g1 = results[which]
+            row[f"{which}_value_rel_diff"] = abs(v1 - v0) / abs(v0)
+            row[f"{which}_grad_rel_diff"] = float(np.max(np.abs(g1 - g0)) / np.max(np.abs(g0)))
         rows.append(row)
     return rows
 
@@ -218,8 +223,8 @@ def fit(kernel: str, chains: int, tune: int, draws: int, target_accept: float, s
     y, a_true = simulated()
     density = twopl_density(y, np.ones(y.shape), 0.0, models=[f"m{j}" for j in range(y.shape[0])],
                             items=[f"i{i}" for i in range(y.shape[1])])
-    if kernel == "plain":
-        density = dataclasses.replace(density, route="2pl-plain")
+    if kernel in ("plain", "scalar"):   # new: the route's own pair
+        density = dataclasses.replace(density, route=f"2pl-{kernel}")
     settings = FitSettings(chains=chains, tune=tune, draws=draws, target_accept=target_accept, seed=seed,
                            model="2pl")
     before = load()
@@ -247,18 +252,25 @@ def main() -> None:
                         help="timing rounds, the kernels in turn; the fastest round of each counts (default 9)")
     parser.add_argument("--no-fits", action="store_true", help="time the kernels only")
     parser.add_argument("--fit", action="append", metavar="KERNEL:CHAINS:TUNE:DRAWS:TARGET",
-                        help="a whole fit to run (KERNEL plain or new); default: plain:4:1000:1000:0.95 and new at "
+                        help="a whole fit to run (KERNEL plain, scalar or new: the route's); default: "
+                             "plain:4:1000:1000:0.95 and new at "
                              "the route's defaults (new:{chains}:{tune}:{draws}:{target_accept})".format(**new))
     args = parser.parse_args()
     register_pair("2pl-plain", _plain_logp, _plain_expand)
     print(f"machine: {cpu_name()}, {os.cpu_count()} CPUs; {versions(['numba', 'nutpie', 'numpy'])}; {load()}",
           flush=True)
-    print("\n| matrix | plain ns/cell | new ns/cell | speed-up | value rel. diff | gradient rel. diff | load |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| matrix | plain ns/cell | new, scalar exp | new, libmvec exp | speed-up (plain / best new) | "
+          "value rel. diff (scalar; libmvec) | gradient rel. diff (scalar; libmvec) | load |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in kernels(args.reps, args.rounds):
-        print(f"| {r['matrix']} | {r['plain_ns_per_cell']:.2f} | {r['new_ns_per_cell']:.2f} | "
-              f"{r['plain_ns_per_cell'] / r['new_ns_per_cell']:.2f}x | {r['value_rel_diff']:.1e} | "
-              f"{r['grad_rel_diff']:.1e} | {r['load']} |", flush=True)
+        vector = "vector_ns_per_cell" in r
+        best = r["vector_ns_per_cell"] if vector else r["scalar_ns_per_cell"]
+        print(f"| {r['matrix']} | {r['plain_ns_per_cell']:.2f} | {r['scalar_ns_per_cell']:.2f} | "
+              + (f"{r['vector_ns_per_cell']:.2f}" if vector else "— (no libmvec here)")
+              + f" | {r['plain_ns_per_cell'] / best:.2f}x | {r['scalar_value_rel_diff']:.1e}"
+              + (f"; {r['vector_value_rel_diff']:.1e}" if vector else "")
+              + f" | {r['scalar_grad_rel_diff']:.1e}" + (f"; {r['vector_grad_rel_diff']:.1e}" if vector else "")
+              + f" | {r['load']} |", flush=True)
     if args.no_fits:
         return
     specs = args.fit or ["plain:4:1000:1000:0.95",

@@ -165,7 +165,10 @@ def test_density_is_the_pymc_2pl_model(case):
     twopl/model.py, the reference: differences of log density between random points and gradients agree (the
     gradient in u is half the graph's in log a), in every path of the item pass — binary columns and columns of
     one K with absent cells (the logs taken over products of cells, with and without guessing), K per cell (a
-    log per cell), and columns of 700 models (g = 0 and g = 0.001), whose products take several blocks."""
+    log per cell), and columns of 700 models (g = 0 and g = 0.001), whose products take several blocks. Both
+    kernels: the route's (libmvec's exp where it runs) and the scalar one."""
+    import dataclasses
+
     from benchmeasure.irt.routes.twopl.density import twopl_density
     from benchmeasure.irt.routes.twopl.model import SLOPE_SD, build_2pl_model
     from tests.test_compiled_density import _pymc_density
@@ -186,7 +189,7 @@ def test_density_is_the_pymc_2pl_model(case):
     density = twopl_density(y, k, g, models=range(m), items=range(n), slopes=slopes, parametrization="direct")
     reference = _pymc_density(model)
     points = rng.normal(0, 1.2, (4, density.n_dim))
-    ours, theirs = [], []
+    theirs = []
     for z in points:
         point = {"theta": z[:m], "b": z[m:m + n]}
         if slopes:
@@ -195,7 +198,26 @@ def test_density_is_the_pymc_2pl_model(case):
         if slopes:
             grad = np.concatenate([grad[:m + n], SLOPE_SD * grad[m + n:]])
         theirs.append((value, grad))
-        ours.append(density.logp(z))
-    for (v, g_ours), (rv, g_ref) in zip(ours, theirs):
-        np.testing.assert_allclose(v - ours[0][0], rv - theirs[0][0], rtol=1e-10, atol=1e-8)
-        np.testing.assert_allclose(g_ours, g_ref, rtol=1e-9, atol=1e-8)
+    for kernel in (density, dataclasses.replace(density, route="2pl-scalar")):
+        ours = [kernel.logp(z) for z in points]
+        for (v, g_ours), (rv, g_ref) in zip(ours, theirs):
+            np.testing.assert_allclose(v - ours[0][0], rv - theirs[0][0], rtol=1e-10, atol=1e-8)
+            np.testing.assert_allclose(g_ours, g_ref, rtol=1e-9, atol=1e-8)
+
+
+def test_vector_exp_is_exp():
+    """libmvec's exp, four values a call and the rest one by one, is exp to within glibc's few ulp — every length
+    of tail, and the range the 2PL gives it (exp(−|η|), down to the underflow to 0)."""
+    from benchmeasure.irt.vector_exp import AVAILABLE, exp_in_place
+
+    if not AVAILABLE:
+        pytest.skip("no libmvec with AVX2 here: the 2pl route runs its scalar exp")
+    values = -np.abs(np.random.default_rng(5).normal(0, 8, 1003))
+    values[:3] = (0.0, -750.0, -1e-300)
+    for n in range(10):
+        out = values[:n].copy()
+        exp_in_place(out)
+        np.testing.assert_allclose(out, np.exp(values[:n]), rtol=1e-15, atol=0)
+    out = values.copy()
+    exp_in_place(out)
+    np.testing.assert_allclose(out, np.exp(values), rtol=1e-15, atol=0)

@@ -31,6 +31,8 @@ from benchmeasure.irt.compiled import (
     register_pair,
 )
 from benchmeasure.irt.routes.twopl.model import SLOPE_SD
+from benchmeasure.irt.vector_exp import AVAILABLE as VECTOR_EXP
+from benchmeasure.irt.vector_exp import exp_in_place
 
 
 @numba.njit(cache=True)
@@ -63,8 +65,9 @@ def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, q, grad_the
     g > 0: log L = y·log p + (K − y)·(log(1 − g) − softplus(η)), p = g + (1 − g)σ(η);
     dL/dη = y(1 − g)σ(1 − σ)/p − (K − y)σ.
 
-    The exps come first, in a loop of their own, so the loop over the rest has no call and vectorizes (the logs
-    of an item without a shared K come last, in a loop of their own too: e and p kept in ``e`` and ``q``). Where
+    ``e`` holds the item's exp(−|η|) already (:func:`_exps` or :func:`_exps_vector`: in a loop of their own, so
+    the loop over the rest has no call and vectorizes; the logs of an item without a shared K come last, in a
+    loop of their own too, p kept in ``q``). Where
     every present cell of the item has the same K (``shared_k`` > 0; absent cells have K = 0) the logs are one
     per ``block`` cells: for g = 0, Σ K·log(1 + e) = K·log Π (1 + min(K_j, 1)·e_j), each factor in [1, 2]; for g > 0
     and K = 1 a present cell's log term is log p (y = 1) or −log(1 + e) (y = 0), so their sum is log Π f with
@@ -73,41 +76,41 @@ def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, q, grad_the
     NUTS can see. Otherwise every cell takes its own logs. An absent cell (K = y = 0) adds nothing either way."""
     m = theta.shape[0]
     product = shared_k > 0.0 and (gi == 0.0 or shared_k == 1.0)
-    for j in range(m):
-        e[j] = math.exp(-abs(a * (theta[j] - bi)))
     value = 0.0
     d_eta_sum = 0.0
     d_eta_a = 0.0
     for j0 in range(0, m, block):
         j1 = min(j0 + block, m)
+        # the block's cells as arrays of their own: an index from 0 (not j0) is what lets the loop vectorize
+        th, y, k, ex, p_out, gt = theta[j0:j1], yi[j0:j1], ki[j0:j1], e[j0:j1], q[j0:j1], grad_theta[j0:j1]
         prod = 1.0
         if gi == 0.0:
-            for j in range(j0, j1):
-                diff = theta[j] - bi
+            for j in range(th.shape[0]):
+                diff = th[j] - bi
                 eta = a * diff
-                ej = e[j]
+                ej = ex[j]
                 r = 1.0 / (1.0 + ej)
                 s = r if eta >= 0.0 else ej * r
-                value += yi[j] * eta - ki[j] * max(eta, 0.0)
-                prod *= 1.0 + min(ki[j], 1.0) * ej   # unused (and harmless) without a shared K
-                de = yi[j] - ki[j] * s
-                grad_theta[j] += de * a
+                value += y[j] * eta - k[j] * max(eta, 0.0)
+                prod *= 1.0 + min(k[j], 1.0) * ej   # unused (and harmless) without a shared K
+                de = y[j] - k[j] * s
+                gt[j] += de * a
                 d_eta_sum += de
                 d_eta_a += de * diff
         else:
-            for j in range(j0, j1):
-                diff = theta[j] - bi
+            for j in range(th.shape[0]):
+                diff = th[j] - bi
                 eta = a * diff
-                ej = e[j]
+                ej = ex[j]
                 r = 1.0 / (1.0 + ej)
                 s = r if eta >= 0.0 else ej * r
                 p = gi + (1.0 - gi) * s
-                fail = ki[j] - yi[j]
+                fail = k[j] - y[j]
                 value += fail * (log_q0 - max(eta, 0.0))
-                prod *= p if yi[j] > 0.0 else (r if fail > 0.0 else 1.0)   # likewise
-                q[j] = p
-                de = yi[j] * (1.0 - gi) * s * (1.0 - s) / p - fail * s
-                grad_theta[j] += de * a
+                prod *= p if y[j] > 0.0 else (r if fail > 0.0 else 1.0)   # likewise
+                p_out[j] = p
+                de = y[j] * (1.0 - gi) * s * (1.0 - s) / p - fail * s
+                gt[j] += de * a
                 d_eta_sum += de
                 d_eta_a += de * diff
         if product:
@@ -122,28 +125,49 @@ def _item_pass(theta, bi, a, gi, log_q0, yi, ki, shared_k, block, e, q, grad_the
     return value, d_eta_sum, d_eta_a
 
 
-@numba.njit(cache=True)
-def _twopl_call(z, buf, out, logp):
+@numba.njit(cache=True, inline="always")
+def _exps(theta, bi, a, e):
+    """e = exp(−|a(θ_j − b_i)|), one scalar exp a cell."""
+    for j in range(theta.shape[0]):
+        e[j] = math.exp(-abs(a * (theta[j] - bi)))
+
+
+@numba.njit(cache=True, inline="always", fastmath=_REGROUP)
+def _exps_vector(theta, bi, a, e):
+    """The same through libmvec, four cells a call (:mod:`benchmeasure.irt.vector_exp`; only where it runs)."""
+    for j in range(theta.shape[0]):
+        e[j] = -abs(a * (theta[j] - bi))
+    exp_in_place(e)
+
+
+@numba.njit(cache=True, inline="always")
+def _twopl_item(i, z, buf, theta, b, e, q, grad, grad_theta, grad_b):
+    """Item i's terms (e holding its exps): its value returned, its gradient added."""
     head = _vec(buf, 0)
     m, n, slopes, sd = int(head[0]), int(head[1]), head[2] > 0.5, head[3]
     y, k, g = _mat(buf, 1), _mat(buf, 2), _vec(buf, 3)   # y and K stored item-major (N, M): contiguous columns
     shared_k, blocks = _vec(buf, 6), _vec(buf, 7)        # per item: the K of its present cells if one; cells per log
-    theta, b = np.empty(m), np.empty(n)
-    _twopl_unpack(z, buf, theta, b)
-    grad = np.zeros(z.shape[0])
-    grad_theta = np.zeros(m)
-    grad_b = np.empty(n)
-    e, q = np.empty(m), np.empty(m)   # scratch: exp(−|η|) and p of one item's cells
-    value = 0.0
-    for i in range(n):
-        a = math.exp(sd * z[m + n + i]) if slopes else 1.0
-        gi = g[i]
-        v, d_eta_sum, d_eta_a = _item_pass(theta, b[i], a, gi, math.log1p(-gi), y[i], k[i], shared_k[i],
-                                           int(blocks[i]), e, q, grad_theta)
-        value += v
-        grad_b[i] = -a * d_eta_sum
-        if slopes:
-            grad[m + n + i] = sd * a * d_eta_a
+    a = math.exp(sd * z[m + n + i]) if slopes else 1.0
+    gi = g[i]
+    v, d_eta_sum, d_eta_a = _item_pass(theta, b[i], a, gi, math.log1p(-gi), y[i], k[i], shared_k[i],
+                                       int(blocks[i]), e, q, grad_theta)
+    grad_b[i] = -a * d_eta_sum
+    if slopes:
+        grad[m + n + i] = sd * a * d_eta_a
+    return v
+
+
+@numba.njit(cache=True, inline="always")
+def _twopl_slope(i, z, buf):
+    head = _vec(buf, 0)
+    m, n = int(head[0]), int(head[1])
+    return math.exp(head[3] * z[m + n + i]) if head[2] > 0.5 else 1.0
+
+
+@numba.njit(cache=True, inline="always")
+def _twopl_done(value, z, buf, out, logp, grad, grad_theta, grad_b):
+    head = _vec(buf, 0)
+    m, n = int(head[0]), int(head[1])
     if head[4] > 0.5:   # the chain rule through Q
         _rotate_gradient(grad_theta, grad_b, head[5], head[6], _vec(buf, 4), _vec(buf, 5), grad)
     else:
@@ -152,8 +176,45 @@ def _twopl_call(z, buf, out, logp):
     return _finish(value, grad, z, out, logp)
 
 
+@numba.njit(cache=True)
+def _twopl_call(z, buf, out, logp):
+    """The log density and its gradient, one scalar exp a cell."""
+    head = _vec(buf, 0)
+    m, n = int(head[0]), int(head[1])
+    theta, b = np.empty(m), np.empty(n)
+    _twopl_unpack(z, buf, theta, b)
+    grad, grad_theta, grad_b = np.zeros(z.shape[0]), np.zeros(m), np.empty(n)
+    e, q = np.empty(m), np.empty(m)   # scratch: exp(−|η|) and p of one item's cells
+    value = 0.0
+    for i in range(n):
+        _exps(theta, b[i], _twopl_slope(i, z, buf), e)
+        value += _twopl_item(i, z, buf, theta, b, e, q, grad, grad_theta, grad_b)
+    return _twopl_done(value, z, out=out, logp=logp, buf=buf, grad=grad, grad_theta=grad_theta, grad_b=grad_b)
+
+
+@numba.njit(cache=True)
+def _twopl_call_vector(z, buf, out, logp):
+    """The same with libmvec's exp (compiled only where :data:`~benchmeasure.irt.vector_exp.AVAILABLE`)."""
+    head = _vec(buf, 0)
+    m, n = int(head[0]), int(head[1])
+    theta, b = np.empty(m), np.empty(n)
+    _twopl_unpack(z, buf, theta, b)
+    grad, grad_theta, grad_b = np.zeros(z.shape[0]), np.zeros(m), np.empty(n)
+    e, q = np.empty(m), np.empty(m)
+    value = 0.0
+    for i in range(n):
+        _exps_vector(theta, b[i], _twopl_slope(i, z, buf), e)
+        value += _twopl_item(i, z, buf, theta, b, e, q, grad, grad_theta, grad_b)
+    return _twopl_done(value, z, out=out, logp=logp, buf=buf, grad=grad, grad_theta=grad_theta, grad_b=grad_b)
+
+
 def _twopl_logp(dim, x, grad, logp, data):
     return _twopl_call(numba.carray(x, (dim,)), _buffer(data), numba.carray(grad, (dim,)), numba.carray(logp, (1,)))
+
+
+def _twopl_logp_vector(dim, x, grad, logp, data):
+    return _twopl_call_vector(numba.carray(x, (dim,)), _buffer(data), numba.carray(grad, (dim,)),
+                              numba.carray(logp, (1,)))
 
 
 @numba.njit(cache=True)
@@ -196,4 +257,6 @@ def twopl_density(counts, trials, guessing, *, models, items, slopes: bool = Tru
                    {"model": list(models), "item": list(items)})
 
 
-register_pair("2pl", _twopl_logp, _twopl_expand)
+# the route's pair: with libmvec's exp where it runs, else the scalar one; "2pl-scalar" is always the scalar one
+register_pair("2pl", _twopl_logp_vector if VECTOR_EXP else _twopl_logp, _twopl_expand)
+register_pair("2pl-scalar", _twopl_logp, _twopl_expand)
