@@ -7,7 +7,8 @@ one AVX2 register and returns their four exps, to within 4 ulp as glibc document
 the 2PL's exp(−|η|)). :func:`exp_in_place` calls it on an array, four values a call, the rest (fewer than four)
 through the scalar ``exp``; on the 2-core AMD EPYC development machine about 2 ns per value against 9.
 
-It is used only where it can run: Linux on x86-64 with AVX2 (asked of LLVM's view of this CPU) and libmvec found
+It is used only where it can run: Linux on x86-64 with AVX2 (in LLVM's view of this CPU, or in the features the
+user gave Numba with ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``, which the kernels are built for) and libmvec found
 and loaded into the process before any kernel is compiled or loaded (:data:`AVAILABLE`); a kernel that calls
 :func:`exp_in_place` must be compiled only then (the 2pl route's density registers its scalar kernel otherwise).
 A cached kernel names the symbol and finds it again when the cache is loaded, because this module loads the
@@ -37,7 +38,11 @@ def _load() -> bool:
 
         import llvmlite.binding as llvm
 
-        if "+avx2" not in llvm.get_host_cpu_features().flatten().split(","):
+        if numba.config.CPU_NAME or numba.config.CPU_FEATURES:   # kernels built for a CPU the user named
+            features = numba.config.CPU_FEATURES or ""
+        else:
+            features = llvm.get_host_cpu_features().flatten()
+        if "+avx2" not in features.split(","):   # the call passes four doubles in one AVX2 register
             return False
         name = ctypes.util.find_library("mvec")
         if name is None:
