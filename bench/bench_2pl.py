@@ -6,9 +6,13 @@ For each real matrix (ChemBench 22 × 2,854 from its wide table; ZeroEval GSM8K 
 with Pareto k > 0.7), the correlation of the 2PL's b with the default 1PL fit's b, the slopes (how many items
 with a < 0.5 or > 2), and DDM / Max Gap (``diagnose``) under both. Every step runs the real command line.
 
-    .venv-irt/bin/python bench/bench_2pl.py                        # 2 chains x (500 + 500), every matrix
-    .venv-irt/bin/python bench/bench_2pl.py --only gsm8k --draws 300
+    .venv-irt/bin/python bench/bench_2pl.py                        # the fit's default settings, every matrix
+    .venv-irt/bin/python bench/bench_2pl.py --only gsm8k --chains 2 --tune 300 --draws 300
     .venv-irt/bin/python bench/bench_2pl.py --timing-only          # the simulated 51 x 800, default settings
+
+Settings not given are the fit's own defaults (``fit --model 2pl``: the 2pl route's, docs/irt.md). Each fit's
+CPU seconds (the child process's, every sampler thread) are printed next to its wall time, with the load average:
+the machine is shared, and idle wall ≈ CPU s / min(chains, cores).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import resource
 import runpy
 import subprocess
 import tempfile
@@ -67,13 +73,29 @@ def metrics(folder: Path) -> dict:
     return json.loads(bm("diagnose", folder / "difficulty.csv", "--json").stdout)
 
 
-def one(name: str, work: Path, chains: int, tune: int, draws: int) -> dict:
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def nuts_flags(chains, tune, draws) -> list:
+    """--chains/--tune/--draws for those given (None: the fit's own default)."""
+    return [x for flag, value in (("--chains", chains), ("--tune", tune), ("--draws", draws)) if value is not None
+            for x in (flag, value)]
+
+
+def one(name: str, work: Path, chains, tune, draws) -> dict:
     matrix = prepare(name, work)
-    common = ["--n-trials", 1, "--chains", chains, "--tune", tune, "--draws", draws, "--seed", 1, "--quiet",
-              "--allow-missing"]
+    common = ["--n-trials", 1, *nuts_flags(chains, tune, draws), "--seed", 1, "--quiet", "--allow-missing"]
+    load_before, cpu = load(), child_cpu()
     start = time.perf_counter()
     bm("fit", matrix, *common, "--model", "2pl", "--compare", "1pl", "--output-dir", work / name / "2pl")
     wall_2pl = time.perf_counter() - start
+    cpu_2pl = child_cpu() - cpu
     bm("fit", matrix, *common, "--no-calibrate", "--output-dir", work / name / "1pl")
     record = json.loads((work / name / "2pl" / "diagnostics.json").read_text())
     b2, b1 = b_column(work / name / "2pl"), b_column(work / name / "1pl")
@@ -89,7 +111,10 @@ def one(name: str, work: Path, chains: int, tune: int, draws: int) -> dict:
             "a_median": float(np.median(a)), "a_below_0_5": int(np.sum(a < 0.5)), "a_above_2": int(np.sum(a > 2)),
             "ddm_1pl": _metric(m1, "ddm"), "ddm_2pl": _metric(m2, "ddm"),
             "max_gap_1pl": _metric(m1, "max_gap"), "max_gap_2pl": _metric(m2, "max_gap"),
-            "wall_2pl_and_1pl_compare_s": wall_2pl, "sampling_2pl_s": record["timing"]["sampling_time_s"]}
+            "wall_2pl_and_1pl_compare_s": wall_2pl, "cpu_2pl_and_1pl_compare_s": cpu_2pl,
+            "load": f"{load_before} → {load()}", "sampling_2pl_s": record["timing"]["sampling_time_s"],
+            "steps_per_draw": record["leapfrog_steps_per_draw"],
+            "settings": {key: record["settings"][key] for key in ("chains", "tune", "draws", "target_accept")}}
 
 
 def _metric(report, key):
@@ -103,7 +128,7 @@ def _metric(report, key):
     return None
 
 
-def timing(work: Path, chains: int, tune: int, draws: int) -> dict:
+def timing(work: Path, chains, tune, draws) -> dict:
     rng = np.random.default_rng(51)
     theta, b, a = rng.normal(0, 1, 51), rng.normal(0, 1, 800), np.exp(rng.normal(0, 0.5, 800))
     y = rng.binomial(1, 1 / (1 + np.exp(-a * (theta[:, None] - b))))
@@ -112,13 +137,18 @@ def timing(work: Path, chains: int, tune: int, draws: int) -> dict:
         writer = csv.writer(handle)
         writer.writerow(["model", *(f"i{i}" for i in range(800))])
         writer.writerows([f"m{j}", *row] for j, row in enumerate(y))
+    load_before, cpu = load(), child_cpu()
     start = time.perf_counter()
-    bm("fit", path, "--n-trials", 1, "--model", "2pl", "--chains", chains, "--tune", tune, "--draws", draws,
-       "--seed", 1, "--quiet", "--output-dir", work / "sim")
+    bm("fit", path, "--n-trials", 1, "--model", "2pl", *nuts_flags(chains, tune, draws), "--seed", 1, "--quiet",
+       "--output-dir", work / "sim")
     wall = time.perf_counter() - start
+    cpu = child_cpu() - cpu
     record = json.loads((work / "sim" / "diagnostics.json").read_text())
     fitted = b_column(work / "sim", "a_mean")
-    return {"wall_s": wall, "chains": chains, "tune": tune, "draws": draws,
+    s = record["settings"]
+    return {"wall_s": wall, "cpu_s": cpu, "load": f"{load_before} → {load()}", "chains": s["chains"],
+            "tune": s["tune"], "draws": s["draws"], "target_accept": s["target_accept"],
+            "steps_per_draw": record["leapfrog_steps_per_draw"], "divergences": record["divergences"],
             "sampling_s": record["timing"]["sampling_time_s"], "compile_s": record["timing"]["compile_time_s"],
             "max_r_hat": record["max_r_hat"], "min_ess_bulk": record["min_ess_bulk"],
             "corr_a_truth": float(np.corrcoef(a, fitted)[0, 1])}
@@ -127,44 +157,50 @@ def timing(work: Path, chains: int, tune: int, draws: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=list(MATRICES), action="append")
-    parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--tune", type=int, default=500)
-    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--chains", type=int, default=None, help="default: the fit's")
+    parser.add_argument("--tune", type=int, default=None, help="default: the fit's")
+    parser.add_argument("--draws", type=int, default=None, help="default: the fit's")
     parser.add_argument("--timing-only", action="store_true")
     parser.add_argument("--skip-timing", action="store_true")
-    parser.add_argument("--timing-settings", type=int, nargs=3, default=(4, 1000, 1000),
+    parser.add_argument("--timing-settings", type=int, nargs=3, default=(None, None, None),
                         metavar=("CHAINS", "TUNE", "DRAWS"),
-                        help="the simulated 51 x 800 fit's settings (default fit's: 4 1000 1000)")
+                        help="the simulated 51 x 800 fit's settings (default: the fit's own)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
-    print(f"machine: {cpu_name()}; {versions(['pymc', 'nutpie', 'numba', 'arviz'])}", flush=True)
+    print(f"machine: {cpu_name()}, {os.cpu_count()} CPUs; {versions(['pymc', 'nutpie', 'numba', 'arviz'])}; "
+          f"load average {load()}", flush=True)
     rows, out = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if not args.skip_timing:
             out["timing_51x800"] = t = timing(work, *args.timing_settings)
-            print(f"simulated 51 x 800 (K = 1), fit --model 2pl, {t['chains']} chains x ({t['tune']} + {t['draws']}): "
-                  f"wall {t['wall_s']:.1f} s "
-                  f"(compile/load {t['compile_s']:.1f} s, sampling {t['sampling_s']:.1f} s); max R-hat "
-                  f"{t['max_r_hat']:.3f}, min bulk ESS {t['min_ess_bulk']:.0f}; corr(a, truth) "
-                  f"{t['corr_a_truth']:.2f}", flush=True)
+            print(f"simulated 51 x 800 (K = 1), fit --model 2pl, {t['chains']} chains x ({t['tune']} + {t['draws']}), "
+                  f"target accept {t['target_accept']}: wall {t['wall_s']:.1f} s, CPU {t['cpu_s']:.1f} s "
+                  f"(compile/load {t['compile_s']:.1f} s, sampling {t['sampling_s']:.1f} s; load average "
+                  f"{t['load']}); {t['steps_per_draw']:.1f} leapfrog steps per draw; max R-hat "
+                  f"{t['max_r_hat']:.3f}, min bulk ESS {t['min_ess_bulk']:.0f}, {t['divergences']} divergences; "
+                  f"corr(a, truth) {t['corr_a_truth']:.2f}", flush=True)
         if not args.timing_only:
             for name in args.only or MATRICES:
                 rows.append(one(name, work, args.chains, args.tune, args.draws))
                 print(json.dumps(rows[-1]), flush=True)
     out["matrices"] = rows
     if rows:
-        print(f"\n2PL vs 1PL, {args.chains} chains x ({args.tune} + {args.draws}), seed 1\n")
+        s = rows[0]["settings"]
+        print(f"\n2PL vs 1PL, {s['chains']} chains x ({s['tune']} + {s['draws']}), target accept "
+              f"{s['target_accept']}, seed 1\n")
         print("| matrix | M x N | 2PL max R-hat | min bulk ESS | div | elpd 2PL − 1PL (se) | Pareto k > 0.7 | "
-              "corr b (Spearman) | a median | a < 0.5 | a > 2 | DDM 1PL / 2PL | Max Gap 1PL / 2PL | wall s |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "corr b (Spearman) | a median | a < 0.5 | a > 2 | DDM 1PL / 2PL | Max Gap 1PL / 2PL | steps/draw | "
+              "wall s / CPU s (both fits, LOO) | load |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['matrix']} | {r['models']} x {r['items']} | {r['max_r_hat']:.3f} | "
                   f"{r['min_ess_bulk']:.0f} | {r['divergences']} | {r['elpd_diff']:+.1f} ({r['se_diff']:.1f}) | "
                   f"{r['pareto_k_bad']}/{r['cells']} | "
                   f"{r['corr_b']:.3f} ({r['spearman_b']:.3f}) | {r['a_median']:.2f} | {r['a_below_0_5']} | "
                   f"{r['a_above_2']} | {_fmt(r['ddm_1pl'])} / {_fmt(r['ddm_2pl'])} | "
-                  f"{_fmt(r['max_gap_1pl'])} / {_fmt(r['max_gap_2pl'])} | {r['wall_2pl_and_1pl_compare_s']:.0f} |")
+                  f"{_fmt(r['max_gap_1pl'])} / {_fmt(r['max_gap_2pl'])} | {r['steps_per_draw']:.1f} | "
+                  f"{r['wall_2pl_and_1pl_compare_s']:.0f} / {r['cpu_2pl_and_1pl_compare_s']:.0f} | {r['load']} |")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
 

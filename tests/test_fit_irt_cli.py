@@ -290,6 +290,7 @@ OPTION_CASES = {
     "draws 0": (["--n-trials", "3", "--draws", "0"], "--draws"),
     "tune 0 with nutpie": (["--n-trials", "3", "--tune", "0"], "--tune"),
     "target-accept 1": (["--n-trials", "3", "--target-accept", "1"], "--target-accept"),
+    "tune 0 with --model 2pl": (["--n-trials", "3", "--model", "2pl", "--tune", "0"], "--tune"),
     "negative seed": (["--n-trials", "3", "--seed", "-3"], "--seed"),
     "unknown sampler": (["--n-trials", "3", "--sampler", "stan"], "--sampler"),
     "unknown method": (["--n-trials", "3", "--method", "vi"], "--method"),

@@ -50,6 +50,8 @@ def test_2pl_recovers_slopes_and_compares_with_1pl(small):
     record = json.loads((root / "fit" / "diagnostics.json").read_text())
     assert record["model"] == "2pl" and record["settings"]["model"] == "2pl"
     assert record["settings"]["route"] == "2pl"          # --route auto picked the 2pl route
+    assert (record["settings"]["tune"], record["settings"]["draws"]) == (300, 300)   # given: they win
+    assert "with --model 2pl" in run_script("fit_irt.py", "--help").stdout   # --help names the route's defaults
     assert record["worst_r_hat"] is not None             # convergence over theta, b and a
     loo = record["loo"]
     assert loo["2pl"]["cells"] == 600 and loo["se_diff"] > 0
@@ -106,6 +108,21 @@ def test_plan_reads_the_declarations():
                             counts=np.ones((3, 4), dtype=np.int64), n_trials=2)
     assert plan_fit(matrix, FitSettings(model="2pl")).route == "2pl"
     assert plan_fit(matrix, FitSettings()).route != "2pl"
+    # NUTS settings left unset take the 2pl route's own defaults, resolved once into the plan and recorded; one
+    # given explicitly wins; the 1PL keeps the paper's and its record has no such key
+    from benchmeasure.irt.plan import PAPER_DEFAULTS
+    from benchmeasure.irt.routes import ROUTES
+
+    own = ROUTES["2pl"].defaults
+    assert own and set(own) <= set(PAPER_DEFAULTS)
+    plan = plan_fit(matrix, FitSettings(model="2pl"))
+    assert all(getattr(plan.settings, name) == value for name, value in own.items())
+    assert plan.record()["route_defaults"] == list(own)
+    explicit = plan_fit(matrix, FitSettings(model="2pl", tune=1000, draws=1000, target_accept=0.95)).record()
+    assert (explicit["tune"], explicit["draws"], explicit["target_accept"]) == (1000, 1000, 0.95)
+    assert "route_defaults" not in explicit
+    paper = plan_fit(matrix, FitSettings()).record()
+    assert {name: paper[name] for name in PAPER_DEFAULTS} == PAPER_DEFAULTS and "route_defaults" not in paper
     with pytest.raises(SettingsError, match="fits the 1pl model"):
         plan_fit(matrix, FitSettings(model="2pl", route="joint"))
     with pytest.raises(SettingsError, match="model must be one of"):
@@ -139,3 +156,68 @@ def test_density_matches_its_gradient_and_the_rotation_keeps_the_model():
             assert np.allclose(stored[:9], np.concatenate([theta, b]))
             if slopes:
                 assert np.allclose(stored[9:], np.exp(0.5 * z[9:]))
+
+
+@pytest.mark.parametrize("case", ["binary", "binary+holes+guessing", "K = 3+holes", "K per cell+holes",
+                                  "K per cell+guessing", "tall+small guessing", "1pl"])
+def test_density_is_the_pymc_2pl_model(case):
+    """The compiled 2PL density (direct coordinates: θ, b, u with log a = 0.5·u) against the PyMC model of
+    twopl/model.py, the reference: differences of log density between random points and gradients agree (the
+    gradient in u is half the graph's in log a), in every path of the item pass — binary columns and columns of
+    one K with absent cells (the logs taken over products of cells, with and without guessing), K per cell (a
+    log per cell), and columns of 700 models (g = 0 and g = 0.001), whose products take several blocks. Both
+    kernels: the route's (libmvec's exp where it runs) and the scalar one."""
+    import dataclasses
+
+    from benchmeasure.irt.routes.twopl.density import twopl_density
+    from benchmeasure.irt.routes.twopl.model import SLOPE_SD, build_2pl_model
+    from tests.test_compiled_density import _pymc_density
+
+    rng = np.random.default_rng(11)
+    m, n = (700, 3) if case.startswith("tall") else (7, 30)
+    k = (np.ones((m, n)) if "binary" in case or "tall" in case else np.full((m, n), 3.0) if "K = 3" in case
+         else rng.integers(1, 5, (m, n)).astype(float))
+    if "holes" in case:
+        k[rng.random((m, n)) < 0.2] = 0.0
+    g = (np.linspace(0.0, 0.3, n) if "guessing" in case and "small" not in case
+         else np.array([0.0, 0.001, 0.001]) if "small" in case else 0.0)
+    theta, b, a = rng.normal(0, 1.5, m), rng.normal(0, 1.5, n), np.exp(rng.normal(0, 0.5, n))
+    p = g + (1 - g) / (1 + np.exp(-a * (theta[:, None] - b)))
+    y = rng.binomial(k.astype(int), p)
+    slopes = case != "1pl"
+    model = build_2pl_model(y, k, g, models=range(m), items=range(n), slopes=slopes)
+    density = twopl_density(y, k, g, models=range(m), items=range(n), slopes=slopes, parametrization="direct")
+    reference = _pymc_density(model)
+    points = rng.normal(0, 1.2, (4, density.n_dim))
+    theirs = []
+    for z in points:
+        point = {"theta": z[:m], "b": z[m:m + n]}
+        if slopes:
+            point["log_a"] = SLOPE_SD * z[m + n:]
+        value, grad = reference(point)
+        if slopes:
+            grad = np.concatenate([grad[:m + n], SLOPE_SD * grad[m + n:]])
+        theirs.append((value, grad))
+    for kernel in (density, dataclasses.replace(density, route="2pl-scalar")):
+        ours = [kernel.logp(z) for z in points]
+        for (v, g_ours), (rv, g_ref) in zip(ours, theirs):
+            np.testing.assert_allclose(v - ours[0][0], rv - theirs[0][0], rtol=1e-10, atol=1e-8)
+            np.testing.assert_allclose(g_ours, g_ref, rtol=1e-9, atol=1e-8)
+
+
+def test_vector_exp_is_exp():
+    """libmvec's exp, four values a call and the rest one by one, is exp to within glibc's few ulp — every length
+    of tail, and the range the 2PL gives it (exp(−|η|), down to the underflow to 0)."""
+    from benchmeasure.irt.vector_exp import AVAILABLE, exp_in_place
+
+    if not AVAILABLE:
+        pytest.skip("no libmvec with AVX2 here: the 2pl route runs its scalar exp")
+    values = -np.abs(np.random.default_rng(5).normal(0, 8, 1003))
+    values[:3] = (0.0, -750.0, -1e-300)
+    for n in range(10):
+        out = values[:n].copy()
+        exp_in_place(out)
+        np.testing.assert_allclose(out, np.exp(values[:n]), rtol=1e-15, atol=0)
+    out = values.copy()
+    exp_in_place(out)
+    np.testing.assert_allclose(out, np.exp(values), rtol=1e-15, atol=0)

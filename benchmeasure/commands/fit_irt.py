@@ -29,6 +29,7 @@ from benchmeasure.irt.fit_folder import POSTERIOR_NAME
 from benchmeasure.irt.observation import OBSERVATIONS
 from benchmeasure.irt.plan import (
     FIELDS,
+    PAPER_DEFAULTS,
     FitSettings,
     SettingsError,
     method_choices,
@@ -59,6 +60,14 @@ model (paper, Appendix C.3):
 #: the library names fit settings by field; here they are the flags that set them
 FLAGS = {field: "--" + field.replace("_", "-") for field in FIELDS}
 
+def _default(name: str) -> str:
+    """A NUTS setting's default as --help words it: the paper's, and the 2pl route's own where it differs."""
+    from benchmeasure.irt.routes import ROUTES
+
+    own = ROUTES["2pl"].defaults.get(name)
+    return f"{PAPER_DEFAULTS[name]}" + ("" if own is None else f"; {own} with --model 2pl: docs/irt.md")
+
+
 def parse_args(argv):
     parser = command_parser("fit_irt.py",
                             "Fit item difficulties and model abilities jointly (Bayesian 1PL, NUTS) from a count "
@@ -75,12 +84,14 @@ def parse_args(argv):
                        help="per-item guessing: columns item_id,guessing, exactly one row per matrix item")
     parser.add_argument("--chains", type=CHAINS, default=4,
                         help="NUTS chains, at least 2: R-hat compares chains (default 4)")
-    parser.add_argument("--tune", type=TUNE, default=1000,
-                        help="warm-up iterations per chain (default 1000); burn-in sweeps on --route gibbs")
-    parser.add_argument("--draws", type=DRAWS, default=1000,
-                        help="posterior draws per chain, at least 4 (default 1000)")
-    parser.add_argument("--target-accept", type=OPEN_PROBABILITY, default=0.95, metavar="P",
-                        help="NUTS target acceptance rate in (0, 1) (default 0.95; unused on --route gibbs)")
+    parser.add_argument("--tune", type=TUNE, default=None,
+                        help=f"warm-up iterations per chain (default {_default('tune')}); burn-in sweeps on "
+                             "--route gibbs")
+    parser.add_argument("--draws", type=DRAWS, default=None,
+                        help=f"posterior draws per chain, at least 4 (default {_default('draws')})")
+    parser.add_argument("--target-accept", type=OPEN_PROBABILITY, default=None, metavar="P",
+                        help=f"NUTS target acceptance rate in (0, 1) (default {_default('target_accept')}; unused "
+                             "on --route gibbs)")
     parser.add_argument("--seed", type=SEED, default=None, metavar="N",
                         help="random seed; the same seed and inputs give identical outputs (default: drawn, recorded)")
     parser.add_argument("--sampler", default="nutpie", choices=sampler_choices(),
@@ -279,14 +290,16 @@ def main(argv=None) -> int:
     from benchmeasure.irt.fit import fit_1pl
 
     plan = args.plan
+    s = plan.settings   # --tune, --draws and --target-accept as resolved (the route's defaults where not given)
     show_progress = not args.quiet
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     say(f"fitting the {args.model.upper()} to {len(matrix.models)} models x {len(matrix.items)} items "
         f"({matrix.n_trials} trial{'s' if matrix.n_trials != 1 else ''} per cell) with "
         + ("MAP (marginal mode)" if not plan.nuts else
-           f"blocked Gibbs (gibbs route, {args.chains} chains x ({args.tune} burn-in + {args.draws} sweeps))"
+           f"blocked Gibbs (gibbs route, {s.chains} chains x ({s.tune} burn-in + {s.draws} sweeps))"
            if plan.sampler == "gibbs" else
-           f"NUTS ({plan.sampler}, {plan.route} route, {args.chains} chains x ({args.tune} + {args.draws}))"))
+           f"NUTS ({plan.sampler}, {plan.route} route, {s.chains} chains x ({s.tune} + {s.draws})"
+           + (f", the route's defaults for {', '.join(plan.route_defaults)}" if plan.route_defaults else "") + ")"))
     result = fit_1pl(matrix, plan=plan, progress=show_progress)
     if args.method == "nuts":
         result.warnings = warnings_for(result.diagnostics)

@@ -137,7 +137,9 @@ def fit_1pl(matrix: ResponseMatrix, *, guessing=0.0, settings: FitSettings | Non
     settings : FitSettings, optional
         How to fit (:class:`benchmeasure.irt.plan.FitSettings`: method, sampler, chains, tune, draws,
         target_accept, seed, route, parametrization, adaptation, cores, observation); the defaults are the
-        paper's (NUTS, 4 chains × (1,000 warm-up + 1,000 draws), 0.95, binomial). Instead of ``settings``
+        paper's (NUTS, 4 chains × (1,000 warm-up + 1,000 draws), 0.95, binomial), but ``tune``, ``draws`` and
+        ``target_accept`` left unset take the route's own where it declares them (``model="2pl"``: the 2pl
+        route's, docs/irt.md). Instead of ``settings``
         its fields may be given as keywords (``fit_1pl(m, seed=1, draws=500)``). A fit with the same seed,
         inputs and sampler gives identical draws; with ``seed=None`` a seed is drawn and recorded in
         ``result.settings["seed_used"]``.

@@ -40,6 +40,9 @@ ADAPTATIONS = ("diag", "low_rank")
 FIELDS = ("method", "sampler", "chains", "tune", "draws", "target_accept", "seed", "route", "parametrization",
           "adaptation", "cores", "observation", "prior", "model", "compare")
 AUTO_ORDER = ("map", "gibbs", "collapsed", "joint", "2pl")   # what --route auto tries, in order (built-in routes only)
+#: the paper's NUTS run: what ``tune``, ``draws`` and ``target_accept`` left unset (None) become, unless the route
+#: declares its own (:attr:`benchmeasure.irt.routes.Route.defaults`)
+PAPER_DEFAULTS = {"tune": 1000, "draws": 1000, "target_accept": 0.95}
 #: Packages whose versions a fit record names.
 PACKAGES = ["numpy", "scipy", "pandas", "pymc", "pytensor", "nutpie", "numba", "arviz", "xarray", "zarr",
             "numpyro", "jax"]
@@ -88,8 +91,10 @@ class FitSettings:
     """The settings of one fit (:func:`benchmeasure.irt.fit.fit_1pl`), checked when made (the only checks of them).
 
     ``method`` nuts (posterior by NUTS, the paper's) or map (marginal posterior mode); ``sampler``
-    nutpie, pymc or numpyro; ``chains``, ``tune``, ``draws``, ``target_accept`` NUTS settings (the
-    paper's defaults; on the gibbs route ``tune`` is the burn-in sweeps and ``target_accept`` is unused);
+    nutpie, pymc or numpyro; ``chains``, ``tune``, ``draws``, ``target_accept`` NUTS settings (on the gibbs
+    route ``tune`` is the burn-in sweeps and ``target_accept`` is unused); ``tune``, ``draws`` and
+    ``target_accept`` left None are resolved by :func:`plan_fit`: the route's own defaults where it declares
+    them (the 2pl route's, docs/irt.md), else the paper's (:data:`PAPER_DEFAULTS`: 1000, 1000, 0.95);
     ``seed`` an integer in [0, 2^32) or None (drawn, recorded); ``route`` auto,
     or a name in :data:`~benchmeasure.irt.routes.ROUTES`; ``parametrization`` and
     ``adaptation`` the joint route's coordinates and
@@ -104,9 +109,9 @@ class FitSettings:
     method: str = "nuts"
     sampler: str = "nutpie"
     chains: int = 4
-    tune: int = 1000
-    draws: int = 1000
-    target_accept: float = 0.95
+    tune: int | None = None
+    draws: int | None = None
+    target_accept: float | None = None
     seed: int | None = None
     route: str = "auto"
     parametrization: str = "rotated"
@@ -126,10 +131,13 @@ class FitSettings:
                                 choices=", ".join(sampler_choices()), value=self.sampler)
         for name, low in (("chains", 1), ("tune", 0), ("draws", 1)):
             value = getattr(self, name)
+            if value is None and name != "chains":   # the route's default (plan_fit)
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise SettingsError("{" + name + "} must be an integer ≥ {low}, got {value!r}", low=low, value=value)
         accept = self.target_accept
-        if isinstance(accept, bool) or not (isinstance(accept, (int, float)) and 0.0 < float(accept) < 1.0):
+        if accept is not None and (isinstance(accept, bool) or not (isinstance(accept, (int, float))
+                                                                    and 0.0 < float(accept) < 1.0)):
             raise SettingsError("{target_accept} must be strictly between 0 and 1, got {value!r}", value=accept)
         seed = self.seed
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
@@ -160,7 +168,7 @@ class FitSettings:
         if self.prior not in PRIORS:
             raise SettingsError("{prior} must be one of {choices}, got {value!r}",
                                 choices=", ".join(PRIORS), value=self.prior)
-        if self.method == "nuts" and self.sampler == "nutpie" and self.tune < 1:
+        if self.method == "nuts" and self.sampler == "nutpie" and self.tune is not None and self.tune < 1:
             raise SettingsError("{tune} must be at least 1 with the nutpie sampler (its warm-up schedule needs "
                                 "one step)")
         if self.method == "nuts" and self.sampler == "numpyro":
@@ -269,6 +277,7 @@ class FitPlan:
     holes: bool
     seed_used: int
     auto: bool = False   # the route was chosen by --route auto (so a fit may fall back: irt/fit.py)
+    route_defaults: tuple = ()   # the settings left unset that took the route's own default (Route.defaults)
 
     @property
     def entry(self) -> Route:
@@ -319,6 +328,8 @@ class FitPlan:
             record["compare"] = s.compare
         if s.prior != "paper":   # likewise the paper's prior
             record["prior"] = s.prior
+        if self.route_defaults and nuts:   # the route's own defaults, not the paper's (the 2pl route's)
+            record["route_defaults"] = list(self.route_defaults)
         return record
 
 
@@ -344,9 +355,12 @@ def plan_fit(matrix, settings: FitSettings, guessing=0.0, fixed_b=None) -> FitPl
             last = [name for name in AUTO_ORDER if ROUTES[name].method == s.method][-1]
             raise refusal(ROUTES[last], s, holes=holes, anchors=anchors)
     seed_used = int(s.seed) if s.seed is not None else int(np.random.SeedSequence().entropy % (2**32))
-    return FitPlan(settings=dataclasses.replace(s, route=route), route=route, guessing=g,
+    unset = [name for name in PAPER_DEFAULTS if getattr(s, name) is None]
+    defaults = {name: ROUTES[route].defaults.get(name, PAPER_DEFAULTS[name]) for name in unset}
+    own = tuple(name for name in unset if name in ROUTES[route].defaults)
+    return FitPlan(settings=dataclasses.replace(s, route=route, **defaults), route=route, guessing=g,
                    fixed_b=None if fixed_b is None else np.asarray(fixed_b, dtype=float), holes=holes,
-                   seed_used=seed_used, auto=s.route == "auto")
+                   seed_used=seed_used, auto=s.route == "auto", route_defaults=own)
 
 
 # ---------------------------------------------------------------------------------------------

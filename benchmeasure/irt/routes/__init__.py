@@ -50,7 +50,10 @@ class Route:
     paper's only); ``prefer(matrix, guessing)``, when given, is asked by ``auto``
     before choosing it; ``refusals`` words a refusal of one declaration (``method``, ``sampler``, ``anchors``,
     ``holes``) for this route, with the fields written ``{route}``, ``{sampler}``… as
-    :class:`~benchmeasure.irt.plan.SettingsError` renders them (:func:`benchmeasure.irt.plan.refusal`).
+    :class:`~benchmeasure.irt.plan.SettingsError` renders them (:func:`benchmeasure.irt.plan.refusal`);
+    ``defaults`` the NUTS settings (``tune``, ``draws``, ``target_accept``) the route runs with when the user
+    gives none, in place of the paper's (:data:`benchmeasure.irt.plan.PAPER_DEFAULTS`; resolved by
+    :func:`benchmeasure.irt.plan.plan_fit`).
     """
 
     DECORATES: ClassVar[str] = "run"
@@ -68,6 +71,7 @@ class Route:
     priors: tuple = ("paper",)
     summary: str = ""
     refusals: dict = dataclasses.field(default_factory=dict)
+    defaults: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "run", lazy(self.run))
