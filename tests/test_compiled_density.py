@@ -5,7 +5,7 @@
   anchored, guessing), and under the hierarchical prior (complete, holes with guessing, anchors, direct; its gradient
   against finite differences too);
 * a fit in a fresh process with a warm cache gives the same draws as one that compiled the kernels;
-* (two fits started at once against an empty cache: tests/test_fresh_install_journeys.py);
+* two fits started at once against an empty cache both succeed and agree;
 * a damaged cache entry is recompiled with a warning, never fatal; a new package version gets its own folder.
 """
 
@@ -205,12 +205,12 @@ def test_hierarchical_density_is_the_pymc_hierarchical_model(case):
 # the kernel cache, through the command line in fresh processes
 
 
-def _fit(tmp_path, matrix, out, cache, extra_env=None, background=False):
+def _fit(tmp_path, matrix, out, cache, extra_env=None, background=False, extra=()):
     env = {**os.environ, "BENCHMEASURE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
     env.pop("NUMBA_CACHE_DIR", None)
     env.update(extra_env or {})
     argv = [sys.executable, str(ROOT / "scripts" / "fit_irt.py"), str(matrix), "--n-trials", "2", "--output-dir",
-            str(out), "--seed", "7", "--chains", "2", "--tune", "200", "--draws", "200", "--save-posterior"]
+            str(out), "--seed", "7", "--chains", "2", "--tune", "200", "--draws", "200", "--save-posterior", *extra]
     if background:
         return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
@@ -236,15 +236,36 @@ def small_matrix(tmp_path_factory):
 @pytest.fixture(scope="module")
 def warm_fit(tmp_path_factory, small_matrix):
     """A fit whose kernels come from this checkout's own cache (compiled there once, before the tests, by
-    scripts/run_tests.sh; compiled here if cold): (the cache's kernel folder, the fit folder). Two fits at once on
-    an empty cache are tested on a fresh install (tests/test_fresh_install_journeys.py), where the cache is empty
-    anyway."""
+    scripts/run_tests.sh; compiled here if cold): (the cache's kernel folder, the fit folder)."""
     from benchmeasure.base import kernel_cache
 
     out = tmp_path_factory.mktemp("warm_fit") / "fit"
     done = _fit(out.parent, small_matrix, out, kernel_cache.cache_root())
     assert done.returncode == 0, done.stderr
     return kernel_cache.kernel_dir(), out
+
+
+@pytest.mark.slow
+def test_two_fits_at_once_on_an_empty_cache_both_succeed_and_agree_with_a_warm_one(tmp_path, small_matrix):
+    """Two processes compile the same kernels into an empty cache at once (the gibbs route's: about 20 s to
+    compile, so the two compilations overlap; the mechanism, Numba's write-then-rename, is the same for every
+    route); both succeed with the same draws, and a later process loads what they wrote."""
+    cache = tmp_path / "cache"
+    gibbs = {"extra": ["--route", "gibbs", "--no-calibrate"]}
+    procs = [_fit(tmp_path, small_matrix, tmp_path / f"fit{k}", cache, background=True, **gibbs) for k in range(2)]
+    results = [(*p.communicate(timeout=900), p.returncode) for p in procs]
+    for _out, err, code in results:
+        assert code == 0 and "Traceback" not in err and "could not be used" not in err, err
+    kernels = list((cache / "kernels").iterdir())
+    assert len(kernels) == 1 and any(kernels[0].rglob("kernel.sweeps-*.nbi"))
+    entries = sorted(p.name for p in kernels[0].rglob("*.nb[ic]"))
+    warm = _fit(tmp_path, small_matrix, tmp_path / "warm", cache, **gibbs)
+    assert warm.returncode == 0 and "could not be used" not in warm.stderr, warm.stderr
+    assert sorted(p.name for p in kernels[0].rglob("*.nb[ic]")) == entries   # loaded, nothing compiled again
+    first = _draws(tmp_path / "fit0")
+    for other in (_draws(tmp_path / "fit1"), _draws(tmp_path / "warm")):
+        for a, b in zip(first, other):
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.slow

@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
 
 from conftest import ROOT, wheel_and_venv
@@ -56,12 +55,6 @@ def fresh(tmp_path_factory):
     return env_dir / "bin", elsewhere, env
 
 
-def _draws(folder):
-    from benchmeasure.analyses.posterior_metrics import read_posterior_b
-
-    return read_posterior_b(folder / "posterior.zarr", "theta")[1], read_posterior_b(folder / "posterior.zarr")[1]
-
-
 def bm(fresh, *args, ok=True, timeout=900):
     bin_dir, elsewhere, env = fresh
     done = _run([bin_dir / "benchmeasure", *args], cwd=elsewhere, env=env, timeout=timeout)
@@ -72,27 +65,12 @@ def bm(fresh, *args, ok=True, timeout=900):
 
 
 def test_simulated_example_fit_diagnose_explore_score(fresh):
-    bin_dir, elsewhere, env = fresh
+    _, elsewhere, _ = fresh
     bm(fresh, "make-example", "--output-dir", "example", "--models", "8", "--items", "30", "--n-trials", "4")
     bm(fresh, "prepare", "example/responses.csv", "--n-trials", "4", "--output", "mine/response_matrix.csv")
-    # two first fits started at once on the install's empty kernel cache: both compile, both succeed, the same draws
-    fit = [bin_dir / "benchmeasure", "fit", "mine/response_matrix.csv", "--n-trials", "4", "--chains", "2", "--tune",
-           "200", "--draws", "200", "--seed", "1", "--save-posterior", "--name", "my_benchmark", "--output-dir"]
-    procs = [subprocess.Popen([str(a) for a in [*fit, out]], cwd=elsewhere, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for out in ("mine", "twin")]
-    results = [(*p.communicate(timeout=900), p.returncode) for p in procs]
-    for _, err, code in results:
-        assert code == 0 and "Traceback" not in err, err[-2000:]
-    cold = "once for this package version"
-    assert any("compiling" in err and cold in err for _, err, _ in results)  # the compilation phase is announced
-    kernels = list((elsewhere.parent / "cache" / "kernels").iterdir())
-    assert len(kernels) == 1 and any(kernels[0].rglob("density.*.nbi"))
-    warm = bm(fresh, *[str(a) for a in fit[1:]], "warm", "--no-calibrate")   # a later run loads them
-    assert cold not in warm.stderr
-    first = _draws(elsewhere / "mine")
-    for other in (_draws(elsewhere / "twin"), _draws(elsewhere / "warm")):
-        for a, b in zip(first, other):
-            np.testing.assert_array_equal(a, b)
+    fit = bm(fresh, "fit", "mine/response_matrix.csv", "--n-trials", "4", "--output-dir", "mine", "--chains", "2",
+             "--tune", "200", "--draws", "200", "--seed", "1", "--save-posterior", "--name", "my_benchmark")
+    assert "compiling" in fit.stderr  # the compilation phase is announced (issue 22, item 6)
     done = bm(fresh, "diagnose", "mine/difficulty.csv", "--json")
     assert json.loads(done.stdout)["benchmark"] == "my_benchmark"
     bm(fresh, "posterior-metrics", "mine", "--hdi-prob", "0.9", "--top-k", "3")

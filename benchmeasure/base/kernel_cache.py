@@ -16,7 +16,7 @@ stale one is never loaded, also when the edit is in another file that the kernel
 Kernel modules import Numba from here (``from benchmeasure.base.kernel_cache import numba``), so the folder
 is chosen before any kernel is decorated. Concurrency: Numba writes every entry to a temporary file and renames
 it into place, so two processes that compile at once both succeed and one of the identical entries wins
-(``tests/test_fresh_install_journeys.py`` starts two first fits at once on a new install). Damage: an entry that
+(``tests/test_compiled_density.py`` starts two fits at once on an empty cache). Damage: an entry that
 cannot be read (a truncated or garbled file) is dropped and compiled afresh, with a warning, never fatal.
 """
 
