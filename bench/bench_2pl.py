@@ -1,7 +1,7 @@
 """The 2PL (``fit --model 2pl --compare 1pl``) on the shared real matrices, and its time on a simulated 51 × 800.
 
 For each real matrix (ChemBench 22 × 2,854 from its wide table; ZeroEval GSM8K 44 × 1,319 and MATH level 5
-43 × 721, long files with holes): the 2PL's convergence (max R-hat, min bulk ESS over θ, b and a; goal ≤ 1.01,
+43 × 721, and MMLU-Pro 29 × 12,032, long files with holes): the 2PL's convergence (max R-hat, min bulk ESS over θ, b and a; goal ≤ 1.01,
 ≥ 400), PSIS-LOO of the 2PL vs the 1PL over the cells (elpd difference ± its paired standard error, the cells
 with Pareto k > 0.7), the correlation of the 2PL's b with the default 1PL fit's b, the slopes (how many items
 with a < 0.5 or > 2), and DDM / Max Gap (``diagnose``) under both. Every step runs the real command line.
@@ -40,6 +40,7 @@ MATRICES = {
     "chembench": ("wide", DATA / "chembench" / "binary_matrix.csv"),
     "gsm8k": ("long", DATA / "zeroeval" / "gsm8k" / "responses_long.csv"),
     "math_l5": ("long", DATA / "zeroeval" / "math_l5" / "responses_long.csv"),
+    "mmlu_pro": ("long", DATA / "mmlu_pro" / "responses_long.csv"),
 }
 
 
