@@ -305,14 +305,38 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))   # stable: the rest keep order
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have been waited for."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_PHASE_CPU = {"last": _cpu_seconds()}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Note the CPU seconds the phase just ended used (``cpu`` of the BENCHMEASURE_TEST_TIMES lines): on a shared
+    2-core machine the wall time of a test says how long it waited as much as what it cost."""
+    yield
+    if os.environ.get("BENCHMEASURE_TEST_TIMES"):
+        now = _cpu_seconds()
+        _PHASE_CPU[(item.nodeid, call.when)] = now - _PHASE_CPU["last"]
+        _PHASE_CPU["last"] = now
+
+
 def pytest_runtest_logreport(report):
-    """With BENCHMEASURE_TEST_TIMES=<file>, append each test phase's duration as it ends (one JSON line):
-    the per-file times survive a run that is stopped before pytest's own --durations table."""
+    """With BENCHMEASURE_TEST_TIMES=<file>, append each test phase's duration as it ends (one JSON line, with
+    the CPU seconds of the worker and its reaped children since the phase before): the per-file times survive a
+    run that is stopped before pytest's own --durations table."""
     path = os.environ.get("BENCHMEASURE_TEST_TIMES")
     if path and not hasattr(report, "node"):   # xdist's controller sees each worker's report again (.node)
+        cpu = _PHASE_CPU.pop((report.nodeid, report.when), None)
         with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 3),
-                                  "outcome": report.outcome}) + "\n")
+                                  "cpu": None if cpu is None else round(cpu, 3), "outcome": report.outcome}) + "\n")
 
 
 # -- shared fits for the model-fit check and drift (one each per session; tests copy them before changing anything) ---

@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     # imported after parsing, so --help and usage errors answer at once (these pull in the openai SDK)
     from benchmeasure.serving.cpu_model import prepare_model
-    from benchmeasure.serving.cpu_run import command_line_rollouts, run_chain
+    from benchmeasure.serving.cpu_run import run_chain
     from benchmeasure.serving.cpu_server import plan_server, running_server
     from benchmeasure.verifier.panel import load_panel
 
@@ -56,13 +56,12 @@ def main(argv=None) -> int:
         with running_server(plan, args.workdir / "vllm.log"):
             ready = time.monotonic()
             print(f"vLLM serving {', '.join(plan.names)} at {plan.url} ({ready - prepared:.0f} s)", file=sys.stderr)
-            report = run_chain(panel, plan.url, args.workdir, args.n_trials)
-            cli_seconds = command_line_rollouts(args.panel, report, args.workdir, args.n_trials)
+            report = run_chain(panel, args.panel, plan.url, args.workdir, args.n_trials)
     except RuntimeError as exc:  # server failed to start, or lmms-eval failed
         print(f"error: {' '.join(str(exc).split())[:2000]}", file=sys.stderr)
         return 1
     report_timings = report["timings_s"]
-    report_timings.update({**cli_seconds, "model_s": prepared - start, "server_start_s": ready - prepared,
+    report_timings.update({"model_s": prepared - start, "server_start_s": ready - prepared,
                            "total_s": time.monotonic() - start})
     print(f"done: {len(report['rows_direct'])} direct rows, {len(report['rows_lmms'])} lmms-eval rows; "
           + ", ".join(f"{k} {v:.0f}" for k, v in report_timings.items()), file=sys.stderr)

@@ -13,7 +13,9 @@ arithmetic items of our own go through
    cold solve (the greedy panel model), ``benchmeasure.verifier.validity``;
 3. rollouts of the valid candidates by every panel model, graded with the project's graders,
    once through the direct backend (``DirectRollouts``, the ``openai`` SDK) and once
-   through lmms-eval (``LmmsRollouts``);
+   through lmms-eval (``LmmsRollouts``): the sampled models in this process, the
+   temperature-0 model through the user's command, ``verifier/run_rollout.py``, with each
+   ``--backend`` (``WORKDIR/cli/``; :func:`command_line_rollouts`);
 4. calibration: each valid item's posterior difficulty from the panel's counts
    (``benchmeasure.benchfill.calibration.annotate``, paper Section 4) with FIXED panel
    abilities stated in :data:`ABILITIES` (four items cannot fit abilities; the plumbing is
@@ -22,8 +24,6 @@ arithmetic items of our own go through
 Everything lands in ``WORKDIR/report.json`` (plus ``rows_direct.csv``/``rows_lmms.csv``):
 the test ``tests/test_real_model.py`` checks it, notably that the two backends give the same
 rows for the temperature-0 model, whose replies vLLM on CPU repeats exactly.
-:func:`command_line_rollouts` then runs the user's command, ``verifier/run_rollout.py``, with
-each ``--backend`` on that model (``WORKDIR/cli/``), for the same check through the CLI.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from benchmeasure.base.subcommand import subcommand_argv, subcommand_env
 from benchmeasure.benchfill.calibration import annotate
 from benchmeasure.benchfill.gaps import Item
 from benchmeasure.benchfill.prompts import Prompts, parse_child
-from benchmeasure.verifier.base import Candidate
+from benchmeasure.verifier.base import Candidate, Rollout
 from benchmeasure.verifier.llm_client import Endpoint, LLMClient, MalformedReply
 from benchmeasure.verifier.lmms_backend import LmmsRollouts
 from benchmeasure.verifier.panel import load_panel
@@ -156,25 +156,26 @@ def _split(models) -> tuple[list, list]:
     return greedy, [m for m in models if m.temperature != 0]
 
 
-def command_line_rollouts(panel_path, report: dict, workdir: Path, n_trials: int) -> dict:
-    """Run ``verifier/run_rollout.py`` once per backend on the valid items, temperature-0 models only.
+def command_line_rollouts(panel_path, valid: list, workdir: Path, n_trials: int) -> tuple[dict, dict]:
+    """The temperature-0 models' rollouts: ``verifier/run_rollout.py`` once per backend on the valid items.
 
     One request at a time (``--concurrency 1``, see :func:`_split`), so both backends' rows and
-    responses must be identical. Writes ``WORKDIR/cli/rows_<backend>.csv`` (+ ``.raw.jsonl``)
-    and returns ``{backend: seconds}``. Raises RuntimeError when either run fails.
+    responses must be identical. Writes ``WORKDIR/cli/rows_<backend>.csv`` (+ ``.raw.jsonl``) and
+    returns (``{backend: per-candidate Rollout lists read back from its .raw.jsonl}``,
+    ``{"cli_<backend>_s": seconds}``). These are the report's greedy rows: the user's command is
+    the one path the greedy requests take, so no process sends them twice. Raises RuntimeError
+    when either run fails.
     """
     folder = Path(workdir) / "cli"
     folder.mkdir(parents=True, exist_ok=True)
     items = folder / "items.jsonl"
     with atomic_write(items) as handle:
-        for v in report["validity"]:
-            if v["valid"]:
-                handle.write(json.dumps({"item_id": v["item_id"], "question": v["question"],
-                                         "answer": v["answer"]}) + "\n")
+        for c in valid:
+            handle.write(json.dumps({"item_id": c.item_id, "question": c.question, "answer": c.answer}) + "\n")
     greedy = [m.name for m in _split(load_panel(panel_path).models)[0]]
     # the rollout command (verifier/run_rollout.py) in a child, with the package in use importable there
     env = subcommand_env()
-    seconds = {}
+    seconds, rollouts = {}, {}
     for backend in ("direct", "lmms-eval"):
         argv = subcommand_argv("rollout", "--backend", backend, "--candidates", str(items), "--panel",
                                str(panel_path), "--benchmark", BENCHMARK, "--models", ",".join(greedy),
@@ -188,14 +189,26 @@ def command_line_rollouts(panel_path, report: dict, workdir: Path, n_trials: int
             raise RuntimeError(f"benchmeasure rollout --backend {backend} exited {done.returncode}: "
                                f"{done.stderr[-2000:]}")
         seconds[f"cli_{backend}_s"] = time.monotonic() - start
-    return seconds
+        by_item = {c.item_id: [] for c in valid}
+        with open(folder / f"rows_{backend}.raw.jsonl", encoding="utf-8") as handle:
+            for line in handle:
+                r = json.loads(line)
+                by_item[r["item_id"]].append(Rollout(r["model"], r["trial"], r["correct"], r["response"]))
+        rollouts[backend] = [by_item[c.item_id] for c in valid]
+    return rollouts, seconds
 
 
-def run_chain(panel, base_url: str, workdir: Path, n_trials: int = 3) -> dict:
-    """Run steps 1–4 against a serving panel at ``base_url``; write and return the report."""
+def run_chain(panel, panel_path, base_url: str, workdir: Path, n_trials: int = 3) -> dict:
+    """Run steps 1–4 against a serving panel at ``base_url``; write and return the report.
+
+    The sampled models' rollouts go through each backend in this process; the temperature-0
+    models' through the rollout command (:func:`command_line_rollouts`), whose rows the report
+    takes for both backends.
+    """
     workdir = Path(workdir)
     os.environ["CPU_PANEL_URL"] = base_url  # every model of the CPU panel resolves to this server
     timings = {}
+    sampled = _split(panel.models)[1]
 
     async def direct_part():
         client = LLMClient(max_concurrency=4, timeout=300.0, max_retries=2)
@@ -208,31 +221,24 @@ def run_chain(panel, base_url: str, workdir: Path, n_trials: int = 3) -> dict:
             timings["validity_s"] = time.monotonic() - start
             valid = [c for c, ok, _ in verdicts if ok]
             start = time.monotonic()
-            # The greedy model one request at a time (see _split), the sampled models concurrently.
-            one_by_one = LLMClient(max_concurrency=1, timeout=300.0, max_retries=2)
-            try:
-                greedy_part = DirectRollouts(one_by_one, greedy, n_trials, KIND)
-                first = [await greedy_part.for_candidate(c) for c in valid]
-            finally:
-                await one_by_one.close()
             sampled_part = DirectRollouts(client, sampled, n_trials, KIND)
             rest = list(await asyncio.gather(*(sampled_part.for_candidate(c) for c in valid)))
             timings["direct_rollouts_s"] = time.monotonic() - start
-            return rewrites, verdicts, valid, [a + b for a, b in zip(first, rest)]
+            return rewrites, verdicts, valid, rest
         finally:
             await client.close()
 
-    greedy, sampled = _split(panel.models)
     rewrites, verdicts, valid, direct = asyncio.run(direct_part())
     lmms = []
     if valid:
+        first, seconds = command_line_rollouts(panel_path, valid, workdir, n_trials)
+        timings.update(seconds)
+        direct = [a + b for a, b in zip(first["direct"], direct)]
         start = time.monotonic()
-        folder = workdir / "lmms"
-        first = LmmsRollouts(greedy, n_trials, KIND, folder, base_url=base_url, num_concurrent=1).run(valid)
         # the sampled models' lmms-eval processes side by side (their start-up overlaps; their requests may batch)
-        rest = LmmsRollouts(sampled, n_trials, KIND, folder, base_url=base_url, num_concurrent=4,
+        rest = LmmsRollouts(sampled, n_trials, KIND, workdir / "lmms", base_url=base_url, num_concurrent=4,
                             processes=max(1, len(sampled))).run(valid)
-        lmms = [a + b for a, b in zip(first, rest)]
+        lmms = [a + b for a, b in zip(first["lmms-eval"], rest)]
         timings["lmms_rollouts_s"] = time.monotonic() - start
     report = {
         "base_url": base_url,
