@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from benchmeasure.base.errors import InputError
 from benchmeasure.core.harness import read_inspect_log
-from conftest import ROOT, assert_rejected, run_script
+from conftest import ROOT, assert_rejected, run_in_process, run_script
 
 pytest.importorskip("inspect_ai")
 from inspect_ai.log import read_eval_log, write_eval_log
@@ -36,8 +36,12 @@ def log_file(folder: Path) -> Path:
     return path
 
 
-def prepare(*args):
-    return run_script("prepare_response_matrix.py", *args)
+def prepare(*args, process=False):
+    """``prepare_response_matrix.py ARGS``: through its entry point in this process (Inspect's import, about 2 s of
+    CPU, paid once per test file), or in a real process (``process=True``, for a representative few)."""
+    if process:
+        return run_script("prepare_response_matrix.py", *args)
+    return run_in_process("prepare", *args, prog="prepare_response_matrix.py")
 
 
 def matrix(path: Path) -> tuple[list, dict]:
@@ -55,7 +59,7 @@ def convert(tmp_path, *args) -> tuple[list, dict]:
 def test_two_models_epochs_become_trials(tmp_path):
     out, rows = tmp_path / "m.csv", tmp_path / "rows.csv"
     result = prepare("--from", "inspect", NEW / "sim-strong", NEW / "sim-weak", "--n-trials", 2, "--output", out,
-                     "--responses-out", rows)
+                     "--responses-out", rows, process=True)
     assert result.returncode == 0, result.stderr
     items, counts = matrix(out)
     assert items == ITEMS
@@ -166,7 +170,8 @@ def test_rejected(case, tmp_path):
     if "--n-trials" not in args:
         args = [*args, "--n-trials", 2]
     out = tmp_path / "m.csv"
-    result = prepare("--from", "inspect", *args, "--output", out, "--responses-out", tmp_path / "rows.csv")
+    result = prepare("--from", "inspect", *args, "--output", out, "--responses-out", tmp_path / "rows.csv",
+                     process=case == "not a log")   # one in a real process, the rest through the same entry point
     assert_rejected(result, *fragments)
     assert not out.exists() and not (tmp_path / "rows.csv").exists()
 
