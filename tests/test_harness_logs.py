@@ -17,7 +17,7 @@ import pytest
 
 from benchmeasure.core.harness import binarize, read_lighteval_log, read_lm_eval_log, read_lmms_log
 from benchmeasure.grading import grade
-from conftest import ROOT, assert_rejected, run_script
+from conftest import ROOT, assert_rejected, run_in_process, run_script
 
 FIX = ROOT / "tests" / "fixtures" / "harness_logs"
 MODELS = ("smollm2-greedy", "smollm2-t07")
@@ -31,8 +31,12 @@ def lm_eval(model):
     return FIX / "lm-eval" / model
 
 
-def prepare(*args):
-    return run_script("prepare_response_matrix.py", *args)
+def prepare(*args, process=False):
+    """``prepare_response_matrix.py ARGS``: through its entry point in this process, or in a real process
+    (``process=True``: one accepted and one rejected conversion per harness)."""
+    if process:
+        return run_script("prepare_response_matrix.py", *args)
+    return run_in_process("prepare", *args, prog="prepare_response_matrix.py")
 
 
 def read_matrix_csv(path):
@@ -64,7 +68,7 @@ def edit_samples(folder, change):
 def test_lmms_eval_repeats_are_graded_one_by_one(tmp_path):
     out, rows = tmp_path / "m.csv", tmp_path / "rows.csv"
     result = prepare("--from", "lmms-eval", lmms(MODELS[0]), lmms(MODELS[1]), "--grade", "math", "--n-trials", 3,
-                     "--output", out, "--responses-out", rows)
+                     "--output", out, "--responses-out", rows, process=True)
     assert result.returncode == 0, result.stderr
     items, counts = read_matrix_csv(out)
     for model in MODELS:
@@ -213,7 +217,8 @@ CASES = {
 def test_rejected(case, tmp_path):
     make_args, fragments = CASES[case]
     out = tmp_path / "m.csv"
-    result = prepare(*make_args(tmp_path), "--output", out, "--responses-out", tmp_path / "rows.csv")
+    result = prepare(*make_args(tmp_path), "--output", out, "--responses-out", tmp_path / "rows.csv",
+                     process=case == sorted(CASES)[0])
     assert_rejected(result, *fragments)
     assert not out.exists() and not (tmp_path / "rows.csv").exists()
 
@@ -295,7 +300,7 @@ def copy_lighteval(tmp_path):
 def test_lighteval_samples_are_graded_one_by_one(tmp_path):
     out, rows = tmp_path / "m.csv", tmp_path / "rows.csv"
     result = prepare("--from", "lighteval", *(lighteval(LIGHTEVAL, m) for m in LIGHTEVAL_MODELS), "--grade", "math",
-                     "--n-trials", 3, "--output", out, "--responses-out", rows)
+                     "--n-trials", 3, "--output", out, "--responses-out", rows, process=True)
     assert result.returncode == 0, result.stderr
     items, counts = read_matrix_csv(out)
     assert items == ["0", "1", "2", "3"]
@@ -363,7 +368,7 @@ def test_lighteval_rejected(case, tmp_path):
     args, fragments = LIGHTEVAL_CASES[case]
     out = tmp_path / "m.csv"
     result = prepare("--from", "lighteval", lighteval(LIGHTEVAL, LIGHTEVAL_MODELS[0]), *args, "--output", out,
-                     "--responses-out", tmp_path / "rows.csv")
+                     "--responses-out", tmp_path / "rows.csv", process=case == sorted(LIGHTEVAL_CASES)[0])
     line = assert_rejected(result, *fragments)
     assert "--filter" in case or str(details_of(lighteval(LIGHTEVAL, LIGHTEVAL_MODELS[0]))[0]) in line
     assert not out.exists() and not (tmp_path / "rows.csv").exists()
