@@ -99,12 +99,16 @@ def fit_items_hierarchical(counts: np.ndarray, trials: np.ndarray, b_start: np.n
                    for k in range(n_groups)])
     sigma = np.full(n_groups, START_SIGMA_B)
     n_models = counts.shape[0]
+    bound, last = np.inf, 0.0   # the location step's bound and its last step
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         w = normalize(-0.5 * (GRID / sigma_theta) ** 2 + fixed_ll + grid_loglik(c_free, t_free, bf, GRID))
         old = np.concatenate([bf, mu, sigma, [sigma_theta]])
-        if free.all():   # the panel's location: a Newton step along the ridge (module docstring)
-            shift = _location_step(w, sigma_theta, mu[estimated])
+        if free.all():   # the panel's location: a Newton step along the ridge, bounded (module docstring)
+            step = _location_step(w, sigma_theta, mu[estimated])
+            if step * last < 0:   # it turned back: at most half the last step from now on (module docstring)
+                bound = abs(last) / 2
+            shift = last = float(np.clip(step, -bound, bound))
             bf, mu = bf + shift, mu + np.where(estimated, shift, 0.0)
             w = normalize(-0.5 * (GRID / sigma_theta) ** 2 + grid_loglik(c_free, t_free, bf, GRID))
         r, n = w.T @ c_free, w.T @ t_free
