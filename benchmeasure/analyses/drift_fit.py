@@ -72,6 +72,20 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
         b = -np.log(item_rate / (1 - item_rate))
         slope = np.ones(G)
     reference = int(np.bincount(group, minlength=G).argmax())   # the largest group: a = 1 in what is returned
+    theta, b, slope, it = _sweeps(y, n, group, theta, b, slope, prior_mean, G > 1, tol, max_iter)
+    if G > 1:
+        # the slopes' ratios from the free-scale mode; on the reference group's scale (the same likelihood), θ and b
+        # then go to their mode under the priors as they read on that scale, with the slopes held
+        c = slope[reference]
+        theta, b, slope, more = _sweeps(y, n, group, theta * c, b * c, slope / c, prior_mean, False, tol, max_iter)
+        it += more
+    return DriftFit(theta, b, slope, group, it, prior_mean)
+
+
+def _sweeps(y, n, group, theta, b, slope, prior_mean, free_slopes: bool, tol: float, max_iter: int):
+    """Alternating Newton sweeps (θ, b, the common shift; with ``free_slopes`` the slopes and the common scale)
+    until no step exceeds ``tol``; returns (θ, b, slopes, sweeps)."""
+    G = len(slope)
     it = 0
     while it < max_iter:
         it += 1
@@ -88,7 +102,7 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
         b = b + np.clip(step_b, -1, 1)
         theta, b, step_c = _shift_step(theta, b, prior_mean)
         biggest = max(np.abs(step_t).max(initial=0), np.abs(step_b).max(initial=0), abs(step_c))
-        if G > 1:
+        if free_slopes:
             p = sigmoid(a * (theta[:, None] - b))
             d = theta[:, None] - b
             r = (y - n * p) * d
@@ -102,10 +116,7 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
             biggest = max(biggest, np.abs(step_a).max(), abs(step_s))
         if biggest < tol:
             break
-    if G > 1:                       # the same likelihood on the reference group's scale
-        c = slope[reference]
-        theta, b, slope = theta * c, b * c, slope / c
-    return DriftFit(theta, b, slope, group, it, prior_mean)
+    return theta, b, slope, it
 
 
 def _shift_step(theta, b, prior_mean):
