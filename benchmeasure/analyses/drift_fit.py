@@ -3,8 +3,10 @@ the item difficulties without that model's responses.
 
 Model: ``P(correct) = σ(a_g(i)·(θ_m − b_i))`` with binomial cells (K per cell, 0 = a hole), θ ~ N(0, 1),
 b_i ~ N(μ_i, 3²) (μ = 0 unless given: drift gives each item the mean difficulty of its month, see
-:func:`benchmeasure.analyses.drift.run_drift`), log a_g ~ N(0, 0.5²) on every group, the mode then put on the
-largest group's scale (its a = 1, the 1PL's scale; the likelihood is the same for (sθ, sb, a/s)). With one
+:func:`benchmeasure.analyses.drift.run_drift`), log a_g ~ N(0, 0.5²). With slopes, in two stages: the slopes'
+ratios from the joint mode with every group's a free (log a_g ~ N(0, 0.5²) on each), then, on the largest group's
+scale (its a = 1, the 1PL's scale; the likelihood is the same for (sθ, sb, a/s)), θ and b at their mode with the
+slopes held, under the priors above as they read on that scale (what the leave-out steps use). With one
 group (``a`` = 1) it is the project's 1PL at its mode. Fitted by
 alternating Newton steps (θ, then b, then a), each a set of 1-D problems, vectorized with NumPy, with a step
 along each direction the likelihood is flat in (a common shift of θ and b; with slopes, a common scale), which
@@ -56,7 +58,8 @@ def fit_map(counts: np.ndarray, trials: np.ndarray, group: np.ndarray | None = N
             max_iter: int = 500, start: DriftFit | None = None, prior_mean: np.ndarray | float = 0.0) -> DriftFit:
     """Mode of the 1PL (with per-group slopes when ``group`` has several values) for counts/trials (M, N).
 
-    With slopes, every group's a is free during the fit and the mode is returned on the largest group's scale."""
+    With slopes, the slopes' ratios come from the mode with every group's a free; then θ and b go to their mode
+    on the largest group's scale (a = 1 there) with the slopes held (the module's docstring says why)."""
     y = np.asarray(counts, dtype=float)
     n = np.asarray(trials, dtype=float)
     M, N = y.shape
