@@ -1,9 +1,9 @@
 """The 2PL (``fit --model 2pl --compare 1pl``) on the shared real matrices, and its time on a simulated 51 × 800.
 
-For each real matrix (ChemBench 22 × 2,854 from its wide table; ZeroEval GSM8K 44 × 1,319 and MATH level 5
-43 × 721, and MMLU-Pro 29 × 12,032, long files with holes): the 2PL's convergence (max R-hat, min bulk ESS
-over θ, b and a; goal ≤ 1.01, ≥ 400), PSIS-LOO of the 2PL vs the 1PL over the cells (elpd difference ± its
-paired standard error, the cells with Pareto k > 0.7), the correlation of the 2PL's b with the default 1PL fit's b, the slopes (how many items
+For each real matrix (ChemBench 22 × 2,854 from its wide table; ZeroEval GSM8K 44 × 1,319 and MATH level 5 43 × 721,
+and MMLU-Pro 29 × 12,032, long files with holes): the 2PL's convergence (max R-hat, min bulk ESS over θ, b and a;
+goal ≤ 1.01, ≥ 400), PSIS-LOO of the 2PL vs the 1PL over the cells (elpd difference ± its paired standard error, the
+cells with Pareto k > 0.7), the correlation of the 2PL's b with the default 1PL fit's b, the slopes (how many items
 with a < 0.5 or > 2), and DDM / Max Gap (``diagnose``) under both. Every step runs the real command line.
 
     .venv-irt/bin/python bench/bench_2pl.py                        # the fit's default settings, every matrix
