@@ -33,6 +33,14 @@ warm_kernels() {
     "$py" scripts/fit_irt.py "$dir/holes.csv" "${fit[@]}" --allow-missing --route gibbs --output-dir "$dir/g" \
       >/dev/null 2>&1; } &
   pids+=($!)
+  # the opt-in models' own densities (about 10 CPU-s each to compile): the 2PL, then a new model scored against its
+  # items (irt/anchored_slopes.py), and the hierarchical prior's compiled density
+  { "$py" scripts/fit_irt.py "$dir/m.csv" "${fit[@]}" --model 2pl --output-dir "$dir/twopl" >/dev/null 2>&1
+    "$py" scripts/score_models.py "$dir/m.csv" --difficulty "$dir/twopl/difficulty.csv" --n-trials 4 \
+      --output "$dir/scored.csv" --quiet >/dev/null 2>&1
+    "$py" scripts/fit_irt.py "$dir/m.csv" "${fit[@]}" --prior hierarchical --output-dir "$dir/hier" \
+      >/dev/null 2>&1; } &
+  pids+=($!)
   # a two-benchmark suite: the correlated-abilities density (suite/density.py)
   awk -F, 'NR == 1 {print $0 ",benchmark"; next} {print $0 "," (substr($2, 2) + 0 < 15 ? "x" : "y")}' \
     "$dir/ex/responses.csv" > "$dir/suite.csv"
