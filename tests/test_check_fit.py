@@ -90,6 +90,7 @@ def test_bad_input_is_one_line_and_writes_nothing(fit, tmp_path):
     assert_rejected(run_script("check_fit.py", tmp_path / "nothing", "--output-dir", out), "no such folder")
     other = tmp_path / "other.csv"
     shutil.copy(fit / "matrix.csv", other)
+    assert_rejected(run_script("check_fit.py", other, "--output-dir", out), "is a file, not a fit folder")
     with open(other, "a", encoding="utf-8") as handle:
         handle.write("\n")
     assert_rejected(run_script("check_fit.py", fit / "fit", "--matrix", other, "--output-dir", out), "SHA-256")

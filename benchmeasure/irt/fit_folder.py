@@ -239,7 +239,8 @@ def read_fit_folder(folder, name: str | None = None) -> FitFolder:
     folder = os.fspath(folder)
     name = name or folder
     if not os.path.isdir(folder):
-        fail(f"{name}: no such folder")
+        fail(f"{name}: " + ("is a file, not a fit folder (give the folder that benchmeasure fit --output-dir wrote)"
+                            if os.path.exists(folder) else "no such folder"))
     path = os.path.join(folder, "diagnostics.json")
     if not os.path.isfile(path):
         fail(f"{name}: no diagnostics.json (write one with benchmeasure fit --output-dir {folder})")
