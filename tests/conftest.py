@@ -176,17 +176,51 @@ def wait_for_lock(folder: Path, proc: subprocess.Popen, timeout: float = 30) -> 
         time.sleep(0.02)
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """A folder that ``build(folder)`` fills once per test run, for a session fixture used by several test files.
+
+    Under pytest-xdist each worker is its own session, and a session fixture of files that ran on different workers
+    was built once on each (seconds of fits or BenchFill runs, two or three times over in CI's three workers). Here
+    the first worker to ask builds it in the folder that the workers' temporary folders share, under a lock, and
+    the others wait for it and read it: the same real build, once. Without xdist it is an ordinary
+    ``tmp_path_factory.mktemp(name)``. A failed build leaves no completion mark: the next worker builds again and
+    fails in its own tests too. The tests read these folders and copy them before changing anything."""
+    import fcntl
+    import shutil
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent   # the run's folder, above each worker's own
+    folder, done = shared / f"shared-{name}", shared / f"shared-{name}.built"
+    with open(shared / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def filled_runs(tmp_path_factory):
     """A finished BenchFill run and a finished mass fill (3 items) on the simulated benchmark, made by the real CLIs.
 
-    Returns ``(calibration.csv, run folder, mass-fill folder)``. About 25 s; shared by the explorer tests.
-    """
+    Returns ``(calibration.csv, run folder, mass-fill folder)``. About 25 s; shared by the explorer tests
+    (:func:`built_once`)."""
+    root = built_once(tmp_path_factory, "filled", _fill_runs)
+    made = json.loads((root / "made.json").read_text(encoding="utf-8"))
+    return root / "data" / "calibration.csv", Path(made["run"]), Path(made["mass"])
+
+
+def _fill_runs(root: Path) -> None:
+    """:func:`filled_runs`' build: the runs under ``root``, their folders named in ``root/made.json``."""
     from benchmeasure.serving.sim.dataset import make_sim_benchmark
     from benchmeasure.serving.sim.server import serve
     from benchmeasure.serving.sim.world import World
 
-    root = tmp_path_factory.mktemp("filled")
     data = root / "data"
     config = make_sim_benchmark(data, 1, search={"rounds": 2}, truth=True)
     server, url = serve(World.load(data / "world.json"), seed=1)
@@ -204,7 +238,7 @@ def filled_runs(tmp_path_factory):
         subprocess.run([*mass_cli, "run", str(mass)], capture_output=True, text=True, env=env, check=True)
     finally:
         server.shutdown()
-    return data / "calibration.csv", run, mass
+    (root / "made.json").write_text(json.dumps({"run": str(run), "mass": str(mass)}), encoding="utf-8")
 
 
 @pytest.fixture(scope="session")
@@ -213,18 +247,28 @@ def checked_fit(tmp_path_factory):
 
     14 models × 60 items (``q0`` … ``q59``), K = 3, drawn from a 1PL; ``q0``–``q2`` inverted for every model (y → K − y,
     what a wrong key does). ``benchmeasure fit --method map`` (seconds), then ``benchmeasure check-fit``. Returns a
-    dict: ``matrix``, ``fit`` (the fit folder), ``check`` (the check's folder), ``items``, ``inverted``."""
+    dict: ``matrix``, ``fit`` (the fit folder), ``check`` (the check's folder), ``items``, ``inverted``; built once
+    for all workers (:func:`built_once`)."""
+    root = built_once(tmp_path_factory, "checked_fit", _check_a_fit)
+    return {"matrix": root / "matrix.csv", "fit": root / "fit", "check": root / "check",
+            "items": [f"q{i}" for i in range(CHECKED_ITEMS)], "inverted": CHECKED_INVERTED}
+
+
+CHECKED_ITEMS, CHECKED_INVERTED = 60, ["q0", "q1", "q2"]
+
+
+def _check_a_fit(root: Path) -> None:
+    """:func:`checked_fit`' build, under ``root``."""
     import csv
 
     import numpy as np
 
-    root = tmp_path_factory.mktemp("checked_fit")
-    models, items, k = 14, 60, 3
+    models, items, k = 14, CHECKED_ITEMS, 3
     rng = np.random.default_rng(7)
     theta = np.linspace(-2.0, 2.0, models)
     b = rng.normal(0.0, 1.0, items)
     y = rng.binomial(k, 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :]))))
-    inverted = ["q0", "q1", "q2"]
+    inverted = CHECKED_INVERTED
     y[:, :len(inverted)] = k - y[:, :len(inverted)]
     names = [f"q{i}" for i in range(items)]
     matrix = root / "matrix.csv"
@@ -237,7 +281,6 @@ def checked_fit(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     done = run_script("check_fit.py", root / "fit", "--output-dir", root / "check", timeout=300)
     assert done.returncode == 0, done.stderr
-    return {"matrix": matrix, "fit": root / "fit", "check": root / "check", "items": names, "inverted": inverted}
 
 
 # A full disk: the n-th fsync of the child fails with ENOSPC (patched in the child, as a tiny tmpfs would).
@@ -363,10 +406,14 @@ def misfit_fit(tmp_path_factory):
     defects, made by ``benchmeasure fit`` with its default model-fit check (``fit/check_fit/``).
 
     Returns the root: ``matrix.csv``, ``fit/`` and ``fit.stderr`` (what the fit printed). Shared by the check-fit,
-    diagnose, summarize and explorer tests; about 10 s."""
+    diagnose, summarize and explorer tests; about 10 s, once for all workers (:func:`built_once`)."""
+    return built_once(tmp_path_factory, "misfit", _fit_the_misfits)
+
+
+def _fit_the_misfits(root: Path) -> None:
+    """:func:`misfit_fit`'s build, under ``root``."""
     import numpy as np
 
-    root = tmp_path_factory.mktemp("misfit")
     rng = np.random.default_rng(7)
     theta = np.linspace(-2.0, 2.0, MISFIT_MODELS)
     b = rng.normal(0.0, 1.2, MISFIT_ITEMS)
@@ -384,7 +431,6 @@ def misfit_fit(tmp_path_factory):
                       "--no-calibrate", timeout=300)
     assert done.returncode == 0, done.stderr
     (root / "fit.stderr").write_text(done.stderr, encoding="utf-8")
-    return root
 
 
 DRIFT_MODELS, DRIFT_ITEMS, DRIFT_MONTHS, DRIFT_K, DRIFT_BAD = 10, 240, 12, 4, 3  # m03: +2 logits before month 7
@@ -394,10 +440,18 @@ DRIFT_MODELS, DRIFT_ITEMS, DRIFT_MONTHS, DRIFT_K, DRIFT_BAD = 10, 240, 12, 4, 3 
 def drift_world(tmp_path_factory):
     """A dated matrix (10 models × 240 items over 12 months, K = 4; model m03 better on items before month 7) and
     ``benchmeasure drift`` by date on it, with model release and cut-off dates. About 5 s; shared by the drift and
-    explorer tests. Returns ``{"folder", "matrix", "meta", "out", "json", "models"}``."""
+    explorer tests, once for all workers (:func:`built_once`). Returns ``{"folder", "matrix", "meta", "out", "json",
+    "models"}``."""
+    folder = built_once(tmp_path_factory, "drift", _make_drift_world)
+    return {"folder": folder, "matrix": folder / "matrix.csv", "meta": folder / "items.csv", "out": folder / "out",
+            "json": json.loads((folder / "drift.json").read_text(encoding="utf-8")),
+            "models": [f"m{j:02d}" for j in range(DRIFT_MODELS)]}
+
+
+def _make_drift_world(folder: Path) -> None:
+    """:func:`drift_world`'s build, under ``folder``; what the command printed in ``drift.json``."""
     import numpy as np
 
-    folder = tmp_path_factory.mktemp("drift")
     rng = np.random.default_rng(11)
     month = np.repeat(np.arange(DRIFT_MONTHS), DRIFT_ITEMS // DRIFT_MONTHS)
     theta = np.linspace(-1.5, 1.5, DRIFT_MODELS)
@@ -418,5 +472,4 @@ def drift_world(tmp_path_factory):
     done = run_script("drift.py", matrix, "--n-trials", DRIFT_K, "--item-meta", meta, "--by", "date", "--model-meta",
                       model_meta, "--output-dir", out, "--json", "--max-replicates", 2000, "--predict-after")
     assert done.returncode == 0, done.stderr
-    return {"folder": folder, "matrix": matrix, "meta": meta, "out": out, "json": json.loads(done.stdout),
-            "models": models}
+    (folder / "drift.json").write_text(done.stdout, encoding="utf-8")

@@ -82,17 +82,22 @@ def originals() -> list:
 
 
 async def rewrite(client: LLMClient, rewriter: Endpoint) -> tuple[list, list]:
-    """Ask the rewriter for a child of each parent, one request at a time, under :data:`REWRITE_FORMAT`
-    with seed ``REWRITE_SEED + k``; return (candidates, records of every reply)."""
+    """Ask the rewriter for a child of each parent, the requests at once (vLLM batches them, as it does the loop's
+    rewrites), each under :data:`REWRITE_FORMAT` with seed ``REWRITE_SEED + k``; return (candidates, records of
+    every reply), in the parents' order."""
     prompts = Prompts()
     items = {i: Item(i, q, a, z, 0.0, 0.0) for i, q, a, z in ITEMS}
     references = sorted(items.values(), key=lambda it: it.z)
-    children, records = [], []
-    for k, parent_id in enumerate(REWRITE_PARENTS):
+
+    async def ask(k, parent_id):
         prompt = prompts.rewrite(BENCHMARK, REWRITE_TARGET, items[parent_id], references, "a single integer")
         result = await client.chat(rewriter, [{"role": "user", "content": prompt}], n=1,
                                    response_format=REWRITE_FORMAT, seed=REWRITE_SEED + k)
-        text = result.texts[0]
+        return result.texts[0]
+
+    texts = await asyncio.gather(*(ask(k, parent_id) for k, parent_id in enumerate(REWRITE_PARENTS)))
+    children, records = [], []
+    for k, (parent_id, text) in enumerate(zip(REWRITE_PARENTS, texts)):
         record = {"parent": parent_id, "seed": REWRITE_SEED + k, "reply": text}
         try:
             child = parse_child(text)
@@ -107,18 +112,21 @@ async def rewrite(client: LLMClient, rewriter: Endpoint) -> tuple[list, list]:
 
 
 async def validity(client: LLMClient, solver, candidates: list) -> list:
-    """Static checks against the other items, then one cold greedy solve; ``(candidate, ok, reason)`` each."""
+    """Static checks against the other items, then one cold greedy solve of each candidate that passed them, the
+    solves at once (as the loop's validity gate sends them; a solve's verdict is its own, whatever it was batched
+    with); ``(candidate, ok, reason)`` each, in the candidates' order."""
     solve = DirectRollouts(client, [solver], 1, KIND)
     endpoint = solve.endpoints[0]
-    verdicts = []
-    for candidate in candidates:
+
+    async def check(candidate):
         existing = [(c.item_id, c.question, c.answer) for c in candidates if c.item_id != candidate.item_id]
-        check = static_checks(candidate, existing)
-        if check.ok:
+        verdict = static_checks(candidate, existing)
+        if verdict.ok:
             tries = await solve.for_model(candidate, endpoint)
-            check = confirmed_by_solve([bool(r.correct) for r in tries])
-        verdicts.append((candidate, check.ok, check.reason))
-    return verdicts
+            verdict = confirmed_by_solve([bool(r.correct) for r in tries])
+        return candidate, verdict.ok, verdict.reason
+
+    return list(await asyncio.gather(*(check(c) for c in candidates)))
 
 
 def _rows(candidates: list, per_candidate: list) -> list:
@@ -149,8 +157,9 @@ def _split(models) -> tuple[list, list]:
 
     vLLM on CPU repeats a greedy reply exactly only when the request is computed alone:
     batched with other requests, the floating-point sums differ and so, sometimes, does the
-    text (seen on this machine). Both backends therefore send greedy requests one at a time,
-    so the two backends' rows for these models must be identical.
+    text (seen on this machine). Both backends therefore send greedy rollouts one at a time,
+    so the two backends' rows for these models must be identical. (The validity step's greedy
+    solves go out together: each gates its own item, and no other row is compared with them.)
     """
     greedy = [m for m in models if m.temperature == 0]
     return greedy, [m for m in models if m.temperature != 0]
@@ -211,7 +220,8 @@ def run_chain(panel, panel_path, base_url: str, workdir: Path, n_trials: int = 3
     sampled = _split(panel.models)[1]
 
     async def direct_part():
-        client = LLMClient(max_concurrency=4, timeout=300.0, max_retries=2)
+        # 8 at once: the validity step's solves (5 items and up to 2 children) go out together
+        client = LLMClient(max_concurrency=8, timeout=300.0, max_retries=2)
         try:
             start = time.monotonic()
             children, rewrites = await rewrite(client, Endpoint.from_panel_model(panel.rewriter))
