@@ -113,8 +113,9 @@ async def rewrite(client: LLMClient, rewriter: Endpoint) -> tuple[list, list]:
 
 async def validity(client: LLMClient, solver, candidates: list) -> list:
     """Static checks against the other items, then one cold greedy solve of each candidate that passed them, the
-    solves at once (as the loop's validity gate sends them; a solve's verdict is its own, whatever it was batched
-    with); ``(candidate, ok, reason)`` each, in the candidates' order."""
+    solves at once (as the loop's validity gate sends them; batching can change a greedy reply's text, see
+    :func:`_split`, and no other row is compared with these verdicts); ``(candidate, ok, reason)`` each, in the
+    candidates' order."""
     solve = DirectRollouts(client, [solver], 1, KIND)
     endpoint = solve.endpoints[0]
 
